@@ -1,0 +1,64 @@
+"""Typed errors shared by every layer of timebound.
+
+This is a leaf module: it imports nothing of ours, so ``timebound.core`` may use it.
+
+Two families, after h11: the *local* caller misused an API (``ProtocolUsageError``,
+``UsageError`` for the command line), or the *remote* side sent garbage
+(``MalformedDatagram``, ``TraceError`` for a trace file, ``SchemaError`` for a dataset).
+Every command-line failure that is the user's doing exits with status 2 and one line.
+"""
+
+from __future__ import annotations
+
+
+class TimeboundError(Exception):
+    """Base class of every error timebound raises on purpose."""
+
+
+class UsageError(TimeboundError):
+    """A command-line option is missing, meaningless or out of range (exit status 2)."""
+
+    def __init__(self, option: str, reason: str) -> None:
+        self.option = option
+        self.reason = reason
+        super().__init__(f"{option}: {reason}")
+
+
+class TraceError(TimeboundError):
+    """A trace row is malformed or breaks a rule of its replay contract (exit status 2).
+
+    ``line`` is 1-based: the line of a JSON Lines file, the row of a Parquet file.
+    """
+
+    def __init__(self, source: str, line: int, field: str, reason: str) -> None:
+        self.source = source
+        self.line = line
+        self.field = field
+        self.reason = reason
+        super().__init__(f"{source}:{line}: field '{field}': {reason}")
+
+
+class SchemaError(TimeboundError):
+    """A dataset table is missing a column or has one of the wrong type."""
+
+    def __init__(self, table: str, column: str, reason: str) -> None:
+        self.table = table
+        self.column = column
+        self.reason = reason
+        super().__init__(f"table '{table}', column '{column}': {reason}")
+
+
+class ProtocolUsageError(TimeboundError):
+    """The local caller broke a core API precondition (e.g. time went backwards)."""
+
+
+class MalformedDatagram(TimeboundError):
+    """A peer sent bytes that do not decode as a message of the protocol."""
+
+
+class TableFullError(TimeboundError):
+    """A connection table at capacity holds only live entries; nothing may be evicted."""
+
+
+class StorageError(TimeboundError):
+    """Stable storage could not be read or written."""

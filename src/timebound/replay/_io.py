@@ -1,0 +1,205 @@
+"""Trace files in and out: JSON Lines or Parquet, chosen by extension, ``-`` for stdio.
+
+Reading streams (one JSON line or one Parquet record batch at a time), so memory is
+bounded by the protocols' state, not by the file. Writing goes to a temporary file in
+the destination folder that is renamed over the destination only when the replay
+finished without error: the output path is written whole or not at all. Standard
+output is streamed as JSON Lines (it cannot be taken back; a failed replay ends it
+early and the exit status says so).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from timebound.errors import TraceError, UsageError
+
+#: Rows per Parquet record batch, read or written.
+BATCH_ROWS = 8192
+
+#: Column type names a replay command declares for its output (all nullable).
+ARROW_TYPES: Mapping[str, pa.DataType] = {
+    "string": pa.string(),
+    "int64": pa.int64(),
+    "bool": pa.bool_(),
+    "list<int64>": pa.list_(pa.int64()),
+    "map<string,int64>": pa.map_(pa.string(), pa.int64()),
+}
+
+
+def trace_format(path: str, option: str) -> str:
+    """``"jsonl"`` or ``"parquet"`` for a path (``-`` is JSON Lines), else a UsageError."""
+    if path == "-":
+        return "jsonl"
+    suffix = Path(path).suffix.lower()
+    if suffix == ".jsonl":
+        return "jsonl"
+    if suffix == ".parquet":
+        return "parquet"
+    raise UsageError(option, f"'{path}' must end in .jsonl or .parquet (or be '-')")
+
+
+def read_rows(path: str) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line, value)`` for each record of a trace file, lines counted from 1.
+
+    JSON Lines: blank lines are skipped (but counted); a line that is not JSON raises
+    a TraceError naming the line. Parquet: each row becomes a dict of its columns.
+    """
+    fmt = trace_format(path, "--input")
+    source = "<stdin>" if path == "-" else path
+    if fmt == "parquet":
+        yield from _read_parquet(path)
+        return
+    if path == "-":
+        yield from _read_jsonl(sys.stdin, source)
+        return
+    try:
+        handle = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError("--input", f"cannot open '{path}': {exc.strerror}") from None
+    with handle:
+        yield from _read_jsonl(handle, source)
+
+
+def _read_jsonl(handle: IO[str], source: str) -> Iterator[tuple[int, Any]]:
+    line_no = 0
+    try:
+        for line_no, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise TraceError(source, line_no, "<row>", f"not valid JSON ({exc.msg})") from None
+            yield line_no, value
+    except UnicodeDecodeError:
+        raise TraceError(source, line_no + 1, "<row>", "not valid UTF-8") from None
+
+
+def _read_parquet(path: str) -> Iterator[tuple[int, Any]]:
+    try:
+        parquet = pq.ParquetFile(path)
+    except FileNotFoundError:
+        raise UsageError("--input", f"cannot open '{path}': no such file") from None
+    except (OSError, pa.ArrowException) as exc:
+        raise UsageError("--input", f"cannot read '{path}' as Parquet: {exc}") from None
+    line_no = 0
+    for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
+        for row in batch.to_pylist():
+            line_no += 1
+            yield line_no, {key: value for key, value in row.items() if value is not None}
+
+
+class OutputWriter:
+    """Collects output rows and publishes the file atomically on ``commit()``.
+
+    Use as a context manager: leaving the block by an exception removes the
+    temporary file and leaves the destination untouched.
+    """
+
+    def __init__(self, path: str, column_types: Mapping[str, str]) -> None:
+        self._fmt = trace_format(path, "--output")
+        self._path = path
+        self._known = {name: ARROW_TYPES[kind] for name, kind in column_types.items()}
+        self._pending: list[dict[str, Any]] = []
+        self._schema: pa.Schema | None = None
+        self._writer: pq.ParquetWriter | None = None
+        self._tmp: str | None = None
+        self._handle: IO[str] | None = None
+        self.rows = 0
+
+    def __enter__(self) -> OutputWriter:
+        if self._path == "-":
+            self._handle = sys.stdout
+            return self
+        folder = os.path.dirname(os.path.abspath(self._path))
+        if not os.path.isdir(folder):
+            raise UsageError("--output", f"folder '{folder}' does not exist")
+        fd, self._tmp = tempfile.mkstemp(
+            prefix=f".{os.path.basename(self._path)}.", suffix=".tmp", dir=folder
+        )
+        if self._fmt == "jsonl":
+            self._handle = os.fdopen(fd, "w", encoding="utf-8")
+        else:
+            os.close(fd)
+        return self
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        self.rows += 1
+        if self._fmt == "jsonl":
+            assert self._handle is not None
+            self._handle.write(json.dumps(row, separators=(",", ":")) + "\n")
+            return
+        self._pending.append(dict(row))
+        if len(self._pending) >= BATCH_ROWS:
+            self._flush_parquet()
+
+    def _flush_parquet(self) -> None:
+        if not self._pending:
+            return
+        if self._schema is None:
+            self._schema = self._infer_schema(self._pending)
+            assert self._tmp is not None
+            self._writer = pq.ParquetWriter(self._tmp, self._schema)
+        names = self._schema.names
+        columns = {name: [row.get(name) for row in self._pending] for name in names}
+        extra = {key for row in self._pending for key in row} - set(names)
+        if extra:
+            raise TraceError(self._path, self.rows, sorted(extra)[0], "column not present in the first rows")
+        table = pa.table(columns, schema=self._schema)
+        assert self._writer is not None
+        self._writer.write_table(table)
+        self._pending.clear()
+
+    def _infer_schema(self, rows: list[dict[str, Any]]) -> pa.Schema:
+        names: dict[str, None] = {}
+        for row in rows:
+            for key in row:
+                names.setdefault(key, None)
+        fields = []
+        for name in names:
+            kind = self._known.get(name)
+            if kind is None:
+                sample = pa.array([row.get(name) for row in rows])
+                kind = pa.string() if pa.types.is_null(sample.type) else sample.type
+            fields.append(pa.field(name, kind))
+        return pa.schema(fields)
+
+    def commit(self) -> None:
+        """Make the output visible at its path (fsync, then rename over it)."""
+        if self._path == "-":
+            sys.stdout.flush()
+            return
+        assert self._tmp is not None
+        if self._fmt == "jsonl":
+            assert self._handle is not None
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+            self._handle.close()
+            self._handle = None
+        else:
+            self._flush_parquet()
+            if self._writer is None:
+                pq.write_table(pa.table({name: pa.array([], kind) for name, kind in self._known.items()}), self._tmp)
+            else:
+                self._writer.close()
+                self._writer = None
+        os.replace(self._tmp, self._path)
+        self._tmp = None
+
+    def __exit__(self, *exc: object) -> None:
+        if self._handle is not None and self._handle is not sys.stdout:
+            self._handle.close()
+        if self._writer is not None:
+            self._writer.close()
+        if self._tmp is not None and os.path.exists(self._tmp):
+            os.unlink(self._tmp)
