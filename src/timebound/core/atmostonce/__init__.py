@@ -1,0 +1,52 @@
+"""At-most-once messages without handshakes (SCMP) with adaptive lifetime estimation.
+
+- ``Receiver``: connection table + ``upper`` (SCMP Fig. 2-1), resilient ``latest``
+  on stable storage (Fig. 2-2) or the monotonic-clock alternative, capacity;
+- estimators ``Fixed`` (rho), ``UnlimitedHorizon`` (adaptive Fig. 2) and
+  ``LimitedHorizon`` (adaptive Fig. 3);
+- ``ClassifiedReceiver``: one receiver per class of clients (SCMP section 2.4).
+"""
+
+from timebound.core.atmostonce._classes import (
+    ClassifiedReceiver,
+    Classifier,
+    crc32_class,
+    crc32_classifier,
+)
+from timebound.core.atmostonce._estimators import (
+    Estimator,
+    Fixed,
+    LimitedHorizon,
+    UnlimitedHorizon,
+    nextpow2,
+)
+from timebound.core.atmostonce._events import ReceiverStatistics, StableRecord, Verdict
+from timebound.core.atmostonce._receiver import (
+    MemoryStorage,
+    MonotonicClock,
+    Receiver,
+    Resilience,
+    StableLatest,
+    StableStorage,
+)
+
+__all__ = [
+    "ClassifiedReceiver",
+    "Classifier",
+    "Estimator",
+    "Fixed",
+    "LimitedHorizon",
+    "MemoryStorage",
+    "MonotonicClock",
+    "Receiver",
+    "ReceiverStatistics",
+    "Resilience",
+    "StableLatest",
+    "StableRecord",
+    "StableStorage",
+    "UnlimitedHorizon",
+    "Verdict",
+    "crc32_class",
+    "crc32_classifier",
+    "nextpow2",
+]

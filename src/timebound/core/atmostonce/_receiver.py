@@ -1,0 +1,407 @@
+"""The at-most-once receiver: SCMP Figs. 2-1 and 2-2, adaptive paper Figs. 1-3.
+
+Theory of operation
+-------------------
+A receiver keeps a *connection table* ``CT`` (connection id -> timestamp of the last
+message accepted on it) and one number ``upper`` bounding every timestamp it has
+forgotten. A message ``(conn, ts)`` is accepted iff ``ts`` is above the connection's
+bound: ``CT[conn]`` if the connection is in the table, ``upper`` otherwise. Garbage
+collection at time ``t`` forgets every entry with ``CT[c] <= t - estimate`` and raises
+``upper`` to the largest forgotten timestamp. The bound of each connection never
+decreases (adaptive Lemma 1), so no duplicate and no out-of-order message is ever
+accepted, whatever the clocks do and whatever the estimate is (SCMP 2.3, adaptive
+Theorem 2). Clocks only decide how often a late non-duplicate is refused (``STALE``).
+
+A *resilient* receiver (Fig. 2-2) also refuses ``ts > latest`` (``EARLY``), where
+``latest`` is on stable storage and only ever grows; every ``latest_every`` ticks it
+writes ``latest = max(latest, now + beta)``. After a crash the table and ``upper`` are
+gone; recovery sets ``upper = latest`` (everything accepted before the crash was at or
+below it) and writes a new ``latest = max(latest, now + beta)``. The alternative of
+section 2.2 for a monotonic clock needs no storage: ``EARLY`` when
+``ts > now + epsilon``, and after a restart everything is refused for ``epsilon``
+(``RECOVERING``), then ``upper = now``.
+
+Time and timers (sans-IO, after aioquic)
+----------------------------------------
+Time is an integer ``now`` in ticks passed to every call; the receiver never reads a
+clock. Periodic work happens at absolute multiples of its period (``k * gc_every``,
+``k * latest_every``, k >= 1), scheduled as the next multiple, so an idle gap of any
+length costs O(1): consecutive garbage collections with no message between them are
+equivalent to the first one (which consumes the period's lifetimes) followed by the
+last one (an update with no lifetimes changes no estimator), and consecutive
+``latest`` refreshes to the last one (``latest`` is a running maximum). Every call
+first fires what is due at or before ``now`` (``advance``): at one instant, recovery,
+then the ``latest`` refresh, then GC. Nothing fires while the receiver is down. A
+crash may carry its duration (``down``), in which case recovery is itself a timer.
+``next_deadline()`` tells a driver when to call ``advance`` again.
+
+Choices where the papers leave room
+-----------------------------------
+- The receiver is created at ``start`` (default 0) with an empty table and
+  ``upper = 0`` (Fig. 2-1 says ``min(0, time - rho)``; with timestamps >= 1 the two
+  agree). A resilient receiver whose storage already holds a record starts as a
+  recovery from it (the process restarted); an empty storage gets ``start + beta``.
+- The limited-horizon GC runs right after the message that brings the period's
+  S-th lifetime, at that message's time (the figure: "when ltimes has exactly S
+  entries"); it has no timer.
+- Lifetimes are recorded for ``ACCEPTED``, ``DUPLICATE`` and ``STALE`` messages (the
+  figure records every received message; ``EARLY``, ``DOWN``, ``RECOVERING`` and
+  ``FULL`` messages were refused before the skeleton ran).
+- Capacity (section 3.1: "we do not remove connection table entries unless the table
+  is almost full"): with ``capacity`` set, a periodic GC evicts expired entries only
+  while the table holds at least ``high_water`` entries; a new connection arriving at
+  a full table forces an eviction pass at ``now`` (removal only, the estimator is left
+  alone), and if every entry is still live the message is refused with ``FULL``. The
+  table never exceeds ``capacity``; refusing is always safe for at-most-once.
+  Tests: ``tests/test_atmostonce_receiver.py::test_capacity_*``.
+- ``retain(conn, now)``, when given, can keep an expired entry a while longer (a
+  higher protocol's entry still in use, e.g. an RPC call still computing, Fig. 3-1).
+  Keeping an entry longer never weakens the guarantee; it only delays ``upper``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from timebound.core.atmostonce._estimators import Estimator
+from timebound.core.atmostonce._events import ReceiverStatistics, StableRecord, Verdict
+from timebound.errors import ProtocolUsageError
+
+_NEVER = float("inf")
+
+_ACCEPTED = Verdict.ACCEPTED
+_DUPLICATE = Verdict.DUPLICATE
+_STALE = Verdict.STALE
+_EARLY = Verdict.EARLY
+_DOWN = Verdict.DOWN
+
+
+class StableStorage(Protocol):
+    """Where a resilient receiver keeps ``latest`` (and the estimator's state).
+
+    Drivers implement it (a file written atomically, a database row...); ``write``
+    must be durable when it returns. ``timebound.core`` ships only ``MemoryStorage``.
+    """
+
+    def read(self) -> StableRecord | None: ...
+
+    def write(self, record: StableRecord) -> None: ...
+
+
+class MemoryStorage:
+    """Stable storage that survives a simulated crash of the receiver object only."""
+
+    def __init__(self, record: StableRecord | None = None) -> None:
+        self.record = record
+        self.writes = 0
+
+    def read(self) -> StableRecord | None:
+        return self.record
+
+    def write(self, record: StableRecord) -> None:
+        self.record = record
+        self.writes += 1
+
+
+@dataclass(frozen=True, slots=True)
+class StableLatest:
+    """Fig. 2-2 resilience: ``latest`` on stable storage, refreshed periodically."""
+
+    storage: StableStorage
+    beta: int
+    latest_every: int
+
+    def __post_init__(self) -> None:
+        if self.beta < 0:
+            raise ProtocolUsageError(f"beta must be >= 0, got {self.beta}")
+        if self.latest_every < 1:
+            raise ProtocolUsageError(f"latest_every must be >= 1, got {self.latest_every}")
+
+
+@dataclass(frozen=True, slots=True)
+class MonotonicClock:
+    """Section 2.2's alternative for a monotonic clock: no storage, epsilon windows."""
+
+    epsilon: int
+
+    def __post_init__(self) -> None:
+        if self.epsilon < 0:
+            raise ProtocolUsageError(f"epsilon must be >= 0, got {self.epsilon}")
+
+
+Resilience = StableLatest | MonotonicClock
+
+
+class Receiver:
+    """One at-most-once receiver (one server, or one class of a server)."""
+
+    def __init__(
+        self,
+        estimator: Estimator,
+        *,
+        gc_every: int | None = None,
+        resilience: Resilience | None = None,
+        capacity: int | None = None,
+        high_water: int | None = None,
+        start: int = 0,
+        retain: Callable[[str, int], bool] | None = None,
+    ) -> None:
+        if estimator.gc_by_count:
+            if gc_every is not None:
+                raise ProtocolUsageError("a count-triggered estimator takes no gc_every")
+        elif gc_every is None or gc_every < 1:
+            raise ProtocolUsageError(f"gc_every must be >= 1, got {gc_every}")
+        if capacity is not None:
+            if capacity < 1:
+                raise ProtocolUsageError(f"capacity must be >= 1, got {capacity}")
+            if high_water is None:
+                high_water = max(1, capacity - max(1, capacity // 10))
+            if not 1 <= high_water <= capacity:
+                raise ProtocolUsageError("high_water must be in [1, capacity]")
+        self.estimator = estimator
+        self.gc_every = gc_every
+        self.resilience = resilience
+        self.capacity = capacity
+        self.high_water = high_water
+        self.retain = retain
+        self._table: dict[str, int] = {}
+        self.upper = 0
+        self._down = False
+        self._recover_at: float = _NEVER
+        self._refuse_until: float = -_NEVER  # monotonic-clock recovery window
+        self._next_gc: float = _NEVER
+        self._next_refresh: float = _NEVER
+        self._due: float = _NEVER
+        self._counts = dict.fromkeys(Verdict, 0)
+        self.gcs = 0
+        self.evicted = 0
+        self._latest: float = _NEVER
+        self._tracks = estimator.observes
+        # Monotonic-clock resilience: EARLY when ts > now + epsilon.
+        self._slack: float = (
+            resilience.epsilon if isinstance(resilience, MonotonicClock) else _NEVER
+        )
+        if isinstance(resilience, StableLatest):
+            record = resilience.storage.read()
+            if record is None:
+                self._write_latest(start + resilience.beta)
+            else:
+                self._recover(start)
+                return
+        self._schedule_from(start)
+
+    # -- queries -------------------------------------------------------------
+
+    @property
+    def entries(self) -> int:
+        return len(self._table)
+
+    @property
+    def estimate(self) -> int:
+        return self.estimator.estimate
+
+    @property
+    def latest(self) -> int | None:
+        """The bound on acceptable timestamps; None when there is none."""
+        if isinstance(self.resilience, StableLatest):
+            return int(self._latest)
+        return None
+
+    @property
+    def down(self) -> bool:
+        return self._down
+
+    def lookup(self, conn: str) -> int | None:
+        """The table's timestamp for ``conn``, or None if it is not in the table."""
+        return self._table.get(conn)
+
+    def next_deadline(self) -> int | None:
+        """The next absolute time at which ``advance`` has work, or None."""
+        return None if self._due == _NEVER else int(self._due)
+
+    def statistics(self) -> ReceiverStatistics:
+        counts = self._counts
+        return ReceiverStatistics(
+            entries=len(self._table), upper=self.upper, latest=self.latest,
+            estimate=self.estimator.estimate, down=self._down,
+            accepted=counts[Verdict.ACCEPTED], duplicate=counts[Verdict.DUPLICATE],
+            stale=counts[Verdict.STALE], early=counts[Verdict.EARLY],
+            refused_down=counts[Verdict.DOWN], recovering=counts[Verdict.RECOVERING],
+            full=counts[Verdict.FULL], gcs=self.gcs, evicted=self.evicted,
+        )
+
+    # -- inputs --------------------------------------------------------------
+
+    def receive(self, conn: str, ts: int, now: int) -> Verdict:
+        """Decide about message ``(conn, ts)`` arriving at receiver time ``now``."""
+        if now >= self._due:
+            self.advance(now)
+        if self._down:
+            self._counts[_DOWN] += 1
+            return _DOWN
+        if now < self._refuse_until:
+            self._counts[Verdict.RECOVERING] += 1
+            return Verdict.RECOVERING
+        if ts > self._latest or ts > now + self._slack:
+            self._counts[_EARLY] += 1
+            return _EARLY
+        table = self._table
+        last = table.get(conn)
+        if last is not None:
+            if ts <= last:
+                verdict = _DUPLICATE
+            else:
+                table[conn] = ts
+                verdict = _ACCEPTED
+        elif ts <= self.upper:
+            verdict = _STALE
+        elif self.capacity is not None and len(table) >= self.capacity and not self._make_room(now):
+            self._counts[Verdict.FULL] += 1
+            return Verdict.FULL
+        else:
+            table[conn] = ts
+            verdict = _ACCEPTED
+        self._counts[verdict] += 1
+        if self._tracks and self.estimator.observe(now - ts, verdict):
+            self._gc(now)
+        return verdict
+
+    def advance(self, now: int) -> None:
+        """Fire every timer due at or before ``now`` (recovery, refresh, GC)."""
+        if now < self._due:
+            # Nothing due (also when the receiver's clock stepped back: timers
+            # stay on their absolute schedule).
+            return
+        if self._down:
+            if self._recover_at > now:
+                return
+            self._recover(int(self._recover_at))
+        if self._refuse_until != -_NEVER and now >= self._refuse_until:
+            # Monotonic-clock recovery: the epsilon window is over; everything
+            # accepted before the crash had ts <= crash time + epsilon <= this.
+            self.upper = max(self.upper, int(self._refuse_until))
+            self._refuse_until = -_NEVER
+        if self._next_refresh <= now:
+            assert isinstance(self.resilience, StableLatest)
+            period = self.resilience.latest_every
+            last = now - now % period
+            self._write_latest(last + self.resilience.beta)
+            self._next_refresh = last + period
+        if self._next_gc <= now:
+            assert self.gc_every is not None
+            first = int(self._next_gc)
+            self._gc(first)
+            last = now - now % self.gc_every
+            if last > first:
+                self._gc(last)
+            self._next_gc = last + self.gc_every
+        self._update_due()
+
+    def crash(self, now: int, down: int | None = None) -> None:
+        """Lose volatile state at ``now``; recover at ``now + down`` if given.
+
+        Without ``down`` the receiver stays down until ``restart(now)``.
+        """
+        if self.resilience is None:
+            raise ProtocolUsageError(
+                "a non-resilient receiver cannot survive a crash (Fig. 2-1): "
+                "recovering with upper = 0 could accept duplicates"
+            )
+        if self._down:
+            raise ProtocolUsageError("crash of a receiver that is already down")
+        if down is not None and down < 1:
+            raise ProtocolUsageError(f"down must be >= 1, got {down}")
+        if now >= self._due:
+            self.advance(now)
+        self._down = True
+        self._table = {}
+        self.upper = 0
+        self._refuse_until = -_NEVER
+        self.estimator.lose_volatile()
+        self._next_gc = self._next_refresh = _NEVER
+        self._recover_at = _NEVER if down is None else now + down
+        self._update_due()
+
+    def restart(self, now: int) -> None:
+        """Recover a crashed receiver at ``now`` (its process came back)."""
+        if not self._down:
+            raise ProtocolUsageError("restart of a receiver that is not down")
+        self._recover(now)
+        self.advance(now)
+
+    # -- internals -----------------------------------------------------------
+
+    def _recover(self, now: int) -> None:
+        self._down = False
+        self._recover_at = _NEVER
+        self._table = {}
+        resilience = self.resilience
+        if isinstance(resilience, StableLatest):
+            record = resilience.storage.read()
+            if record is None:
+                raise ProtocolUsageError("resilient recovery found nothing on stable storage")
+            self.estimator.restore(record.estimate, record.p)
+            self._latest = record.latest
+            self.upper = record.latest
+            self._write_latest(now + resilience.beta)
+        elif isinstance(resilience, MonotonicClock):
+            self.upper = 0
+            self._refuse_until = now + resilience.epsilon
+        else:
+            self.upper = 0
+        self._schedule_from(now)
+
+    def _schedule_from(self, now: int) -> None:
+        """Next timers: the first multiples of each period at or after ``now``
+        (strictly after 0: periodic work starts at k >= 1)."""
+        if self.gc_every is not None:
+            self._next_gc = max(self.gc_every, -(-now // self.gc_every) * self.gc_every)
+        if isinstance(self.resilience, StableLatest):
+            period = self.resilience.latest_every
+            self._next_refresh = max(period, -(-now // period) * period)
+        self._update_due()
+
+    def _update_due(self) -> None:
+        due = min(self._next_gc, self._next_refresh, self._recover_at)
+        if self._refuse_until != -_NEVER:
+            due = min(due, self._refuse_until)
+        self._due = due
+
+    def _write_latest(self, candidate: int) -> None:
+        assert isinstance(self.resilience, StableLatest)
+        latest = candidate if self._latest == _NEVER else max(int(self._latest), candidate)
+        self.resilience.storage.write(
+            StableRecord(latest=latest, estimate=self.estimator.estimate, p=self.estimator.p)
+        )
+        self._latest = latest  # only after the write is durable (Fig. 2-2)
+
+    def _gc(self, now: int) -> None:
+        self.gcs += 1
+        if self.estimator.update() and isinstance(self.resilience, StableLatest):
+            self._write_latest(int(self._latest))
+        if self.capacity is None or len(self._table) >= (self.high_water or 0):
+            self._evict(now)
+
+    def _evict(self, now: int) -> int:
+        threshold = now - self.estimator.estimate
+        table = self._table
+        expired = [conn for conn, ts in table.items() if ts <= threshold]
+        if self.retain is not None:
+            keep = self.retain
+            expired = [conn for conn in expired if not keep(conn, now)]
+        upper = self.upper
+        for conn in expired:
+            ts = table.pop(conn)
+            if ts > upper:
+                upper = ts
+        self.upper = upper
+        self.evicted += len(expired)
+        return len(expired)
+
+    def _make_room(self, now: int) -> bool:
+        self._evict(now)
+        return len(self._table) < (self.capacity or 0)
+
+
