@@ -1,0 +1,26 @@
+"""Causal deterministic merge by replicated mergers (causal merge paper, section 4).
+
+``Merger`` buffers each message until ``r + c + δ + ε`` and delivers equal deadlines
+by ``less``, then process id, then message id; ``level_parameters`` gives the
+``(ε, δ)`` of the next level when mergers are stacked (Theorem 4.3).
+"""
+
+from timebound.core.merge._merger import (
+    Delivery,
+    Envelope,
+    Merger,
+    MergerStatistics,
+    Stamp,
+    Verdict,
+    level_parameters,
+)
+
+__all__ = [
+    "Delivery",
+    "Envelope",
+    "Merger",
+    "MergerStatistics",
+    "Stamp",
+    "Verdict",
+    "level_parameters",
+]
