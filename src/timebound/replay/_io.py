@@ -102,18 +102,22 @@ def _read_parquet(path: str) -> Iterator[tuple[int, Any]]:
 class OutputWriter:
     """Collects output rows and publishes the file atomically on ``commit()``.
 
-    Use as a context manager: leaving the block by an exception removes the
-    temporary file and leaves the destination untouched.
+    JSON Lines go straight to a temporary file beside the destination. Parquet rows
+    are first spooled as JSON lines to a temporary file, so that the schema can be
+    fixed from every row (a column may first appear late, e.g. ``msg`` after many
+    ``local`` events); ``commit()`` then converts the spool in record batches. Memory
+    stays bounded either way. Leaving the ``with`` block by an exception removes the
+    temporary files and leaves the destination untouched.
     """
 
     def __init__(self, path: str, column_types: Mapping[str, str]) -> None:
         self._fmt = trace_format(path, "--output")
         self._path = path
         self._known = {name: ARROW_TYPES[kind] for name, kind in column_types.items()}
-        self._pending: list[dict[str, Any]] = []
-        self._schema: pa.Schema | None = None
-        self._writer: pq.ParquetWriter | None = None
+        self._columns: dict[str, None] = {}
+        self._samples: dict[str, Any] = {}
         self._tmp: str | None = None
+        self._spool: str | None = None
         self._handle: IO[str] | None = None
         self.rows = 0
 
@@ -131,75 +135,77 @@ class OutputWriter:
             self._handle = os.fdopen(fd, "w", encoding="utf-8")
         else:
             os.close(fd)
+            fd, self._spool = tempfile.mkstemp(
+                prefix=f".{os.path.basename(self._path)}.", suffix=".spool", dir=folder
+            )
+            self._handle = os.fdopen(fd, "w+", encoding="utf-8")
         return self
 
     def write(self, row: Mapping[str, Any]) -> None:
         self.rows += 1
-        if self._fmt == "jsonl":
-            assert self._handle is not None
-            self._handle.write(json.dumps(row, separators=(",", ":")) + "\n")
-            return
-        self._pending.append(dict(row))
-        if len(self._pending) >= BATCH_ROWS:
-            self._flush_parquet()
+        assert self._handle is not None
+        self._handle.write(json.dumps(row, separators=(",", ":")) + "\n")
+        if self._fmt == "parquet":
+            for key, value in row.items():
+                if key not in self._columns:
+                    self._columns[key] = None
+                if value is not None and key not in self._samples and key not in self._known:
+                    self._samples[key] = value
 
-    def _flush_parquet(self) -> None:
-        if not self._pending:
-            return
-        if self._schema is None:
-            self._schema = self._infer_schema(self._pending)
-            assert self._tmp is not None
-            self._writer = pq.ParquetWriter(self._tmp, self._schema)
-        names = self._schema.names
-        columns = {name: [row.get(name) for row in self._pending] for name in names}
-        extra = {key for row in self._pending for key in row} - set(names)
-        if extra:
-            raise TraceError(self._path, self.rows, sorted(extra)[0], "column not present in the first rows")
-        table = pa.table(columns, schema=self._schema)
-        assert self._writer is not None
-        self._writer.write_table(table)
-        self._pending.clear()
-
-    def _infer_schema(self, rows: list[dict[str, Any]]) -> pa.Schema:
-        names: dict[str, None] = {}
-        for row in rows:
-            for key in row:
-                names.setdefault(key, None)
+    def _schema(self) -> pa.Schema:
         fields = []
-        for name in names:
+        for name in self._columns:
             kind = self._known.get(name)
             if kind is None:
-                sample = pa.array([row.get(name) for row in rows])
+                sample = pa.array([self._samples.get(name)])
                 kind = pa.string() if pa.types.is_null(sample.type) else sample.type
             fields.append(pa.field(name, kind))
         return pa.schema(fields)
+
+    def _convert_spool(self) -> None:
+        assert self._handle is not None and self._tmp is not None
+        schema = self._schema()
+        names = schema.names
+        self._handle.flush()
+        self._handle.seek(0)
+        with pq.ParquetWriter(self._tmp, schema) as writer:
+            batch: list[dict[str, Any]] = []
+            for text in self._handle:
+                batch.append(json.loads(text))
+                if len(batch) >= BATCH_ROWS:
+                    writer.write_table(self._table(batch, names, schema))
+                    batch.clear()
+            if batch or not self.rows:
+                writer.write_table(self._table(batch, names, schema))
+
+    @staticmethod
+    def _table(rows: list[dict[str, Any]], names: list[str], schema: pa.Schema) -> pa.Table:
+        columns = {name: [row.get(name) for row in rows] for name in names}
+        return pa.table(columns, schema=schema)
 
     def commit(self) -> None:
         """Make the output visible at its path (fsync, then rename over it)."""
         if self._path == "-":
             sys.stdout.flush()
             return
-        assert self._tmp is not None
-        if self._fmt == "jsonl":
-            assert self._handle is not None
+        assert self._tmp is not None and self._handle is not None
+        if self._fmt == "parquet":
+            if not self._columns:
+                self._columns = dict.fromkeys(self._known)
+            self._convert_spool()
+            with open(self._tmp, "rb") as published:
+                os.fsync(published.fileno())
+        else:
             self._handle.flush()
             os.fsync(self._handle.fileno())
-            self._handle.close()
-            self._handle = None
-        else:
-            self._flush_parquet()
-            if self._writer is None:
-                pq.write_table(pa.table({name: pa.array([], kind) for name, kind in self._known.items()}), self._tmp)
-            else:
-                self._writer.close()
-                self._writer = None
+        self._handle.close()
+        self._handle = None
         os.replace(self._tmp, self._path)
         self._tmp = None
 
     def __exit__(self, *exc: object) -> None:
         if self._handle is not None and self._handle is not sys.stdout:
             self._handle.close()
-        if self._writer is not None:
-            self._writer.close()
-        if self._tmp is not None and os.path.exists(self._tmp):
-            os.unlink(self._tmp)
+        for leftover in (self._tmp, self._spool):
+            if leftover is not None and os.path.exists(leftover):
+                os.unlink(leftover)
