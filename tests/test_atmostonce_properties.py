@@ -30,7 +30,6 @@ from timebound.core.atmostonce import (
     Verdict,
 )
 
-
 # The inputs are seeds of a generator: shrinking them is meaningless and slow.
 NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
 

@@ -17,6 +17,10 @@ from timebound.replay._framework import ReplayCommand, Replayer, Row, replay_row
 #: protocol name -> module that defines ``COMMAND``.
 REGISTRY: dict[str, str] = {
     "atmostonce": "timebound.replay.atmostonce",
+    "causal": "timebound.replay.causal",
+    "merge": "timebound.replay.merge",
+    "slotted": "timebound.replay.slotted",
+    "stability": "timebound.replay.stability",
 }
 
 
