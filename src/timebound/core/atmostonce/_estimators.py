@@ -43,6 +43,9 @@ from typing import Protocol
 from timebound.core.atmostonce._events import Verdict
 from timebound.errors import ProtocolUsageError
 
+_ACCEPTED = Verdict.ACCEPTED
+_STALE = Verdict.STALE
+
 
 def nextpow2(value: int) -> int:
     """The smallest power of two >= value (value >= 1)."""
@@ -118,12 +121,6 @@ class _Adaptive:
         self.numacc = 0
         self.numrej = 0
 
-    def _count(self, verdict: Verdict) -> None:
-        if verdict is Verdict.ACCEPTED:
-            self.numacc += 1
-        elif verdict is Verdict.STALE:
-            self.numrej += 1
-
     def _decide(self, maxltime: int) -> bool:
         if maxltime > self.estimate:
             self.estimate = nextpow2(maxltime)
@@ -158,7 +155,10 @@ class UnlimitedHorizon(_Adaptive):
     def observe(self, lifetime: int, verdict: Verdict) -> bool:
         if lifetime > self._max:
             self._max = lifetime
-        self._count(verdict)
+        if verdict is _ACCEPTED:
+            self.numacc += 1
+        elif verdict is _STALE:
+            self.numrej += 1
         return False
 
     def update(self) -> bool:
@@ -203,7 +203,10 @@ class LimitedHorizon(_Adaptive):
             heapq.heappush(top, lifetime)
         elif lifetime > top[0]:
             heapq.heapreplace(top, lifetime)
-        self._count(verdict)
+        if verdict is _ACCEPTED:
+            self.numacc += 1
+        elif verdict is _STALE:
+            self.numrej += 1
         self._count_in_period += 1
         return self._count_in_period >= self.window
 

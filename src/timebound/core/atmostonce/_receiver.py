@@ -63,6 +63,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from heapq import heapify, heappop, heappush
 from typing import Protocol
 
 from timebound.core.atmostonce._estimators import Estimator
@@ -76,6 +77,8 @@ _DUPLICATE = Verdict.DUPLICATE
 _STALE = Verdict.STALE
 _EARLY = Verdict.EARLY
 _DOWN = Verdict.DOWN
+_RECOVERING = Verdict.RECOVERING
+_FULL = Verdict.FULL
 
 
 class StableStorage(Protocol):
@@ -174,11 +177,20 @@ class Receiver:
         self._next_gc: float = _NEVER
         self._next_refresh: float = _NEVER
         self._due: float = _NEVER
-        self._counts = dict.fromkeys(Verdict, 0)
+        # Hot-path verdict counters are plain attributes; the rare ones a dict.
+        self._accepted = self._duplicates = self._stale = 0
+        self._counts = dict.fromkeys((_DOWN, _RECOVERING, _EARLY, _FULL), 0)
+        # Connections ordered by timestamp for eviction (a lazy heap: an entry whose
+        # timestamp no longer matches the table is skipped when it surfaces).
+        self._expiry: list[tuple[int, str]] = []
+        self._bounded = capacity is not None
+        self._capacity = capacity or 0
         self.gcs = 0
         self.evicted = 0
         self._latest: float = _NEVER
         self._tracks = estimator.observes
+        # Only a resilient receiver can be down, recovering or see EARLY messages.
+        self._guarded = resilience is not None
         # Monotonic-clock resilience: EARLY when ts > now + epsilon.
         self._slack: float = (
             resilience.epsilon if isinstance(resilience, MonotonicClock) else _NEVER
@@ -226,10 +238,10 @@ class Receiver:
         return ReceiverStatistics(
             entries=len(self._table), upper=self.upper, latest=self.latest,
             estimate=self.estimator.estimate, down=self._down,
-            accepted=counts[Verdict.ACCEPTED], duplicate=counts[Verdict.DUPLICATE],
-            stale=counts[Verdict.STALE], early=counts[Verdict.EARLY],
-            refused_down=counts[Verdict.DOWN], recovering=counts[Verdict.RECOVERING],
-            full=counts[Verdict.FULL], gcs=self.gcs, evicted=self.evicted,
+            accepted=self._accepted, duplicate=self._duplicates, stale=self._stale,
+            early=counts[_EARLY], refused_down=counts[_DOWN],
+            recovering=counts[_RECOVERING], full=counts[_FULL],
+            gcs=self.gcs, evicted=self.evicted,
         )
 
     # -- inputs --------------------------------------------------------------
@@ -238,35 +250,46 @@ class Receiver:
         """Decide about message ``(conn, ts)`` arriving at receiver time ``now``."""
         if now >= self._due:
             self.advance(now)
-        if self._down:
-            self._counts[_DOWN] += 1
-            return _DOWN
-        if now < self._refuse_until:
-            self._counts[Verdict.RECOVERING] += 1
-            return Verdict.RECOVERING
-        if ts > self._latest or ts > now + self._slack:
-            self._counts[_EARLY] += 1
-            return _EARLY
+        if self._guarded:
+            refusal = self._refusal(ts, now)
+            if refusal is not None:
+                self._counts[refusal] += 1
+                return refusal
         table = self._table
         last = table.get(conn)
         if last is not None:
             if ts <= last:
                 verdict = _DUPLICATE
+                self._duplicates += 1
             else:
                 table[conn] = ts
+                heappush(self._expiry, (ts, conn))
                 verdict = _ACCEPTED
+                self._accepted += 1
         elif ts <= self.upper:
             verdict = _STALE
-        elif self.capacity is not None and len(table) >= self.capacity and not self._make_room(now):
-            self._counts[Verdict.FULL] += 1
-            return Verdict.FULL
+            self._stale += 1
         else:
+            if self._bounded and len(table) >= self._capacity and not self._make_room(now):
+                self._counts[_FULL] += 1
+                return _FULL
             table[conn] = ts
+            heappush(self._expiry, (ts, conn))
             verdict = _ACCEPTED
-        self._counts[verdict] += 1
+            self._accepted += 1
         if self._tracks and self.estimator.observe(now - ts, verdict):
             self._gc(now)
         return verdict
+
+    def _refusal(self, ts: int, now: int) -> Verdict | None:
+        """The checks before Fig. 2-2's skeleton: down, recovering, too early."""
+        if self._down:
+            return _DOWN
+        if now < self._refuse_until:
+            return _RECOVERING
+        if ts > self._latest or ts > now + self._slack:
+            return _EARLY
+        return None
 
     def advance(self, now: int) -> None:
         """Fire every timer due at or before ``now`` (recovery, refresh, GC)."""
@@ -317,6 +340,7 @@ class Receiver:
             self.advance(now)
         self._down = True
         self._table = {}
+        self._expiry = []
         self.upper = 0
         self._refuse_until = -_NEVER
         self.estimator.lose_volatile()
@@ -337,6 +361,7 @@ class Receiver:
         self._down = False
         self._recover_at = _NEVER
         self._table = {}
+        self._expiry = []
         resilience = self.resilience
         if isinstance(resilience, StableLatest):
             record = resilience.storage.read()
@@ -385,23 +410,40 @@ class Receiver:
             self._evict(now)
 
     def _evict(self, now: int) -> int:
+        """Forget every entry with ``CT[c] <= now - estimate`` (unless retained)
+        and raise ``upper`` to the largest forgotten timestamp. Cost: the expired
+        heap items only, never a scan of the table."""
         threshold = now - self.estimator.estimate
         table = self._table
-        expired = [conn for conn, ts in table.items() if ts <= threshold]
-        if self.retain is not None:
-            keep = self.retain
-            expired = [conn for conn in expired if not keep(conn, now)]
+        expiry = self._expiry
         upper = self.upper
-        for conn in expired:
-            ts = table.pop(conn)
+        kept: list[tuple[int, str]] = []
+        removed = 0
+        while expiry and expiry[0][0] <= threshold:
+            item = heappop(expiry)
+            ts, conn = item
+            if table.get(conn) != ts:
+                continue  # superseded by a later accept on the same connection
+            if self.retain is not None and self.retain(conn, now):
+                kept.append(item)
+                continue
+            del table[conn]
+            removed += 1
             if ts > upper:
                 upper = ts
+        for item in kept:
+            heappush(expiry, item)
+        if len(expiry) > 2 * len(table) + 1024:
+            # Superseded items pile up while the estimate is long: rebuild, so the
+            # heap stays O(table) (amortised O(1) per accepted message).
+            self._expiry = expiry = [(ts, conn) for conn, ts in table.items()]
+            heapify(expiry)
         self.upper = upper
-        self.evicted += len(expired)
-        return len(expired)
+        self.evicted += removed
+        return removed
 
     def _make_room(self, now: int) -> bool:
         self._evict(now)
-        return len(self._table) < (self.capacity or 0)
+        return len(self._table) < self._capacity
 
 

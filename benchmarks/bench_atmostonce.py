@@ -1,0 +1,124 @@
+"""Per-message cost of the at-most-once receiver, and replay throughput.
+
+Side by side in one run: a bare dict connection-table check (the floor any receiver
+pays in Python), then ``Receiver.receive`` with each estimator, plain and resilient,
+then ``timebound replay atmostonce`` end to end (JSON Lines and Parquet).
+
+    .venv/bin/python benchmarks/bench_atmostonce.py [--messages N] [--repeats R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import tempfile
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from timebound.cli import main as cli_main
+from timebound.core.atmostonce import (
+    Fixed,
+    LimitedHorizon,
+    MemoryStorage,
+    Receiver,
+    StableLatest,
+    UnlimitedHorizon,
+)
+
+
+def workload(n: int, conns: int, seed: int = 1) -> list[tuple[str, int, int]]:
+    rng = random.Random(seed)
+    names = [f"c{i}" for i in range(conns)]
+    last = dict.fromkeys(names, 0)
+    out = []
+    now = 0
+    for _ in range(n):
+        now += rng.randint(0, 2)
+        conn = rng.choice(names)
+        if rng.random() < 0.1:
+            ts = last[conn] or 1  # a duplicate
+        else:
+            ts = max(last[conn] + 1, now - rng.randint(1, 200))
+            last[conn] = ts
+        out.append((conn, ts, now))
+    return out
+
+
+def time_per_message(make, messages, repeats: int) -> float:
+    samples = []
+    for _ in range(repeats):
+        receive = make()
+        start = time.perf_counter()
+        for conn, ts, now in messages:
+            receive(conn, ts, now)
+        samples.append((time.perf_counter() - start) / len(messages))
+    return statistics.median(samples) * 1e6
+
+
+def bare_table():
+    table: dict[str, int] = {}
+    upper = 0
+
+    def check(conn: str, ts: int, now: int) -> bool:
+        last = table.get(conn)
+        if last is not None:
+            if ts <= last:
+                return False
+        elif ts <= upper:
+            return False
+        table[conn] = ts
+        return True
+
+    return check
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--messages", type=int, default=300_000)
+    parser.add_argument("--conns", type=int, default=10_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    messages = workload(args.messages, args.conns)
+    cases = {
+        "bare dict check (floor)": bare_table,
+        "Receiver fixed": lambda: Receiver(Fixed(256), gc_every=100).receive,
+        "Receiver unlimited": lambda: Receiver(UnlimitedHorizon(), gc_every=100).receive,
+        "Receiver limited S=1000 H=10": lambda: Receiver(LimitedHorizon(1000, 10, 4)).receive,
+        "Receiver unlimited resilient": lambda: Receiver(
+            UnlimitedHorizon(), gc_every=100,
+            resilience=StableLatest(MemoryStorage(), 10**9, 1000)).receive,
+    }
+    print(f"{args.messages} messages over {args.conns} connections, median of {args.repeats}")
+    floor = None
+    for name, make in cases.items():
+        us = time_per_message(make, messages, args.repeats)
+        floor = floor or us
+        print(f"  {name:<32} {us:6.3f} us/message  ({us / floor:4.2f}x floor)")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "trace.jsonl")
+        with open(src, "w") as handle:
+            for conn, ts, now in messages:
+                handle.write(json.dumps({"type": "msg", "receiver": "s1", "conn": conn, "ts": ts, "at": now}) + "\n")
+        psrc = os.path.join(tmp, "trace.parquet")
+        pq.write_table(pa.Table.from_pylist(
+            [{"type": "msg", "receiver": "s1", "conn": c, "ts": t, "at": n} for c, t, n in messages]), psrc)
+        for label, inp, out in (("jsonl -> jsonl", src, "o.jsonl"), ("parquet -> parquet", psrc, "o.parquet")):
+            samples = []
+            for _ in range(max(1, args.repeats // 2)):
+                start = time.perf_counter()
+                code = cli_main(["replay", "atmostonce", "-i", inp, "-o", os.path.join(tmp, out),
+                                 "--estimator", "unlimited", "--gc-every", "100"])
+                samples.append(time.perf_counter() - start)
+                assert code == 0
+            rate = len(messages) / statistics.median(samples)
+            print(f"  replay {label:<26} {rate:10,.0f} rows/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""At-most-once RPC over SCMP (SCMP paper, section 3.1 and Fig. 3-1), sans-IO.
+
+- messages ``Call`` (full or truncated), ``Ack``, ``Reply``, ``ReplyAck`` with a
+  compact binary ``encode()`` and ``decode()`` (``MalformedDatagram`` on garbage);
+- ``Server``: the SCMP ``Receiver`` as duplicate filter plus the per-connection
+  IDLE / COMPUTING / REPLYING state; ``handle`` returns datagrams to send and calls
+  to start, ``complete`` returns the REPLY;
+- ``Client``: retransmission schedule (``Policy``), truncated retransmissions once
+  ACKed, give-up; outcomes ``Completed`` and ``GaveUp``.
+"""
+
+from timebound.core.rpc._client import (
+    CallId,
+    Calling,
+    Client,
+    ClientOutput,
+    ClientStatistics,
+    Completed,
+    GaveUp,
+    Outcome,
+    Policy,
+)
+from timebound.core.rpc._messages import (
+    MAX_BODY_BYTES,
+    MAX_CONN_BYTES,
+    MAX_TS,
+    Ack,
+    Call,
+    Message,
+    Reply,
+    ReplyAck,
+    decode,
+)
+from timebound.core.rpc._server import (
+    ConnState,
+    DupAction,
+    Outgoing,
+    Server,
+    ServerOutput,
+    ServerStatistics,
+    StartCall,
+)
+
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_CONN_BYTES",
+    "MAX_TS",
+    "Ack",
+    "Call",
+    "CallId",
+    "Calling",
+    "Client",
+    "ClientOutput",
+    "ClientStatistics",
+    "Completed",
+    "ConnState",
+    "DupAction",
+    "GaveUp",
+    "Message",
+    "Outcome",
+    "Outgoing",
+    "Policy",
+    "Reply",
+    "ReplyAck",
+    "Server",
+    "ServerOutput",
+    "ServerStatistics",
+    "StartCall",
+    "decode",
+]

@@ -1,0 +1,244 @@
+"""The at-most-once RPC client: SCMP paper, section 3.1.
+
+Theory of operation
+-------------------
+"The client makes an RPC by sending a CALL message to the server ... To ensure
+reliability, clients retransmit CALL messages on a periodic basis; the server responds
+with an ACK message if it receives a duplicate call. (If the client learns from such
+an ack that the server has received the CALL message, subsequent retransmissions send
+a truncated message that contains only the connection and call ids.) If several
+retransmissions have occurred without a response from the server, the client times
+out the call." and "the client may optionally send a REPLY-ACK message as a hint".
+
+A call is identified by ``(conn, ts)``. The caller supplies the connection id (or
+the client's default one) and its clock reading ``now``; the call's timestamp is
+``now``, except that **timestamps never go backwards on a connection**: if the caller's
+clock stepped back (or did not move) since the last call on that connection, the call
+gets ``last ts + 1``. Each connection has at most one outstanding call (section 2.2:
+concurrent calls use distinct connections).
+
+Schedule (all absolute times, in the caller's ticks; ``Policy``): the call is sent at
+``t0``; retransmissions are due at ``t0 + i1``, then ``+ i2``, ... where ``i1 =
+interval`` and ``i(k+1) = min(ik * backoff, max_interval)``; once an ACK arrives the
+retransmissions carry no payload. The call gives up at ``heard + give_up_after``,
+where ``heard`` is ``t0`` or the time of the last ACK; a retransmission due at the
+give-up time is not sent. ``next_deadline()`` is the earliest due time;
+``handle_timer(now)`` performs everything due by ``now`` (a late timer sends one
+retransmission and keeps the absolute schedule, skipping the slots it missed).
+
+Choices where the paper leaves room
+-----------------------------------
+- *An ACK postpones giving up* (it is "a response from the server"): a long
+  computation is not timed out while the server keeps ACKing the probes. It does not
+  change the retransmission interval. Test: ``tests/test_rpc_client.py::
+  test_ack_truncates_and_postpones_give_up``.
+- *Every REPLY is answered with a REPLY-ACK*, also a repeated reply or one for a call
+  already finished or abandoned: a repeat means the server did not get the first
+  REPLY-ACK, and the server ignores a REPLY-ACK that does not match its entry.
+- ACKs and REPLYs for calls that are not outstanding change nothing else; malformed
+  datagrams and CALL/REPLY-ACK messages are counted and dropped.
+- The give-up outcome says whether the server had ACKed the call (``acked``): an
+  unacked give-up may still have run once, an acked one probably did or will.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from timebound.core.rpc._messages import Ack, Call, Reply, ReplyAck, decode
+from timebound.errors import MalformedDatagram, ProtocolUsageError
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """Retransmission schedule and give-up bound, in ticks."""
+
+    interval: int
+    give_up_after: int
+    backoff: int = 1
+    max_interval: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.interval < 1:
+            raise ProtocolUsageError(f"interval must be >= 1, got {self.interval}")
+        if self.give_up_after < 1:
+            raise ProtocolUsageError(f"give_up_after must be >= 1, got {self.give_up_after}")
+        if self.backoff < 1:
+            raise ProtocolUsageError(f"backoff must be >= 1, got {self.backoff}")
+        if self.max_interval is not None and self.max_interval < self.interval:
+            raise ProtocolUsageError("max_interval must be >= interval")
+
+    def after(self, interval: int) -> int:
+        grown = interval * self.backoff
+        return grown if self.max_interval is None else min(grown, self.max_interval)
+
+
+@dataclass(frozen=True, slots=True)
+class CallId:
+    conn: str
+    ts: int
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """Call ``(conn, ts)`` returned ``result``."""
+
+    conn: str
+    ts: int
+    result: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GaveUp:
+    """Call ``(conn, ts)`` timed out; ``acked``: the server had said it was computing."""
+
+    conn: str
+    ts: int
+    acked: bool
+
+
+Outcome = Completed | GaveUp
+
+
+@dataclass(frozen=True, slots=True)
+class Calling:
+    """What ``Client.call`` returns: the new call's id and the datagram to send."""
+
+    id: CallId
+    datagrams: tuple[bytes, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ClientOutput:
+    """Datagrams to send to the server and outcomes of finished calls."""
+
+    datagrams: tuple[bytes, ...] = ()
+    outcomes: tuple[Outcome, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ClientStatistics:
+    outstanding: int
+    calls: int
+    completed: int
+    gave_up: int
+    retransmissions: int
+    truncated: int
+    clock_bumps: int
+    ignored: int
+    malformed: int
+
+
+class _Pending:
+    __slots__ = ("ts", "payload", "acked", "next_send", "interval", "give_up_at")
+
+    def __init__(self, ts: int, payload: bytes, now: int, policy: Policy) -> None:
+        self.ts = ts
+        self.payload = payload
+        self.acked = False
+        self.interval = policy.interval
+        self.next_send = now + policy.interval
+        self.give_up_at = now + policy.give_up_after
+
+    def due(self) -> int:
+        return min(self.next_send, self.give_up_at)
+
+
+class Client:
+    """One RPC client talking to one server over any number of connections."""
+
+    def __init__(self, name: str, policy: Policy) -> None:
+        if not name:
+            raise ProtocolUsageError("client name (default connection id) must not be empty")
+        self.name = name
+        self.policy = policy
+        self._pending: dict[str, _Pending] = {}
+        self._last_ts: dict[str, int] = {}
+        self._counts = dict.fromkeys(
+            ("calls", "completed", "gave_up", "retransmissions", "truncated",
+             "clock_bumps", "ignored", "malformed"), 0)
+
+    # -- queries -------------------------------------------------------------
+
+    def outstanding(self) -> tuple[CallId, ...]:
+        return tuple(CallId(conn, p.ts) for conn, p in self._pending.items())
+
+    def next_deadline(self) -> int | None:
+        """The earliest retransmission or give-up time, or None when idle."""
+        if not self._pending:
+            return None
+        return min(p.due() for p in self._pending.values())
+
+    def statistics(self) -> ClientStatistics:
+        c = self._counts
+        return ClientStatistics(outstanding=len(self._pending), **c)
+
+    # -- inputs --------------------------------------------------------------
+
+    def call(self, payload: bytes, now: int, conn: str | None = None) -> Calling:
+        """Start a call on ``conn`` (default: the client's name) at client time ``now``.
+
+        The call's timestamp is ``now``, bumped to the connection's last timestamp + 1
+        if the caller's clock went backwards or stood still: timestamps on a connection
+        strictly increase whatever the clock does, so ``(conn, ts)`` is unique and a
+        new call is never mistaken by the server for a duplicate of an older one.
+        """
+        conn = self.name if conn is None else conn
+        if conn in self._pending:
+            raise ProtocolUsageError(f"connection {conn!r} already has an outstanding call")
+        last = self._last_ts.get(conn, 0)
+        ts = max(now, last + 1, 1)
+        if ts != now:
+            self._counts["clock_bumps"] += 1
+        message = Call(conn, ts, payload)  # validates conn and ts
+        self._last_ts[conn] = ts
+        self._pending[conn] = _Pending(ts, payload, now, self.policy)
+        self._counts["calls"] += 1
+        return Calling(CallId(conn, ts), (message.encode(),))
+
+    def handle(self, datagram: bytes, now: int) -> ClientOutput:
+        """A datagram from the server arrived at client time ``now``."""
+        try:
+            message = decode(datagram)
+        except MalformedDatagram:
+            self._counts["malformed"] += 1
+            return ClientOutput()
+        if isinstance(message, Reply):
+            ack = (ReplyAck(message.conn, message.ts).encode(),)
+            pending = self._pending.get(message.conn)
+            if pending is None or pending.ts != message.ts:
+                self._counts["ignored"] += 1
+                return ClientOutput(datagrams=ack)
+            del self._pending[message.conn]
+            self._counts["completed"] += 1
+            return ClientOutput(ack, (Completed(message.conn, message.ts, message.result),))
+        if isinstance(message, Ack):
+            pending = self._pending.get(message.conn)
+            if pending is None or pending.ts != message.ts:
+                self._counts["ignored"] += 1
+                return ClientOutput()
+            pending.acked = True
+            pending.give_up_at = max(pending.give_up_at, now + self.policy.give_up_after)
+            return ClientOutput()
+        self._counts["ignored"] += 1  # CALL and REPLY-ACK go to servers
+        return ClientOutput()
+
+    def handle_timer(self, now: int) -> ClientOutput:
+        """Retransmit what is due by ``now`` and give up on calls out of time."""
+        datagrams: list[bytes] = []
+        outcomes: list[Outcome] = []
+        for conn, p in list(self._pending.items()):
+            if p.due() > now:
+                continue
+            if now >= p.give_up_at:
+                del self._pending[conn]
+                self._counts["gave_up"] += 1
+                outcomes.append(GaveUp(conn, p.ts, p.acked))
+                continue
+            datagrams.append(Call(conn, p.ts, None if p.acked else p.payload).encode())
+            self._counts["retransmissions"] += 1
+            self._counts["truncated"] += p.acked
+            while p.next_send <= now:
+                p.interval = self.policy.after(p.interval)
+                p.next_send += p.interval
+        return ClientOutput(tuple(datagrams), tuple(outcomes))
