@@ -103,7 +103,9 @@ def replay_rows(command: ReplayCommand, args: argparse.Namespace) -> Replayer:
     """Run ``command`` from ``args.input`` to ``args.output``; return the replayer."""
     replayer = command.build(args)
     source = "<stdin>" if args.input == "-" else args.input
-    with OutputWriter(args.output, command.output_types) as out:
+    # A replayer may refine the column types for its mode (e.g. stability's value).
+    types = getattr(replayer, "output_types", command.output_types)
+    with OutputWriter(args.output, types) as out:
         for line, value in read_rows(args.input):
             if not isinstance(value, dict):
                 raise TraceError(source, line, "<row>", "expected a JSON object")

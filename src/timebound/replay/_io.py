@@ -26,6 +26,8 @@ from timebound.errors import TraceError, UsageError
 #: Rows per Parquet record batch, read or written.
 BATCH_ROWS = 8192
 
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
+
 #: Column type names a replay command declares for its output (all nullable).
 ARROW_TYPES: Mapping[str, pa.DataType] = {
     "string": pa.string(),
@@ -144,7 +146,7 @@ class OutputWriter:
     def write(self, row: Mapping[str, Any]) -> None:
         self.rows += 1
         assert self._handle is not None
-        self._handle.write(json.dumps(row, separators=(",", ":")) + "\n")
+        self._handle.write(_ENCODE(row) + "\n")
         if self._fmt == "parquet":
             for key, value in row.items():
                 if key not in self._columns:

@@ -124,37 +124,47 @@ class AtMostOnceReplayer:
         return node
 
     def feed(self, row: Row) -> Iterable[Mapping[str, Any]]:
-        kind = row.choice("type", ROW_TYPES)
-        name = row.str("receiver")
-        at = row.int("at")
-        if kind == "crash":
-            down = row.int("down", minimum=1)
-            if not self._resilient:
-                raise row.error("type", "crash rows need --resilient")
-            node = self._node(row, name, at)
-            node.advance(at)
-            if node.down:
-                raise row.error("at", f"receiver {name!r} is still down at {at}")
-            node.crash(at, down)
-            self._crashes += 1
-            return ()
-        conn = row.str("conn")
-        ts = row.int("ts", minimum=1)
+        data = row.data
+        if data.get("type") != "msg":
+            return self._crash(row)
+        name, conn, ts, at = data.get("receiver"), data.get("conn"), data.get("ts"), data.get("at")
+        if not (type(name) is str and name and type(conn) is str and conn
+                and type(ts) is int and ts >= 1 and type(at) is int):
+            # Slow path, only to name the first bad field exactly.
+            name, at = row.str("receiver"), row.int("at")
+            conn, ts = row.str("conn"), row.int("ts", minimum=1)
         receiver = self._node(row, name, at).receiver_for(conn)
         receiver.advance(at)
-        out = dict(row.data)
+        out = data.copy()
         if receiver.down:
-            out.update(verdict=Verdict.DOWN.value, rho=None, entries=None)
             receiver.receive(conn, ts, at)  # counted by the core as refused while down
+            verdict, rho, entries = "down", None, None
         else:
             rho = receiver.estimate
-            verdict = receiver.receive(conn, ts, at)
+            verdict = receiver.receive(conn, ts, at).value
             entries = receiver.entries
-            out.update(verdict=verdict.value, rho=rho, entries=entries)
             if entries > self._peak_entries:
                 self._peak_entries = entries
-        self._verdicts[out["verdict"]] += 1
+        out["verdict"] = verdict
+        out["rho"] = rho
+        out["entries"] = entries
+        self._verdicts[verdict] += 1
         return (out,)
+
+    def _crash(self, row: Row) -> Iterable[Mapping[str, Any]]:
+        row.choice("type", ROW_TYPES)
+        name = row.str("receiver")
+        at = row.int("at")
+        down = row.int("down", minimum=1)
+        if not self._resilient:
+            raise row.error("type", "crash rows need --resilient")
+        node = self._node(row, name, at)
+        node.advance(at)
+        if node.down:
+            raise row.error("at", f"receiver {name!r} is still down at {at}")
+        node.crash(at, down)
+        self._crashes += 1
+        return ()
 
     def finish(self) -> Iterable[Mapping[str, Any]]:
         return ()

@@ -18,8 +18,7 @@ from timebound.errors import UsageError
 from timebound.replay._framework import ReplayCommand, Row, add_io_arguments
 
 #: Output column types. ``value`` is an integer with timestamp acks and a map
-#: sender -> timestamp with vector acks; ``_build`` sets it for the mode, which is safe
-#: because the framework reads the types after ``build`` and replays one at a time.
+#: sender -> timestamp with vector acks: the replayer's ``output_types`` says which.
 OUTPUT_TYPES: dict[str, str] = {
     "type": "string", "node": "string", "from": "string", "id": "string", "ack": "string",
     "ts": "int64", "at": "int64", "delivered": "bool", "value": "int64",
@@ -30,7 +29,10 @@ ROW_TYPES = ["send", "recv", "ack", "ackrecv"]
 
 
 class StabilityReplayer:
+    output_types: dict[str, str]
+
     def __init__(self, mode: AckMode, senders: list[str], receivers: list[str]) -> None:
+        self.output_types = OUTPUT_TYPES
         self._mode = mode
         self._senders = senders
         self._sender_set = set(senders)
@@ -155,8 +157,12 @@ def _build(args: argparse.Namespace) -> StabilityReplayer:
     mode = AckMode(args.acks)
     senders = _names(args.senders, "--senders")
     receivers = _names(args.receivers, "--receivers")
-    OUTPUT_TYPES["value"] = "int64" if mode is AckMode.TIMESTAMP else "map<string,int64>"
-    return StabilityReplayer(mode, senders, receivers)
+    replayer = StabilityReplayer(mode, senders, receivers)
+    replayer.output_types = {
+        **OUTPUT_TYPES,
+        "value": "int64" if mode is AckMode.TIMESTAMP else "map<string,int64>",
+    }
+    return replayer
 
 
 COMMAND = ReplayCommand(
