@@ -1,0 +1,298 @@
+"""At-most-once network shared by the ``scmp`` and ``adaptive`` scenarios.
+
+Clients send messages ``(conn, ts)`` -- ``ts`` from the client's guarded clock, one
+connection per client -- to servers through the retransmitting transport; every copy
+the network delivers is handed to the server's core ``Receiver`` exactly as the replay
+adapter does (``advance(at)`` then ``receive(conn, ts, at)``, ``at`` the server's
+guarded clock), and recorded as a ``messages`` row (with ``original`` = first copy
+delivered) plus a ``sim_messages`` row with the core's verdict, estimate and table
+size. Crashes are ``crash`` rows and ``Receiver.crash(at, down)`` calls. The transport
+acknowledges every copy taken while the server is up, whatever the verdict (the
+acknowledgment is the transport's, not SCMP's), so the network trace does not depend
+on the receiver's decisions: runs that differ only in rho see identical traffic.
+No protocol rule lives here.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from timebound.core.atmostonce import (
+    Estimator,
+    Fixed,
+    LimitedHorizon,
+    MemoryStorage,
+    Receiver,
+    StableLatest,
+    UnlimitedHorizon,
+)
+from timebound.sim._clocks import Clock
+from timebound.sim._dataset import DatasetWriter
+from timebound.sim._engine import URGENT, Engine
+from timebound.sim._links import Delay, Link
+from timebound.sim._transport import Packet, Reliable
+
+#: Traffic starts at this true time (10 s in microsecond ticks): every clock, even one
+#: set seconds slow, then reads well above 1 (the contract's ``ts >= 1``).
+START = 10_000_000
+
+
+@dataclass
+class AmoOptions:
+    """The receiver options of one run (columns of ``messages``)."""
+
+    estimator: str = "fixed"
+    rho: int | None = None
+    gc_every: int | None = None
+    window: int | None = None
+    spikes: int | None = None
+    p: int | None = None
+    resilient: bool = False
+    beta: int | None = None
+    latest_every: int | None = None
+
+    def new_receiver(self) -> Receiver:
+        estimator: Estimator
+        if self.estimator == "fixed":
+            assert self.rho is not None
+            estimator = Fixed(self.rho)
+        elif self.estimator == "unlimited":
+            estimator = UnlimitedHorizon()
+        else:
+            assert self.window is not None and self.spikes is not None and self.p is not None
+            estimator = LimitedHorizon(self.window, self.spikes, self.p)
+        resilience = None
+        if self.resilient:
+            assert self.beta is not None and self.latest_every is not None
+            resilience = StableLatest(MemoryStorage(), self.beta, self.latest_every)
+        gc = None if self.estimator == "limited" else self.gc_every
+        return Receiver(estimator, gc_every=gc, resilience=resilience)
+
+    def columns(self) -> tuple[Any, ...]:
+        return (self.estimator, self.rho, self.gc_every, self.window, self.spikes, self.p,
+                self.resilient, self.beta, self.latest_every)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass(slots=True)
+class Message:
+    client: int
+    conn: str
+    server: int
+    ts: int
+    sent: int  # true send time
+    accepted: int = 0
+    refused: int = 0  # stale or early verdicts
+
+
+@dataclass
+class NetConfig:
+    clients: int
+    servers: int
+    calls: int            # messages per client
+    gap: Delay            # time between a client's messages
+    spread: int           # first message uniform in [0, spread)
+    delay: Delay          # one-way network delay, both directions
+    loss: float
+    duplicate: float
+    reorder: float
+    reorder_extra: int
+    timeout: int
+    retries: int
+    epsilon: int          # clock synchronisation bound (ticks)
+    drift_ppm: float
+    resync: int
+    client_offset: int = 0      # added to the clocks of the skewed clients
+    skewed: float = 0.0         # fraction of clients whose clock is skewed
+    server_offset: int = 0
+    crash_at: int | None = None  # crash of server 0, ticks after START
+    crash_down: int = 0
+    partition: tuple[int, int] | None = None  # all links cut during [start, end)
+    delay_fn: Callable[[int], Delay] | None = None  # time-varying delay (adaptive)
+
+
+class AmoRun:
+    """One run: builds the network, drives the receivers, records rows and metrics."""
+
+    def __init__(self, ds: DatasetWriter, run: str, net: NetConfig, opts: AmoOptions,
+                 rng: random.Random, sample_every: int) -> None:
+        self.ds = ds
+        self.run = run
+        self.net = net
+        self.opts = opts
+        self.rng = rng
+        self.engine = Engine()
+        self.messages = ds.table("messages")
+        self.decisions = ds.table("sim_messages")
+        self.seq = 0
+        self.sample_every = sample_every
+        self.series: dict[int, tuple[int, int, int, int]] = {}  # bucket -> (entries, rho, lost, acc)
+        self.lost = 0
+        self.accepted = 0
+        self.originals = 0
+        self.rows_by_verdict: dict[str, int] = {}
+        self.entries_sum = 0
+        self.entries_peak = 0
+        self.entries_rows = 0
+        self.msgs: list[Message] = []
+        self.max_lifetime = 0
+        self._columns = opts.columns()
+        self.transport = Reliable(self.engine, net.timeout, net.retries)
+        self.servers = [opts.new_receiver() for _ in range(net.servers)]
+        self.server_names = [f"s{i + 1}" for i in range(net.servers)]
+        seed = rng.getrandbits(48)
+        phase = rng.randrange(max(net.resync, 1))
+        self.server_clocks = [
+            Clock(offset=net.server_offset, drift_ppm=rng.uniform(-net.drift_ppm, net.drift_ppm),
+                  resync=net.resync, epsilon=net.epsilon, seed=seed + i, phase=phase + i)
+            for i in range(net.servers)
+        ]
+        nskew = int(round(net.skewed * net.clients))
+        self.client_clocks = [
+            Clock(offset=net.client_offset if i < nskew else 0,
+                  drift_ppm=rng.uniform(-net.drift_ppm, net.drift_ppm), resync=net.resync,
+                  epsilon=net.epsilon, seed=seed + 1000 + i,
+                  phase=rng.randrange(max(net.resync, 1)))
+            for i in range(net.clients)
+        ]
+        parts = [net.partition] if net.partition else []
+        link_rng = random.Random(rng.getrandbits(64))
+        self.up = [Link(self.engine, link_rng, net.delay, loss=net.loss,
+                        duplicate=net.duplicate, reorder=net.reorder,
+                        reorder_extra=net.reorder_extra, partitions=parts)]
+        self.down_link = Link(self.engine, link_rng, net.delay, loss=net.loss,
+                              duplicate=net.duplicate, reorder=net.reorder,
+                              reorder_extra=net.reorder_extra, partitions=parts)
+        self.work_rng = random.Random(rng.getrandbits(64))
+        self.crashed = False
+
+    # -- traffic ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        net = self.net
+        for i in range(net.clients):
+            first = self.work_rng.randrange(max(net.spread, 1))
+            self.engine.at(START + first, self._send, (i, net.calls))
+        if net.crash_at is not None:
+            self.engine.at(START + net.crash_at, self._crash, 0, priority=URGENT)
+
+    def _send(self, arg: tuple[int, int]) -> None:
+        client, left = arg
+        engine = self.engine
+        net = self.net
+        ts = self.client_clocks[client].monotonic(engine.now, strict=True)
+        server = client % net.servers if net.servers > 1 else 0
+        msg = Message(client, f"c{client + 1}", server, ts, engine.now)
+        self.msgs.append(msg)
+        link = self.up[0]
+        if net.delay_fn is not None:
+            link.delay = self.down_link.delay = net.delay_fn(engine.now)
+        self.transport.send(Packet(msg, link, self.down_link, self._arrive))
+        if left > 1:
+            engine.schedule(max(1, net.gap.sample(self.work_rng)), self._send,
+                            (client, left - 1))
+
+    def _crash(self, index: int) -> None:
+        receiver = self.servers[index]
+        at = self.server_clocks[index].monotonic(self.engine.now)
+        receiver.advance(at)
+        if receiver.down:
+            return
+        receiver.crash(at, self.net.crash_down)
+        self.crashed = True
+        self.seq += 1
+        self.messages.add((self.run, self.seq, "crash", self.server_names[index], None, None,
+                           at, self.net.crash_down, None) + self._columns)
+
+    def _arrive(self, packet: Packet) -> bool:
+        msg: Message = packet.payload
+        receiver = self.servers[msg.server]
+        at = self.server_clocks[msg.server].monotonic(self.engine.now)
+        receiver.advance(at)
+        original = packet.arrivals == 1
+        self.seq += 1
+        seq = self.seq
+        self.messages.add((self.run, seq, "msg", self.server_names[msg.server], msg.conn,
+                           msg.ts, at, None, original) + self._columns)
+        if receiver.down:
+            receiver.receive(msg.conn, msg.ts, at)
+            self.decisions.add((self.run, seq, "down", None, None))
+            self._count("down")
+            return False
+        rho = receiver.estimate
+        verdict = receiver.receive(msg.conn, msg.ts, at).value
+        entries = receiver.entries
+        self.decisions.add((self.run, seq, verdict, rho, entries))
+        self._count(verdict)
+        if verdict in ("accepted", "duplicate", "stale"):
+            if at - msg.ts > self.max_lifetime:
+                self.max_lifetime = at - msg.ts
+        if verdict == "accepted":
+            msg.accepted += 1
+        elif verdict in ("stale", "early"):
+            msg.refused += 1
+        if original:
+            self.originals += 1
+            if verdict == "accepted":
+                self.accepted += 1
+            elif verdict in ("stale", "early"):
+                self.lost += 1
+        self.entries_sum += entries
+        self.entries_rows += 1
+        if entries > self.entries_peak:
+            self.entries_peak = entries
+        self.series[at // self.sample_every] = (entries, rho, self.lost, self.accepted)
+        return True
+
+    def _count(self, verdict: str) -> None:
+        self.rows_by_verdict[verdict] = self.rows_by_verdict.get(verdict, 0) + 1
+
+    # -- results ---------------------------------------------------------------------
+
+    def execute(self, tick: Callable[[int], None] | None = None) -> None:
+        self.start()
+        self.engine.run(tick=tick)
+
+    def metrics(self) -> list[tuple[str, float, int | None]]:
+        """(measure, value, t) rows for the metrics table."""
+        sent = len(self.msgs)
+        violations = sum(1 for m in self.msgs if m.accepted > 1)
+        never = sum(1 for m in self.msgs if m.accepted == 0)
+        out: list[tuple[str, float, int | None]] = [
+            ("messages_sent", float(sent), None),
+            ("rows", float(self.seq), None),
+            ("originals_delivered", float(self.originals), None),
+            ("lost", float(self.lost), None),
+            ("lost_rate", self.lost / self.originals if self.originals else 0.0, None),
+            ("lost_per_accepted", self.lost / self.accepted if self.accepted else 0.0, None),
+            ("never_accepted_rate", never / sent if sent else 0.0, None),
+            ("at_most_once_violations", float(violations), None),
+            ("table_mean", self.entries_sum / self.entries_rows if self.entries_rows else 0.0,
+             None),
+            ("table_peak", float(self.entries_peak), None),
+            ("retransmissions", float(self.transport.retransmissions), None),
+            ("gave_up", float(self.transport.gave_up), None),
+            ("max_lifetime", float(self.max_lifetime), None),
+            ("final_estimate", float(self.servers[0].estimate), None),
+            ("events", float(self.engine.events), None),
+        ]
+        for verdict, count in sorted(self.rows_by_verdict.items()):
+            out.append((f"rows_{verdict}", float(count), None))
+        for bucket, (entries, rho, lost, acc) in sorted(self.series.items()):
+            t = bucket * self.sample_every
+            out.append(("table_size", float(entries), t))
+            out.append(("estimate", float(rho), t))
+            out.append(("lost_over_accepted", lost / acc if acc else 0.0, t))
+        return out
+
+
+def write_metrics(ds: DatasetWriter, run: str, protocol: str,
+                  rows: list[tuple[str, float, int | None]]) -> None:
+    table = ds.table("metrics")
+    for measure, value, t in rows:
+        table.add((run, protocol, measure, float(value), t))

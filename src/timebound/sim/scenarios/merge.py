@@ -1,0 +1,234 @@
+"""Scenario ``merge``: causal deterministic merge with replicated mergers (section 4).
+
+Publishers are core ``CausalProcess`` objects (⟨r, c, kn⟩ timestamps, Fig. 1) whose
+``rt`` is their physical clock (offset uniform in ``[-epsilon/2, epsilon/2]``, so G1
+holds with ``epsilon``; 1 tick = 1 ms). Each publisher publishes at Poisson rate
+``rate``; every publication is also received by the other publishers (so messages
+causally depend on each other). Publishers are split in two groups; each group's
+messages go to two replicated level-1 mergers (``A1``/``B1`` and ``A2``/``B2``) with a
+one-way delay uniform in ``[1, delay_max]`` -- with probability ``p_late`` a late
+delay up to ``3 * delay_max`` instead (the G2 violations that become late losses).
+Level-2 mergers ``T1`` and ``T2`` (the subscribers' view) receive the deliveries of
+``A1`` and ``A2`` one tick later and run with ``level_parameters`` (Theorem 4.3:
+``ds(epsilon, delta + 3 epsilon)``). Each merger is the core ``Merger``; before the
+arrivals at its clock time T it delivers deadlines < T, after them deadline T (the
+replay's timing). Runs: one per delta in ``deltas``. Measured: identical delivery
+order at replicated mergers, maximum buffering vs ``delta + 3 epsilon``, late losses
+vs delta, and timestamp bytes (⟨r, c, kn⟩) vs a vector clock as n grows.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+from timebound.core.causal import CausalProcess, Timestamp
+from timebound.core.merge import Envelope, Merger, level_parameters
+from timebound.sim._dataset import DatasetWriter
+from timebound.sim._engine import LATE, Engine
+from timebound.sim._scenario import Param, Progress, Scenario
+from timebound.sim.scenarios._amo import write_metrics
+
+PARAMS = (
+    Param("publishers", "publishers (split in two groups)", "6", lo=2, hi=1000),
+    Param("rate", "publications per publisher per tick", "0.05", "float", lo=0.0001, hi=1),
+    Param("epsilon", "clock bound epsilon (ticks = ms)", "4", lo=1, hi=100),
+    Param("delay_max", "one-way delay bound of the network (ticks)", "20", lo=1),
+    Param("p_late", "probability of a delay beyond delay_max", "0.02", "float", lo=0, hi=1),
+    Param("deltas", "delta values (one run each)", "5,10,20,40", "intlist", lo=0),
+    Param("duration", "publishing time (ticks)", "20000", lo=100),
+    Param("vector_ns", "n values for the timestamp-size comparison", "4,16,64,256,1024",
+          "intlist", lo=1),
+)
+
+CLAIMS = (
+    {"paper": "merge", "claim": "replicated mergers deliver common messages in the same "
+     "order (Theorem 4.4)", "measure": "order_mismatches", "expected": "0"},
+    {"paper": "merge", "claim": "no message is buffered longer than delta + 3 epsilon "
+     "(Lemma 4.2)", "measure": "max_buffering vs bound", "expected": "<= delta + 3 eps"},
+    {"paper": "merge", "claim": "increasing delta decreases the messages lost (section 4.1)",
+     "measure": "late_pct", "expected": "decreasing in delta"},
+    {"paper": "merge", "claim": "the bounded timestamp does not grow with n like a vector "
+     "clock", "measure": "timestamp_bytes vs vector_bytes", "expected": "O(eps log n) vs O(n)"},
+)
+
+
+class _Node:
+    def __init__(self, name: str, eps: int, delta: int, offset: int, rows: Any, run: str,
+                 engine: Engine, level: int) -> None:
+        self.name = name
+        self.merger = Merger(eps, delta)
+        self.offset = offset
+        self.rows = rows
+        self.run = run
+        self.engine = engine
+        self.level = level
+        self.last = None
+        self.out: list[tuple[str, str, int, str]] = []
+        self.seq = 0
+        self.late = 0
+        self.received = 0
+        self.forward: list[_Node] = []
+
+    def clock(self) -> int:
+        return self.engine.now + self.offset
+
+    def arrive(self, arg: tuple[str, str, Timestamp]) -> None:
+        proc, msg, stamp = arg
+        at = self.clock()
+        self._deliver(self.merger.deliver_until(at - 1))
+        self.rows.add_next(self.run, self.name, msg, proc, at, stamp)
+        self.received += 1
+        verdict = self.merger.receive(Envelope(proc, msg, stamp), now=at).value
+        if verdict == "late":
+            self.late += 1
+        if verdict != "buffered":
+            self.out.append((proc, msg, at, verdict))
+
+    def tick(self, _: Any) -> None:
+        self._deliver(self.merger.deliver_until(self.clock()))
+
+    def _deliver(self, deliveries: list[Any]) -> None:
+        for d in deliveries:
+            e = d.envelope
+            self.out.append((e.proc, e.msg, d.time, "deliver"))
+            for nxt in self.forward:
+                self.engine.schedule(1, nxt.arrive, (e.proc, e.msg, e.stamp))
+
+
+class _Rows:
+    def __init__(self, ds: DatasetWriter, eps: int, delta_of: dict[str, int]) -> None:
+        self.table = ds.table("arrivals")
+        self.seq = 0
+        self.eps = eps
+        self.delta_of = delta_of
+
+    def add_next(self, run: str, merger: str, msg: str, proc: str, at: int,
+                 stamp: Timestamp) -> None:
+        self.seq += 1
+        self.table.add((run, self.seq, merger, msg, proc, at, stamp.r, stamp.c,
+                        list(stamp.kn), self.eps, self.delta_of[merger], "rckn"))
+
+
+def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
+        progress: Progress | None = None) -> dict[str, Any]:
+    eps = p["epsilon"]
+    runs = []
+    summary: dict[str, Any] = {}
+    decisions = ds.table("sim_arrivals")
+    def one(index: int, delta: int) -> None:
+        name = f"delta={delta}"
+        if progress:
+            progress(f"merge {name}", index, len(p["deltas"]))
+        rng = random.Random(f"{seed}/merge")
+        engine = Engine()
+        half = eps // 2
+        procs = [f"p{i + 1}" for i in range(p["publishers"])]
+        offsets = {q: rng.randint(-half, half) for q in procs}
+        _, delta2 = level_parameters(eps, delta)
+        # level 2 also absorbs the forwarding tick and the level-1 mergers' skew
+        delta2 += 1 + eps
+        names1 = ["A1", "B1", "A2", "B2"]
+        rows = _Rows(ds, eps, {**dict.fromkeys(names1, delta), "T1": delta2, "T2": delta2})
+        start = 2 * eps + 1
+        nodes = {m: _Node(m, eps, delta, rng.randint(-half, half), rows, name, engine, 1)
+                 for m in names1}
+        # level 2 has its own delta, and option columns are constant per run: its
+        # arrivals form the run "<name>/level2"
+        nodes.update({m: _Node(m, eps, delta2, rng.randint(-half, half), rows,
+                               f"{name}/level2", engine, 2) for m in ("T1", "T2")})
+        nodes["A1"].forward = [nodes["T1"], nodes["T2"]]
+        nodes["A2"].forward = [nodes["T1"], nodes["T2"]]
+        processes = {q: CausalProcess(eps, n=len(procs)) for q in procs}
+        last_rt = dict.fromkeys(procs, 0)
+        count = [0]
+        net = random.Random(rng.getrandbits(64))
+
+        def rt_of(q: str) -> int:
+            rt = max(engine.now + offsets[q], last_rt[q] + 1)
+            last_rt[q] = rt
+            return rt
+
+        def publish(q: str) -> None:
+            count[0] += 1
+            msg = f"m{count[0]}"
+            stamp = processes[q].send(rt_of(q))
+            group = ("A1", "B1") if procs.index(q) < len(procs) // 2 else ("A2", "B2")
+            for m in group:
+                if net.random() < p["p_late"]:
+                    d = net.randint(p["delay_max"] + 1, 3 * p["delay_max"])
+                else:
+                    d = net.randint(1, p["delay_max"])
+                engine.schedule(d, nodes[m].arrive, (q, msg, stamp))
+            for other in procs:
+                if other != q:
+                    engine.schedule(net.randint(1, p["delay_max"]), receive, (other, stamp))
+            nxt = engine.now + 1 + int(net.expovariate(p["rate"]))
+            if nxt < start + p["duration"]:
+                engine.at(nxt, publish, q)
+
+        def receive(arg: tuple[str, Timestamp]) -> None:
+            q, stamp = arg
+            rt = engine.now + offsets[q]
+            if rt > last_rt[q]:  # a receive at an already used rt is skipped (rare)
+                last_rt[q] = rt
+                processes[q].receive(stamp, rt)
+
+        for q in procs:
+            engine.at(start + int(net.expovariate(p["rate"])), publish, q)
+        end = start + p["duration"] + 4 * p["delay_max"] + 8 * delta2 + 10 * eps
+        for t in range(start, end):
+            for m in ("A1", "B1", "A2", "B2", "T1", "T2"):
+                engine.at(t, nodes[m].tick, None, priority=LATE)
+        engine.run()
+        metrics: list[tuple[str, float, int | None]] = []
+        mismatches = 0
+        for a, b in (("A1", "B1"), ("A2", "B2"), ("T1", "T2")):
+            da = [(x, y) for x, y, _, act in nodes[a].out if act == "deliver"]
+            db = [(x, y) for x, y, _, act in nodes[b].out if act == "deliver"]
+            common = set(da) & set(db)
+            if [k for k in da if k in common] != [k for k in db if k in common]:
+                mismatches += 1
+        max_buf = max(n.merger.statistics().max_buffering for n in nodes.values()
+                      if n.level == 1)
+        received = sum(n.received for n in nodes.values() if n.level == 1)
+        late = sum(n.late for n in nodes.values() if n.level == 1)
+        for node in nodes.values():
+            for proc, msg, t, action in node.out:
+                decisions.add((node.run, node.name, msg, proc, action, t))
+        metrics += [
+            ("order_mismatches", float(mismatches), None),
+            ("max_buffering", float(max_buf), None),
+            ("buffering_bound", float(delta + 3 * eps), None),
+            ("late_pct", 100.0 * late / received if received else 0.0, None),
+            ("published", float(count[0]), None),
+            ("resets", float(sum(pr.message_resets for pr in processes.values())), None),
+        ]
+        for n in p["vector_ns"]:
+            ts_bytes = 8 + 1 + math.ceil(2 * eps * math.log2(n + 1) / 8)
+            metrics.append((f"timestamp_bytes_n={n}", float(ts_bytes), None))
+            metrics.append((f"vector_bytes_n={n}", float(8 * n), None))
+        write_metrics(ds, name, "merge", metrics)
+        runs.append({"run": name, "params": {"epsilon": eps, "delta": delta, "level": 1}})
+        runs.append({"run": f"{name}/level2", "params": {"epsilon": eps, "delta": delta2,
+                                                         "level": 2}})
+        summary[name] = (f"late {100.0 * late / max(received, 1):.2f}%, max buffering "
+                         f"{max_buf} (bound {delta + 3 * eps}), order mismatches {mismatches}")
+    for index, delta in enumerate(p["deltas"]):
+        one(index, delta)
+    if progress:
+        progress("merge", 1, 1)
+    return {"runs": runs, "claims": list(CLAIMS), "summary": summary}
+
+
+SCENARIO = Scenario(
+    name="merge",
+    summary="causal deterministic merge: publishers, two-level replicated mergers; "
+            "order agreement, buffering <= delta + 3 eps, late losses vs delta, "
+            "timestamp bytes vs vector clocks",
+    params=PARAMS,
+    run=run,
+    source="causal merge paper section 4 (Lemma 4.2, Theorems 4.3-4.5) and section 6",
+    claims=CLAIMS,
+)

@@ -1,0 +1,257 @@
+"""Scenario ``stability``: timestamp vs vector acknowledgments (Berket et al.).
+
+Two modes, both driving the core ``StabilityNode`` (Fig. 1) and writing the ``acks``
+table (rows ``send``/``recv``/``ack``/``ackrecv``; ``at`` is true time, ``ts`` the
+sender's clock) plus the core's answers (``sim_acks``):
+
+- ``fig2`` (deterministic latency matrix, the paper's Fig. 2 network): senders s1, s2,
+  receivers r1, r2; message latencies ``l(s1, r) = 2``, ``l(s2, r) = 5``, ack
+  latencies ``l(r, s1) = 4``, ``l(r, s2) = 8`` (read off the worked example: 2 + 1 + 4
+  = 7 and 5 + 1 + 8 = 14); every sender sends and every receiver acknowledges once per
+  time unit (1 tick), perfectly synchronized clocks. We report the exact maximum
+  stability latency at s1 and s2 for vector and timestamp acks beside the paper's
+  bounds (vector: 7 at s1, 14 at s2; timestamp: 11 at s1).
+- ``sweep``: N senders x N receivers for N in ``sizes``: each sender sends every
+  ``t_send``, each receiver acknowledges every ``t_ack`` (jittered phases), channels
+  FIFO and reliable (the protocol's assumption, section 3) with delay
+  ``delay``; runs: timestamp/physical, vector/physical, timestamp/logical (Lamport,
+  section 5) and timestamp/physical with skewed clocks (``skew``). Measured: ack
+  bytes per second, mean and max stability latency, mean send-buffer occupancy.
+Time unit: fig2, the paper's time unit; sweep, 1 tick = 1 microsecond.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from timebound.core.stability import AckMode, ClockMode, StabilityNode, TimestampAck
+from timebound.sim._clocks import Clock
+from timebound.sim._dataset import DatasetWriter
+from timebound.sim._engine import LATE, Engine
+from timebound.sim._links import parse_delay
+from timebound.sim._scenario import Param, Progress, Scenario
+from timebound.sim.scenarios._amo import write_metrics
+
+PARAMS = (
+    Param("modes", "fig2 (deterministic Fig. 2 network) and/or sweep", "fig2,sweep", "list",
+          choices=("fig2", "sweep")),
+    Param("fig2_duration", "time units of the Fig. 2 run", "200", lo=20),
+    Param("sizes", "N values of the sweep (N senders x N receivers)", "2,4,8,16",
+          "intlist", lo=1, hi=256),
+    Param("t_send", "sweep: sending period (ticks)", "1000", lo=1),
+    Param("t_ack", "sweep: acknowledgment period (ticks)", "1000", lo=1),
+    Param("delay", "sweep: one-way delay, messages and acks (ticks)",
+          "exponential:5000:1000", "delay"),
+    Param("skew", "sweep: clock offsets uniform in [-skew/2, skew/2] in the skew run",
+          "20000", lo=0),
+    Param("duration", "sweep: simulated time per run (ticks)", "3000000", lo=10_000),
+)
+
+CLAIMS = (
+    {"paper": "stability", "claim": "Fig. 2: vector acks make m1 stable within 7 at s1 and "
+     "14 at s2", "measure": "fig2 max latency (vector)", "expected": "s1 <= 7, s2 <= 14"},
+    {"paper": "stability", "claim": "Fig. 2: timestamp acks make m1 stable within 11 at s1",
+     "measure": "fig2 max latency (timestamp)", "expected": "s1 <= 11"},
+    {"paper": "stability", "claim": "timestamp acks use O(N_r) bandwidth, vector acks "
+     "O(N_r N_s)", "measure": "ack_bytes_per_s", "expected": "ratio ~ N"},
+    {"paper": "stability", "claim": "latency only slightly larger with timestamp acks; "
+     "logical clocks and clock skew increase it", "measure": "latency_mean",
+     "expected": "vector <= timestamp/physical < logical, skewed"},
+)
+
+
+class _Net:
+    """N senders, M receivers; drives StabilityNodes and records rows."""
+
+    def __init__(self, ds: DatasetWriter, run: str, senders: list[str],
+                 receivers: list[str], mode: AckMode, clock: ClockMode,
+                 latency: Callable[[str, str], int], clocks: dict[str, Clock] | None) -> None:
+        self.ds = ds
+        self.run = run
+        self.rows = ds.table("acks")
+        self.answers = ds.table("sim_acks")
+        self.engine = Engine()
+        self.mode = mode
+        self.senders = senders
+        self.receivers = receivers
+        self.latency = latency
+        self.clocks = clocks
+        self.opts = (mode.value, ",".join(senders), ",".join(receivers))
+        self.nodes = {s: StabilityNode(s, receivers=receivers, acks=mode, clock=clock)
+                      for s in senders}
+        self.nodes.update({r: StabilityNode(r, senders=senders, acks=mode)
+                           for r in receivers})
+        self.seq = 0
+        self.acks = 0
+        self.fifo: dict[tuple[str, str], int] = {}
+        self.ack_bytes = 0
+
+    def _row(self, kind: str, node: str, frm: str | None, ts: int | None, ident: str | None,
+             ack: str | None, delivered: bool | None, stable: list[int] | None) -> None:
+        self.seq += 1
+        self.rows.add((self.run, self.seq, kind, node, frm, ts, self.engine.now, ident, ack)
+                      + self.opts)
+        self.answers.add((self.run, self.seq, delivered, stable))
+
+    def _later(self, src: str, dst: str) -> int:
+        """FIFO channel: never arrive before the previous datagram of the channel."""
+        when = self.engine.now + self.latency(src, dst)
+        key = (src, dst)
+        when = max(when, self.fifo.get(key, 0))
+        self.fifo[key] = when
+        return when
+
+    def send(self, sender: str) -> None:
+        node = self.nodes[sender]
+        now = self.engine.now
+        ts = None
+        if self.clocks is not None:
+            ts = self.clocks[sender].monotonic(now, strict=True)
+        sent = node.send(now=now, ts=ts)
+        self._row("send", sender, None, sent.ts, None, None, None, None)
+        for r in self.receivers:
+            self.engine.at(self._later(sender, r), self._recv, (r, sender, sent.ts))
+
+    def _recv(self, arg: tuple[str, str, int]) -> None:
+        r, s, ts = arg
+        delivered = self.nodes[r].receive(s, ts, now=self.engine.now)
+        self._row("recv", r, s, ts, None, None, delivered, None)
+
+    def ack(self, receiver: str) -> None:
+        acked = self.nodes[receiver].make_ack(now=self.engine.now)
+        self.acks += 1
+        ident = f"a{self.acks}"
+        self.ack_bytes += acked.ack.nbytes
+        self._row("ack", receiver, None, None, ident, None, None, acked.stable)
+        for s in self.senders:
+            self.engine.at(self._later(receiver, s), self._ackrecv, (s, ident, acked.ack))
+
+    def _ackrecv(self, arg: tuple[str, str, Any]) -> None:
+        s, ident, ack = arg
+        stable = self.nodes[s].receive_ack(ack, now=self.engine.now)
+        self._row("ackrecv", s, None, None, None, ident, None, stable)
+
+    def periodic(self, node: str, first: int, period: int, until: int,
+                 action: Callable[[str], None]) -> None:
+        def fire(_: Any) -> None:
+            action(node)
+            if self.engine.now + period <= until:
+                self.engine.schedule(period, fire, None, priority=LATE)
+
+        self.engine.at(first, fire, None, priority=LATE)
+
+    def stats(self) -> dict[str, float]:
+        ss = [self.nodes[s].sender.statistics() for s in self.senders]  # type: ignore[union-attr]
+        stable = sum(s.stable for s in ss)
+        now = max(s.now for s in ss) or 1
+        return {
+            "latency_mean": sum(s.latency_sum for s in ss) / stable if stable else 0.0,
+            "latency_max": float(max(s.max_latency for s in ss)),
+            "buffer_mean": sum(s.buffer_area for s in ss) / now / len(ss),
+            "buffer_max": float(max(s.max_buffered for s in ss)),
+            "stable": float(stable),
+            "sent": float(sum(s.sent for s in ss)),
+        }
+
+
+FIG2_MSG = {"s1": 2, "s2": 5}
+FIG2_ACK = {"s1": 4, "s2": 8}
+
+
+def _fig2(ds: DatasetWriter, p: dict[str, Any], summary: dict[str, Any],
+          runs: list[dict[str, Any]]) -> None:
+    for mode in (AckMode.VECTOR, AckMode.TIMESTAMP):
+        name = f"fig2/{mode.value}"
+
+        def latency(src: str, dst: str) -> int:
+            return FIG2_MSG[src] if src in FIG2_MSG else FIG2_ACK[dst]
+
+        net = _Net(ds, name, ["s1", "s2"], ["r1", "r2"], mode, ClockMode.PHYSICAL,
+                   latency, None)
+        until = p["fig2_duration"]
+        for s in ("s1", "s2"):
+            net.periodic(s, 1, 1, until, net.send)
+        for r in ("r1", "r2"):
+            net.periodic(r, 1, 1, until, net.ack)
+        net.engine.run()
+        rows: list[tuple[str, float, int | None]] = []
+        for s in ("s1", "s2"):
+            st = net.nodes[s].sender.statistics()  # type: ignore[union-attr]
+            rows.append((f"latency_max_{s}", float(st.max_latency), None))
+            rows.append((f"latency_mean_{s}", st.latency_sum / st.stable if st.stable else 0.0,
+                         None))
+        write_metrics(ds, name, "stability", rows)
+        runs.append({"run": name, "params": {"acks": mode.value, "senders": "s1,s2",
+                                             "receivers": "r1,r2"}})
+        got = {m: v for m, v, _ in rows}
+        summary[name] = (f"max latency s1 {got['latency_max_s1']:.0f}, "
+                         f"s2 {got['latency_max_s2']:.0f}")
+
+
+def _sweep(ds: DatasetWriter, p: dict[str, Any], seed: int, summary: dict[str, Any],
+           runs: list[dict[str, Any]], progress: Progress | None) -> None:
+    delay = parse_delay(p["delay"], "--set delay")
+    variants = (("timestamp", AckMode.TIMESTAMP, ClockMode.PHYSICAL, False),
+                ("vector", AckMode.VECTOR, ClockMode.PHYSICAL, False),
+                ("timestamp-logical", AckMode.TIMESTAMP, ClockMode.LAMPORT, False),
+                ("timestamp-skewed", AckMode.TIMESTAMP, ClockMode.PHYSICAL, True))
+    plan = [(n, v) for n in p["sizes"] for v in variants]
+    for index, (n, (label, mode, clock, skewed)) in enumerate(plan):
+        name = f"N={n}/{label}"
+        if progress:
+            progress(f"stability {name}", index, len(plan))
+        rng = random.Random(f"{seed}/stability/{n}")
+        senders = [f"s{i + 1}" for i in range(n)]
+        receivers = [f"r{i + 1}" for i in range(n)]
+        lrng = random.Random(rng.getrandbits(64))
+        half = p["skew"] // 2
+        clocks = None
+        if clock is ClockMode.PHYSICAL:
+            clocks = {s: Clock(offset=rng.randint(-half, half) if skewed else 0)
+                      for s in senders}
+        net = _Net(ds, name, senders, receivers, mode, clock,
+                   lambda a, b, r=lrng: delay.sample(r), clocks)
+        until = p["duration"]
+        start = p["skew"] + 1  # every clock reads >= 1 at the first send
+        for s in senders:
+            net.periodic(s, start + rng.randrange(p["t_send"]), p["t_send"], until, net.send)
+        for r in receivers:
+            net.periodic(r, start + rng.randrange(p["t_ack"]), p["t_ack"], until, net.ack)
+        net.engine.run()
+        st = net.stats()
+        seconds = (until - start) / 1_000_000
+        rows = [(k, v, None) for k, v in st.items()]
+        rows.append(("ack_bytes_per_s", net.ack_bytes / seconds, None))
+        rows.append(("n", float(n), None))
+        write_metrics(ds, name, "stability", rows)
+        runs.append({"run": name, "params": {"acks": mode.value, "clock": clock.value,
+                                             "n": n, "skewed": skewed}})
+        summary[name] = (f"ack B/s {net.ack_bytes / seconds:.0f}, latency mean "
+                         f"{st['latency_mean'] / 1000:.1f} ms, buffer {st['buffer_mean']:.1f}")
+
+
+def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
+        progress: Progress | None = None) -> dict[str, Any]:
+    runs: list[dict[str, Any]] = []
+    summary: dict[str, Any] = {}
+    if "fig2" in p["modes"]:
+        _fig2(ds, p, summary, runs)
+    if "sweep" in p["modes"]:
+        _sweep(ds, p, seed, summary, runs, progress)
+    if progress:
+        progress("stability", 1, 1)
+    return {"runs": runs, "claims": list(CLAIMS), "summary": summary}
+
+
+SCENARIO = Scenario(
+    name="stability",
+    summary="message stability: timestamp vs vector acks, physical vs logical clocks, "
+            "skew; the paper's Fig. 2 latency matrix reproduced exactly",
+    params=PARAMS,
+    run=run,
+    source="stability paper section 4 (Fig. 2 worked example) and section 5",
+    claims=CLAIMS,
+)
+_ = TimestampAck
