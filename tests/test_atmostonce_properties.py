@@ -120,7 +120,9 @@ def test_never_accepts_a_duplicate_or_out_of_order_message(seed: int, kind: str,
     elif mode == "monotonic":
         resilience = MonotonicClock(rng.randint(0, 300))
     capacity = rng.choice([None, None, rng.randint(1, 8)])
-    receiver = Receiver(estimator, gc_every=gc_every, resilience=resilience, capacity=capacity)
+    grace = rng.choice([0, 0, rng.randint(1, 500)])
+    receiver = Receiver(estimator, gc_every=gc_every, resilience=resilience, capacity=capacity,
+                        recovery_grace=grace)
     arrivals, readings, crashes = hostile_execution(rng, monotonic_receiver=(mode == "monotonic"))
     accepted = run_execution(receiver, arrivals, readings, crashes if resilience else [])
     for conn, stamps in accepted.items():

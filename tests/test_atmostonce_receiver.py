@@ -199,3 +199,16 @@ def test_file_storage_refuses_garbage(tmp_path: Path) -> None:
     path.write_text('{"latest": "x", "estimate": 1, "p": 1}')
     with pytest.raises(StorageError):
         FileStorage(path).read()
+
+
+def test_recovery_grace_keeps_pending_retransmissions() -> None:
+    def run(grace: int) -> Verdict:
+        r = Receiver(Fixed(10), gc_every=5, resilience=StableLatest(MemoryStorage(), 20, 100),
+                     recovery_grace=grace)
+        r.crash(1, down=99)                      # recovers at 100: upper = 20
+        r.receive("new", 110, 101)               # accepted after recovery
+        # A client's call sent at 60 (after t_cr + beta) is still being retransmitted;
+        # without grace the GC at 125 forgets "new" (110 <= 115) and upper = 110.
+        return r.receive("old", 60, 130)
+    assert run(0) is S
+    assert run(50) is A

@@ -54,6 +54,11 @@ Choices where the papers leave room
   alone), and if every entry is still live the message is refused with ``FULL``. The
   table never exceeds ``capacity``; refusing is always safe for at-most-once.
   Tests: ``tests/test_atmostonce_receiver.py::test_capacity_*``.
+- ``recovery_grace`` (default 0, as in the figures and the replay contract): after a
+  recovery at T, periodic GC evicts nothing before T + grace. Section 2.4: "it is
+  necessary to avoid removing entries from the table until sufficient time has
+  passed to process all pending messages", else ``upper`` rises above retransmissions
+  still in flight. Test: ``test_recovery_grace_keeps_pending_retransmissions``.
 - ``retain(conn, now)``, when given, can keep an expired entry a while longer (a
   higher protocol's entry still in use, e.g. an RPC call still computing, Fig. 3-1).
   Keeping an entry longer never weakens the guarantee; it only delays ``upper``.
@@ -150,6 +155,7 @@ class Receiver:
         high_water: int | None = None,
         start: int = 0,
         retain: Callable[[str, int], bool] | None = None,
+        recovery_grace: int = 0,
     ) -> None:
         if estimator.gc_by_count:
             if gc_every is not None:
@@ -169,6 +175,10 @@ class Receiver:
         self.capacity = capacity
         self.high_water = high_water
         self.retain = retain
+        if recovery_grace < 0:
+            raise ProtocolUsageError(f"recovery_grace must be >= 0, got {recovery_grace}")
+        self.recovery_grace = recovery_grace
+        self._no_evict_until: float = -_NEVER
         self._table: dict[str, int] = {}
         self.upper = 0
         self._down = False
@@ -359,6 +369,7 @@ class Receiver:
 
     def _recover(self, now: int) -> None:
         self._down = False
+        self._no_evict_until = now + self.recovery_grace
         self._recover_at = _NEVER
         self._table = {}
         self._expiry = []
@@ -406,6 +417,8 @@ class Receiver:
         self.gcs += 1
         if self.estimator.update() and isinstance(self.resilience, StableLatest):
             self._write_latest(int(self._latest))
+        if now < self._no_evict_until:
+            return
         if self.capacity is None or len(self._table) >= (self.high_water or 0):
             self._evict(now)
 
