@@ -23,3 +23,21 @@ settings.register_profile(
 )
 settings.register_profile("thorough", max_examples=2000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+# -- the shared local Spark session (pipeline, report and demo tests) -----------------
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for every ``@pytest.mark.spark`` test: local[2], UI off,
+    4 shuffle partitions."""
+    from timebound.pipeline.session import build_session
+
+    session = build_session("local[2]", {"spark.sql.shuffle.partitions": "4",
+                                         "spark.default.parallelism": "4"},
+                            app_name="timebound-tests")
+    yield session
+    session.stop()

@@ -51,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_arguments(sub)
         sub.set_defaults(handler=_run_replay, replay_command=command)
 
+    from timebound.sim.cli import add_simulate_parser
+    add_simulate_parser(commands)
+
     demo = commands.add_parser(
         "demo",
         help="the main job: run every protocol on its bundled example and summarise",
@@ -60,9 +63,94 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     demo.add_argument("--out", default=None, metavar="DIR",
-                      help="also keep each replay's decisions in DIR (JSON Lines)")
+                      help="where the datasets, pipeline output and report.html go "
+                           "(default: ./timebound-demo)")
+    demo.add_argument("--scale", type=float, default=1.0, metavar="F",
+                      help="multiply the demo's scenario sizes by F (default 1.0)")
+    demo.add_argument("--scenarios", default=None, metavar="A,B",
+                      help="only these simulator scenarios (default: all)")
+    demo.add_argument("--master", default=None, metavar="URL",
+                      help="Spark master (default local[*])")
+    demo.add_argument("--seed", type=int, default=0, help="scenario seed (default 0)")
     demo.set_defaults(handler=_run_demo)
+    _add_pipeline_commands(commands)
     return parser
+
+
+def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    pipeline = commands.add_parser(
+        "pipeline",
+        help="run every protocol over a trace dataset on Spark; decisions + metrics",
+        description=(
+            "Run every protocol whose input table is present in DATASET (messages, events, "
+            "arrivals, channel, acks; see docs/pipeline.md) on Spark, the replay's cores "
+            "inside each group. Writes DIR/<table>/ decision tables, DIR/metrics/ and "
+            "DIR/manifest.json, whole or not at all. Protocol options are defaults; "
+            "option columns of a table override them per run."
+        ),
+    )
+    pipeline.add_argument("dataset", metavar="DATASET", help="trace dataset folder")
+    pipeline.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    pipeline.add_argument("--master", default=None, metavar="URL",
+                          help="Spark master: local[*] (default), spark://..., yarn, k8s://...")
+    pipeline.add_argument("--conf", action="append", default=[], metavar="K=V",
+                          help="Spark setting, passed through (repeatable)")
+    at = pipeline.add_argument_group("atmostonce (as timebound replay atmostonce)")
+    at.add_argument("--estimator", choices=("fixed", "unlimited", "limited"), default=None)
+    for flag in ("--rho", "--gc-every", "--window", "--spikes", "--p", "--beta",
+                 "--latest-every", "--classes"):
+        at.add_argument(flag, type=int, default=None)
+    at.add_argument("--resilient", action="store_true", default=None)
+    ca = pipeline.add_argument_group("causal and merge (as their replay commands)")
+    ca.add_argument("--epsilon", type=int, default=None)
+    ca.add_argument("--delta", type=int, default=None)
+    ca.add_argument("--variant", choices=("rckn", "rc"), default=None)
+    ca.add_argument("--n", type=int, default=None)
+    st = pipeline.add_argument_group("stability (as timebound replay stability)")
+    st.add_argument("--acks", default=None, metavar="timestamp|vector",
+                    help="default timestamp")
+    st.add_argument("--senders", default=None, metavar="S1,S2",
+                    help="default: the run's nodes with send rows")
+    st.add_argument("--receivers", default=None, metavar="R1,R2",
+                    help="default: the run's nodes with recv or ack rows")
+    pipeline.set_defaults(handler=_run_pipeline)
+
+    report = commands.add_parser(
+        "report",
+        help="write DIR/report.html from a pipeline output folder",
+        description=(
+            "Read DIR/metrics/ and DIR/manifest.json (written by timebound pipeline) and "
+            "write DIR/report.html: one self-contained page of figures and tables per "
+            "protocol, with the papers' claims beside them."
+        ),
+    )
+    report.add_argument("dir", metavar="DIR", help="pipeline output folder")
+    report.set_defaults(handler=_run_report)
+
+
+PIPELINE_OPTIONS = ("estimator", "rho", "gc_every", "window", "spikes", "p", "beta",
+                    "latest_every", "classes", "resilient", "epsilon", "delta", "variant",
+                    "n", "acks", "senders", "receivers")
+
+
+def _run_pipeline(args: argparse.Namespace) -> int:
+    from timebound.pipeline import format_summary, parse_conf, run_pipeline
+
+    conf = parse_conf(args.conf)
+    options = {dest: getattr(args, dest) for dest in PIPELINE_OPTIONS
+               if getattr(args, dest) is not None}
+    summary = run_pipeline(args.dataset, args.out, options=options, master=args.master,
+                           conf=conf)
+    print(format_summary(summary))
+    print(f"output: {args.out}")
+    return 0
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    from timebound.report import write_report
+
+    print(write_report(args.dir))
+    return 0
 
 
 def _run_replay(args: argparse.Namespace) -> int:
@@ -76,7 +164,8 @@ def _run_replay(args: argparse.Namespace) -> int:
 def _run_demo(args: argparse.Namespace) -> int:
     from timebound.demo import run_demo
 
-    return run_demo(args.out)
+    return run_demo(args.out, scale=args.scale, scenarios=args.scenarios,
+                    master=args.master, seed=args.seed)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

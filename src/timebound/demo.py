@@ -1,17 +1,33 @@
-"""``timebound demo``: the main job.
+"""``timebound demo [--out DIR]``: the main job.
 
-Replays the example trace bundled with every replay command and prints, per protocol,
-a summary table of what its core decided.
+1. Quick replay of the example trace bundled with every replay command (a summary
+   table per protocol; decisions kept in ``DIR/examples/``).
+2. Every scenario the simulator offers (``timebound.sim.SCENARIOS``), at the modest
+   demo scale of ``DEMO_PARAMS`` (times ``--scale``): datasets in ``DIR/datasets/``.
+3. The Spark pipeline over each dataset, one local session for all:
+   ``DIR/pipeline/<scenario>/``.
+4. The report: ``DIR/report.html``.
+
+DIR defaults to ``./timebound-demo``. Without the simulator package the demo fails
+with a clear error (exit status 2) after the first section.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import tempfile
+import time
 from importlib import resources
+from typing import Any
 
+from timebound.errors import TimeboundError, UsageError
 from timebound.replay import load_commands, replay_rows
+
+DEFAULT_OUT = "timebound-demo"
+
+
+class DemoError(TimeboundError):
+    """A part the demo needs is missing."""
 
 
 def example_path(name: str) -> str:
@@ -19,28 +35,106 @@ def example_path(name: str) -> str:
     return str(resources.files("timebound.examples").joinpath(name))
 
 
-def run_demo(out_dir: str | None) -> int:
+def replay_examples(target: str) -> None:
     commands = load_commands()
-    with tempfile.TemporaryDirectory(prefix="timebound-demo-") as scratch:
-        target = out_dir or scratch
-        os.makedirs(target, exist_ok=True)
-        for index, command in enumerate(commands, start=1):
-            output = os.path.join(target, f"{command.name}.decisions.jsonl")
-            parser = argparse.ArgumentParser(prog=f"timebound replay {command.name}")
-            command.add_arguments(parser)
-            args = parser.parse_args(
-                ["--input", example_path(command.example_file), "--output", output,
-                 *command.example_args]
-            )
-            print(f"[{index}/{len(commands)}] {command.name}: {command.help}")
-            print(f"    timebound replay {command.name} --input {command.example_file} "
-                  f"{' '.join(command.example_args)}")
-            replayer = replay_rows(command, args)
-            rows = replayer.summary()
-            width = max(len(label) for label, _ in rows)
-            for label, value in rows:
-                print(f"    {label:<{width}}  {value}")
-            print()
-        if out_dir:
-            print(f"decisions written to {out_dir}")
+    os.makedirs(target, exist_ok=True)
+    for index, command in enumerate(commands, start=1):
+        output = os.path.join(target, f"{command.name}.decisions.jsonl")
+        parser = argparse.ArgumentParser(prog=f"timebound replay {command.name}")
+        command.add_arguments(parser)
+        args = parser.parse_args(
+            ["--input", example_path(command.example_file), "--output", output,
+             *command.example_args]
+        )
+        print(f"[{index}/{len(commands)}] {command.name}: {command.help}")
+        print(f"    timebound replay {command.name} --input {command.example_file} "
+              f"{' '.join(command.example_args)}")
+        replayer = replay_rows(command, args)
+        rows = replayer.summary()
+        width = max(len(label) for label, _ in rows)
+        for label, value in rows:
+            print(f"    {label:<{width}}  {value}")
+        print()
+
+
+def scaled(params: dict[str, str], scale: float) -> dict[str, str]:
+    """Multiply the single-integer parameters of 10 or more by ``scale`` (at least 10);
+    small counts (publishers, servers) and lists stay as they are."""
+    if scale == 1.0:
+        return dict(params)
+    out = {}
+    for key, value in params.items():
+        try:
+            number = int(value)
+        except ValueError:
+            out[key] = value
+            continue
+        out[key] = str(max(10, round(number * scale))) if number >= 10 else value
+    return out
+
+
+def _simulator() -> tuple[dict[str, Any], dict[str, dict[str, str]], Any]:
+    try:
+        from timebound.sim import DEMO_PARAMS, SCENARIOS, run_scenario
+    except ImportError as exc:
+        raise DemoError(f"the simulator (timebound.sim) is not available: {exc}; "
+                        "the demo needs it to generate datasets") from None
+    return SCENARIOS, DEMO_PARAMS, run_scenario
+
+
+def run_demo(out_dir: str | None = None, *, scale: float = 1.0,
+             scenarios: str | None = None, master: str | None = None, seed: int = 0) -> int:
+    started = time.perf_counter()
+    out = os.path.abspath(out_dir or DEFAULT_OUT)
+    if scale <= 0:
+        raise UsageError("--scale", f"must be > 0, got {scale}")
+    os.makedirs(out, exist_ok=True)
+    print("== 1. bundled examples through timebound replay ==\n")
+    replay_examples(os.path.join(out, "examples"))
+
+    available, demo_params, run_scenario = _simulator()
+    names = list(available)
+    if scenarios:
+        names = [n.strip() for n in scenarios.split(",") if n.strip()]
+        unknown = [n for n in names if n not in available]
+        if unknown:
+            raise UsageError("--scenarios", f"unknown {', '.join(unknown)}; choose from "
+                             f"{', '.join(available)}")
+    print(f"== 2. simulate {len(names)} scenario(s): {', '.join(names)} ==")
+    datasets = os.path.join(out, "datasets")
+    os.makedirs(datasets, exist_ok=True)
+    for name in names:
+        t0 = time.perf_counter()
+        params = scaled(demo_params.get(name, {}), scale)
+        summary = run_scenario(name, os.path.join(datasets, name), seed=seed, params=params)
+        tables = summary.get("tables", {})
+        print(f"  {name}: {len(summary.get('runs', []))} run(s), "
+              f"{', '.join(f'{t} {n}' for t, n in tables.items())} "
+              f"({time.perf_counter() - t0:.1f} s)", flush=True)
+
+    print("\n== 3. the Spark pipeline (one local session) ==")
+    from pyspark.sql import SparkSession
+
+    from timebound.pipeline import build_session, format_summary, run_pipeline
+
+    owned = SparkSession.getActiveSession() is None  # a caller's session is left running
+    spark = build_session(master)
+    pipeline = os.path.join(out, "pipeline")
+    os.makedirs(pipeline, exist_ok=True)
+    try:
+        for name in names:
+            summary = run_pipeline(os.path.join(datasets, name), os.path.join(pipeline, name),
+                                   spark=spark, progress=lambda line: print("  " + line,
+                                                                            flush=True))
+            print("\n".join("    " + line for line in format_summary(summary).splitlines()))
+    finally:
+        if owned:
+            spark.stop()
+
+    print("\n== 4. report ==")
+    from timebound.report import write_report
+
+    report = write_report(out, source=pipeline)
+    print(f"demo finished in {time.perf_counter() - started:.0f} s")
+    print(f"report: {report}")
     return 0

@@ -1,0 +1,174 @@
+"""What every operator shares: per-run options, the per-group replay, error transport.
+
+Per-run options: the pipeline's command-line options are the defaults; an option
+column of the table (named like the replay option's argparse dest, constant within a
+run) overrides them for its run. Each run's options are checked on the driver by
+building the replay command's ``Replayer`` once (a bad one is a ``UsageError`` naming
+the option and the run) before any task starts.
+
+Per-group replay: a Spark group (a run, a run's merger, a receiver's hash class...) is
+handed to the *same* ``Replayer`` class ``timebound replay`` uses, rows sorted by
+``seq`` (never by arrival order after a shuffle), each wrapped in the replay's ``Row``
+so malformed rows fail exactly as in the replay. No protocol rule lives here.
+
+Errors: a ``TimeboundError`` raised in a Python worker reaches the driver as an opaque
+Spark exception; ``guarded`` wraps it in a marked message and ``translate_errors``
+rebuilds the typed error on the driver, so the CLI exits 2 with the same one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from timebound.errors import SchemaError, TimeboundError, TraceError, UsageError
+from timebound.pipeline.schemas import OPTIONS
+from timebound.replay import ReplayCommand, Replayer, Row
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
+
+MARK = "@@timebound-error@@"
+_MARKED = re.compile(re.escape(MARK) + r"(.*?)" + re.escape(MARK), re.S)
+
+
+# -- options ----------------------------------------------------------------------
+
+
+def command_defaults(command: ReplayCommand, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The replay command's option defaults, overlaid with the ``given`` values (not None)
+    of the dests it knows."""
+    parser = argparse.ArgumentParser(add_help=False)
+    command.add_arguments(parser)
+    base = vars(parser.parse_args(["--input", "-", "--output", "-"]))
+    for dest, value in given.items():
+        if dest in base and value is not None and dest not in ("input", "output"):
+            base[dest] = value
+    return base
+
+
+def build_replayer(command: ReplayCommand, options: Mapping[str, Any]) -> Replayer:
+    return command.build(argparse.Namespace(**options))
+
+
+def run_options(df: DataFrame, table: str, command: ReplayCommand,
+                defaults: Mapping[str, Any],
+                per_run_defaults: Mapping[str, Mapping[str, Any]] | None = None,
+                ) -> dict[str, dict[str, Any]]:
+    """``run -> options`` for every run of ``df``, validated. ``per_run_defaults`` adds
+    defaults for one run (below its option columns)."""
+    columns = [f.name for f in OPTIONS[table].fields if f.name in df.columns]
+    rows = df.select("run", *columns).distinct().collect()
+    per_run: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        run = row["run"]
+        if run in per_run:
+            other = per_run[run]
+            changed = next(c for c in columns if other.get(c, None) != row[c]
+                           and not (row[c] is None and c not in other))
+            raise SchemaError(table, changed, f"not constant within run {run!r}")
+        per_run[run] = {c: row[c] for c in columns if row[c] is not None}
+    resolved: dict[str, dict[str, Any]] = {}
+    for run, overrides in sorted(per_run.items(), key=lambda item: str(item[0])):
+        options = dict(defaults)
+        for dest, value in (per_run_defaults or {}).get(run, {}).items():
+            if options.get(dest) is None:
+                options[dest] = value
+        options.update(overrides)
+        try:
+            build_replayer(command, options)
+        except UsageError as exc:
+            raise UsageError(f"{exc.option} (run {run!r})", exc.reason) from None
+        resolved[run] = options
+    return resolved
+
+
+# -- groups -----------------------------------------------------------------------
+
+
+def sorted_rows(table: pa.Table) -> list[dict[str, Any]]:
+    """The group's rows in trace order, null fields dropped (as the replay reads them)."""
+    rows = table.sort_by([("seq", "ascending")]).to_pylist()
+    return [{k: v for k, v in row.items() if v is not None} for row in rows]
+
+
+def replay_rows(replayer: Replayer, rows: list[dict[str, Any]], source: str,
+                line: Callable[[int, dict[str, Any]], int] | None = None,
+                ) -> Iterator[tuple[dict[str, Any] | None, list[Mapping[str, Any]]]]:
+    """Feed ``rows`` to ``replayer``: yields ``(row, outputs)`` per row, then
+    ``(None, outputs of finish())``. ``line`` numbers rows for errors (default: seq)."""
+    for index, data in enumerate(rows):
+        number = line(index, data) if line else int(data.get("seq", index))
+        yield data, list(replayer.feed(Row(source, number, data)))
+    yield None, list(replayer.finish())
+
+
+def to_arrow(rows: list[dict[str, Any]], schema: StructType) -> pa.Table:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    # from_pylist reads only the schema's keys and takes a missing key as null
+    return pa.Table.from_pylist(rows, schema=to_arrow_schema(schema))
+
+
+def out_schema(input_schema: StructType, extra: StructType) -> StructType:
+    from pyspark.sql.types import StructType as ST
+
+    names = set(input_schema.names)
+    return ST(list(input_schema.fields) + [f for f in extra.fields if f.name not in names])
+
+
+# -- errors -----------------------------------------------------------------------
+
+
+def guarded(fn: Callable[..., pa.Table]) -> Callable[..., pa.Table]:
+    """Wrap a group function so our typed errors survive the trip to the driver."""
+
+    def wrapper(key: Any, table: Any) -> pa.Table:  # Spark counts the arguments
+        try:
+            return fn(key, table)
+        except TraceError as exc:
+            payload = ["trace", exc.source, exc.line, exc.field, exc.reason]
+        except SchemaError as exc:
+            payload = ["schema", exc.table, exc.column, exc.reason]
+        except UsageError as exc:
+            payload = ["usage", exc.option, exc.reason]
+        except TimeboundError as exc:
+            payload = ["other", str(exc)]
+        raise RuntimeError(MARK + json.dumps(payload) + MARK)
+
+    return wrapper
+
+
+def rebuild(text: str) -> TimeboundError | None:
+    match = _MARKED.search(text)
+    if match is None:
+        return None
+    kind, *rest = json.loads(match.group(1))
+    if kind == "trace":
+        return TraceError(*rest)
+    if kind == "schema":
+        return SchemaError(*rest)
+    if kind == "usage":
+        return UsageError(*rest)
+    return TimeboundError(*rest)
+
+
+@contextlib.contextmanager
+def translate_errors() -> Iterator[None]:
+    """Re-raise a worker's typed error (see ``guarded``) as itself on the driver."""
+    try:
+        yield
+    except TimeboundError:
+        raise
+    except Exception as exc:
+        typed = rebuild(str(exc))
+        if typed is None:
+            raise
+        raise typed from None

@@ -1,0 +1,75 @@
+"""Batch at-most-once: SCMP receivers per (run, receiver, hash class) inside Spark.
+
+Groups are ``(run, receiver, cls)`` with ``cls = crc32(utf-8 conn) mod K`` (K: the run's
+``--classes``, default 1) -- the replay's classes, so one receiver too large for a task
+spreads over K tasks. Spark's SQL ``crc32`` (java.util.zip.CRC32 over the UTF-8 bytes)
+is the same function as ``timebound.core.atmostonce.crc32_class``; every group checks
+that on each of its rows, so a disagreement could never pass silently
+(tests/test_pipeline_atmostonce.py pins it on non-ASCII ids). A crash row is copied to
+every class of its receiver, as the replay's ``ClassifiedReceiver`` applies a crash to
+every class. Each group runs the replay's own ``AtMostOnceReplayer`` (with the run's
+K, so the row is routed by the core's classifier) over its rows sorted by ``seq``.
+
+Not checked across classes: ``at`` never decreasing per receiver is verified within
+each class group, so a decrease between rows of two different classes passes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyspark.sql import functions as F
+
+from timebound.core.atmostonce import crc32_class
+from timebound.pipeline import _group
+from timebound.pipeline.schemas import DECISION_EXTRA
+from timebound.replay.atmostonce import COMMAND
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+TABLE = "messages"
+
+
+def _classes(options: dict[str, Any]) -> int:
+    return int(options.get("classes") or 1)
+
+
+def with_classes(df: DataFrame, options: dict[str, dict[str, Any]]) -> DataFrame:
+    """Add ``cls``; crash rows are exploded to every class of their run's K."""
+    pairs: list[Any] = []
+    for run, opts in options.items():
+        pairs += [F.lit(run), F.lit(_classes(opts))]
+    k = F.element_at(F.create_map(*pairs), F.col("run")) if pairs else F.lit(1)
+    classes = F.when(F.col("type") == "crash", F.sequence(F.lit(0), (k - 1).cast("long"))) \
+        .otherwise(F.array(F.pmod(F.crc32(F.col("conn")), k.cast("long"))))
+    return df.withColumn("cls", F.explode_outer(classes))
+
+
+def operate(df: DataFrame, options: dict[str, dict[str, Any]]) -> DataFrame:
+    """Decision table of ``messages``: input columns + verdict, rho, entries, cls."""
+    schema = _group.out_schema(df.schema, DECISION_EXTRA[TABLE])
+
+    @_group.guarded
+    def group(key: tuple[pa.Scalar, ...], table: pa.Table) -> pa.Table:
+        run, cls = key[0].as_py(), key[2].as_py()
+        opts = options[run]
+        k = _classes(opts)
+        replayer = _group.build_replayer(COMMAND, opts)
+        out: list[dict[str, Any]] = []
+        rows = _group.sorted_rows(table)
+        for data in rows:
+            data.pop("cls", None)
+        for data, produced in _group.replay_rows(replayer, rows, f"{TABLE}[run {run!r}]"):
+            if k > 1 and data is not None and data.get("type") == "msg" and isinstance(
+                    data.get("conn"), str) and crc32_class(data["conn"], k) != cls:
+                raise AssertionError(f"Spark crc32 class {cls} differs from the core's "
+                                     f"for conn {data['conn']!r}")
+            for row in produced:  # fresh dicts made by the replayer: ours to extend
+                row["cls"] = cls  # type: ignore[index]
+                out.append(row)  # type: ignore[arg-type]
+        return _group.to_arrow(out, schema)
+
+    return with_classes(df, options).groupBy("run", "receiver", "cls") \
+        .applyInArrow(group, schema)

@@ -1,0 +1,190 @@
+"""``timebound pipeline DATASET --out DIR``: every protocol whose input table is present.
+
+Order of work: read and validate every table present (a schema error stops the job
+before anything runs), resolve and check each run's options, then per protocol run its
+operator and write its decision table, then the metrics table. Everything is written
+to a hidden temporary folder beside DIR that is renamed to DIR at the end, so DIR is
+never half-written (a previous DIR is replaced only then). DATASET/manifest.json is
+copied to DIR/manifest.json and a small DIR/summary.json records what ran.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import functions as F
+
+from timebound.errors import UsageError
+from timebound.pipeline import _group, atmostonce, causal, merge, slotted, stability
+from timebound.pipeline.datasets import (
+    present_tables,
+    read_manifest,
+    read_table,
+    table_bytes,
+)
+from timebound.pipeline.metrics import metrics
+from timebound.pipeline.schemas import PROTOCOLS
+from timebound.pipeline.session import build_session, size_shuffles
+from timebound.replay import ReplayCommand
+from timebound.replay import atmostonce as replay_atmostonce
+from timebound.replay import causal as replay_causal
+from timebound.replay import merge as replay_merge
+from timebound.replay import slotted as replay_slotted
+from timebound.replay import stability as replay_stability
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+#: table -> (replay command, operator module).
+OPERATORS: dict[str, tuple[ReplayCommand, Any]] = {
+    "messages": (replay_atmostonce.COMMAND, atmostonce),
+    "events": (replay_causal.COMMAND, causal),
+    "arrivals": (replay_merge.COMMAND, merge),
+    "channel": (replay_slotted.COMMAND, slotted),
+    "acks": (replay_stability.COMMAND, stability),
+}
+
+#: Pipeline defaults beyond the replay's (the replay requires these explicitly).
+PIPELINE_DEFAULTS: dict[str, dict[str, Any]] = {"acks": {"acks": "timestamp"}}
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def resolve_options(df: DataFrame, table: str, given: Mapping[str, Any]
+                    ) -> dict[str, dict[str, Any]]:
+    command, _module = OPERATORS[table]
+    defaults = _group.command_defaults(command, {**PIPELINE_DEFAULTS.get(table, {}), **given})
+    if table != "acks":
+        return _group.run_options(df, table, command, defaults)
+    # stability: senders/receivers default to the run's own nodes (see stability.py)
+    return _group.run_options(df, table, command, defaults, stability.default_groups(df))
+
+
+def run_pipeline(
+    dataset: str,
+    out: str,
+    *,
+    options: Mapping[str, Any] | None = None,
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    spark: SparkSession | None = None,
+    progress: Callable[[str], None] = _stderr,
+) -> dict[str, Any]:
+    """Run the pipeline; returns the summary (also written to OUT/summary.json)."""
+    options = dict(options or {})
+    tables = present_tables(dataset)
+    if not tables:
+        raise UsageError("DATASET", f"'{dataset}' holds none of the tables "
+                         f"{', '.join(PROTOCOLS)}")
+    out = os.path.abspath(out)
+    parent = os.path.dirname(out)
+    if not os.path.isdir(parent):
+        raise UsageError("--out", f"folder '{parent}' does not exist")
+    manifest = read_manifest(dataset)
+    started = time.perf_counter()
+    if spark is None:
+        spark = build_session(master, dict(conf or {}))
+    partitions = size_shuffles(spark, table_bytes(dataset, tables), dict(conf or {}))
+    inputs = {table: read_table(spark, dataset, table) for table in tables}
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.tmp-", dir=parent)
+    summary: dict[str, Any] = {"dataset": os.path.abspath(dataset), "protocols": {},
+                               "shuffle_partitions": partitions}
+    try:
+        decisions: dict[str, DataFrame] = {}
+        for index, table in enumerate(tables, start=1):
+            protocol = PROTOCOLS[table]
+            t0 = time.perf_counter()
+            progress(f"pipeline [{index}/{len(tables)}] {protocol}: reading {table}")
+            with _group.translate_errors():
+                per_run = resolve_options(inputs[table], table, options)
+                _command, module = OPERATORS[table]
+                result = module.operate(inputs[table], per_run)
+                result.write.parquet(os.path.join(tmp, table))
+            decisions[table] = spark.read.parquet(os.path.join(tmp, table))
+            rows = decisions[table].count()
+            seconds = time.perf_counter() - t0
+            summary["protocols"][protocol] = {"table": table, "runs": len(per_run),
+                                              "decisions": rows, "seconds": round(seconds, 2)}
+            progress(f"pipeline [{index}/{len(tables)}] {protocol}: {len(per_run)} run(s), "
+                     f"{rows} decision rows -> {table}/ ({seconds:.1f} s)")
+        t0 = time.perf_counter()
+        with _group.translate_errors():
+            table_metrics = metrics(spark, decisions)
+            table_metrics.coalesce(1).write.parquet(os.path.join(tmp, "metrics"))
+        m = spark.read.parquet(os.path.join(tmp, "metrics"))
+        summary["metrics_rows"] = m.count()
+        summary["headline"] = _headline(m)
+        progress(f"pipeline: metrics: {summary['metrics_rows']} rows "
+                 f"({time.perf_counter() - t0:.1f} s)")
+        if manifest:
+            shutil.copyfile(os.path.join(dataset, "manifest.json"),
+                            os.path.join(tmp, "manifest.json"))
+        summary["seconds"] = round(time.perf_counter() - started, 2)
+        with open(os.path.join(tmp, "summary.json"), "w", encoding="utf-8") as handle:
+            json.dump(summary, handle, indent=2, default=str)
+        _publish(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return summary
+
+
+#: (protocol, measure) shown in the one-screen summary, summed/averaged over runs.
+HEADLINE = [
+    ("atmostonce", "messages", "sum"), ("atmostonce", "verdict.accepted", "sum"),
+    ("atmostonce", "verdict.duplicate", "sum"), ("atmostonce", "verdict.stale", "sum"),
+    ("atmostonce", "lost_rate", "avg"), ("atmostonce", "at_most_once_violations", "sum"),
+    ("causal", "events", "sum"), ("causal", "c_max", "max"),
+    ("merge", "action.deliver", "sum"), ("merge", "action.late", "sum"),
+    ("merge", "buffering_mean", "avg"),
+    ("slotted", "delivered.FR", "sum"), ("slotted", "buffer_max", "max"),
+    ("stability", "stable", "sum"), ("stability", "latency_mean", "avg"),
+    ("stability", "ack_bytes", "sum"),
+]
+
+
+def _headline(m: DataFrame) -> list[tuple[str, str, float]]:
+    rows = m.where(F.col("t").isNull()).groupBy("protocol", "measure").agg(
+        F.sum("value").alias("sum"), F.avg("value").alias("avg"),
+        F.max("value").alias("max")).collect()
+    found = {(r["protocol"], r["measure"]): r for r in rows}
+    out = []
+    for protocol, measure, how in HEADLINE:
+        row = found.get((protocol, measure))
+        if row is not None and row[how] is not None:
+            out.append((protocol, f"{measure} ({how} over runs)", float(row[how])))
+    return out
+
+
+def _publish(tmp: str, out: str) -> None:
+    old = None
+    if os.path.exists(out):
+        old = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.old-",
+                               dir=os.path.dirname(out))
+        os.rmdir(old)
+        os.replace(out, old)
+    os.replace(tmp, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def format_summary(summary: Mapping[str, Any]) -> str:
+    lines = [f"{'protocol':<11} {'runs':>5} {'decisions':>10} {'seconds':>8}"]
+    for protocol, info in summary["protocols"].items():
+        lines.append(f"{protocol:<11} {info['runs']:>5} {info['decisions']:>10} "
+                     f"{info['seconds']:>8.1f}")
+    for protocol, label, value in summary.get("headline", []):
+        shown = f"{value:.4g}" if value != int(value) else f"{int(value)}"
+        lines.append(f"  {protocol:<11} {label:<40} {shown}")
+    lines.append(f"metrics rows: {summary.get('metrics_rows', 0)}; "
+                 f"total {summary.get('seconds', 0):.1f} s")
+    return "\n".join(lines)

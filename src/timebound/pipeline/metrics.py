@@ -1,0 +1,194 @@
+"""The pipeline's ``metrics`` table, computed with Spark SQL from the decision tables.
+
+Columns: run, protocol, measure, value (double), t (int64; null unless the row is one
+point of a time series, then the start of its bucket of ``at``). One function per
+decision table; each returns a DataFrame of that shape. Measures:
+
+- atmostonce: ``messages``, ``verdict.<v>``, ``lost`` / ``originals`` / ``lost_rate``
+  (``stale`` on ``original`` rows, where the dataset has ground truth),
+  ``lost_per_accepted`` (the adaptive paper's L/A), ``table_mean`` (mean table size
+  seen by messages), ``at_most_once_violations`` (copies of one (receiver, conn, ts)
+  accepted more than once: must be 0),
+  ``lifetime_p50/p99`` (at - ts), ``estimate_final`` (largest estimate in force on a
+  receiver's last message), ``table_size_max``; series ``table_size`` (largest table
+  in the bucket) and ``estimate`` (largest estimate in force in the bucket).
+- causal: ``events``, ``events.<type>``, ``c_max``, ``c_mean``.
+- merge: ``action.<a>``, ``late_rate``, ``buffering_p50/p90/p99/max/mean`` (deliver
+  time - first arrival).
+- slotted: ``delivered.<kind>``, ``discarded.<kind>``, ``discard.<reason>``,
+  ``delay_mean/p50/p99.<kind>`` (rows), ``buffer_p50/p99/max``.
+- stability: ``sent``, ``stable``, ``acks``, ``ack_bytes``, ``ack_bytes_per_ack``,
+  ``recv.delivered/ignored``, ``latency_mean/p50/p99/max`` (ticks from a message's
+  send to the row that made it stable).
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import TYPE_CHECKING
+
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from timebound.pipeline.schemas import METRICS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+#: Points per time series (per run).
+BUCKETS = 60
+
+
+def _long(wide: DataFrame, protocol: str) -> DataFrame:
+    """``run`` + one column per measure -> the metrics shape (nulls dropped)."""
+    measures = [c for c in wide.columns if c != "run"]
+    if not measures:
+        return wide.select("run").limit(0).select(*_shape(protocol))
+    # measure names hold dots, which unpivot would read as struct fields: go by index
+    cast = wide.select("run", *[F.col(f"`{m}`").cast("double").alias(f"_m{i}")
+                                for i, m in enumerate(measures)])
+    long = cast.unpivot(["run"], [f"_m{i}" for i in range(len(measures))], "_k", "value")
+    names = F.create_map(*[F.lit(x) for i, m in enumerate(measures) for x in (f"_m{i}", m)])
+    return long.where(F.col("value").isNotNull()).select(
+        "run", F.lit(protocol).alias("protocol"), F.element_at(names, F.col("_k"))
+        .alias("measure"), "value", F.lit(None).cast("long").alias("t"))
+
+
+def _shape(protocol: str) -> list[Column]:
+    return [F.col("run"), F.lit(protocol).alias("protocol"), F.lit("").alias("measure"),
+            F.lit(0.0).alias("value"), F.lit(None).cast("long").alias("t")]
+
+
+def _counts(df: DataFrame, column: str, prefix: str, protocol: str) -> DataFrame:
+    return df.where(F.col(column).isNotNull()).groupBy("run", column).count().select(
+        "run", F.lit(protocol).alias("protocol"),
+        F.concat(F.lit(prefix), F.col(column)).alias("measure"),
+        F.col("count").cast("double").alias("value"), F.lit(None).cast("long").alias("t"))
+
+
+def _pct(column: str, p: float) -> Column:
+    return F.percentile(F.col(column), F.lit(p))
+
+
+def atmostonce(d: DataFrame) -> list[DataFrame]:
+    p = "atmostonce"
+    msgs = d.where(F.col("type") == "msg")
+    lost = (F.col("verdict") == "stale") & F.col("original")
+    lifetimes = msgs.withColumn("lifetime", F.col("at") - F.col("ts"))
+    wide = lifetimes.groupBy("run").agg(
+        F.count("*").alias("messages"),
+        F.sum(F.when(F.col("original"), 1).when(F.col("original").isNotNull(), 0))
+        .alias("originals"),
+        F.sum(F.when(lost, 1).when(F.col("original").isNotNull(), 0)).alias("lost"),
+        F.sum(F.when(F.col("verdict") == "accepted", 1).otherwise(0)).alias("_accepted"),
+        _pct("lifetime", 0.5).alias("lifetime_p50"),
+        _pct("lifetime", 0.99).alias("lifetime_p99"),
+        F.max("entries").alias("table_size_max"),
+        F.avg("entries").alias("table_mean"),
+    ).withColumn("lost_rate", F.col("lost") / F.col("originals")) \
+        .withColumn("lost_per_accepted", F.col("lost") / F.col("_accepted")).drop("_accepted")
+    # a copy of one message (receiver, conn, ts) accepted twice breaks at-most-once
+    twice = msgs.where(F.col("verdict") == "accepted") \
+        .groupBy("run", "receiver", "conn", "ts").count() \
+        .groupBy("run").agg(F.sum(F.when(F.col("count") > 1, 1).otherwise(0))
+                            .alias("at_most_once_violations"))
+    last = Window.partitionBy("run", "receiver", "cls").orderBy(F.col("seq").desc())
+    final = msgs.where(F.col("rho").isNotNull()) \
+        .withColumn("_n", F.row_number().over(last)).where(F.col("_n") == 1) \
+        .groupBy("run").agg(F.max("rho").alias("estimate_final"))
+    span = msgs.groupBy("run").agg(F.min("at").alias("_lo"), F.max("at").alias("_hi"))
+    width = F.greatest(F.lit(1), F.ceil((F.col("_hi") - F.col("_lo") + 1) / BUCKETS))
+    bucketed = msgs.join(F.broadcast(span), "run").withColumn(
+        "t", F.col("_lo") + F.floor((F.col("at") - F.col("_lo")) / width) * width)
+    # table size over time: per receiver class, the last size in the bucket, summed
+    # over the run's receivers (the memory the run's tables hold at the bucket's end)
+    in_bucket = Window.partitionBy("run", "receiver", "cls", "t").orderBy(F.col("seq").desc())
+    sizes = bucketed.where(F.col("entries").isNotNull()) \
+        .withColumn("_n", F.row_number().over(in_bucket)).where(F.col("_n") == 1) \
+        .groupBy("run", "t").agg(F.sum("entries").alias("table_size"),
+                                 F.max("rho").alias("estimate"))
+    series = sizes.unpivot(["run", "t"], ["table_size", "estimate"], "measure", "value") \
+        .select("run", F.lit(p).alias("protocol"), "measure",
+                F.col("value").cast("double").alias("value"), F.col("t").cast("long"))
+    return [_long(wide, p), _long(final, p), _long(twice, p),
+            _counts(msgs, "verdict", "verdict.", p), series]
+
+
+def causal(d: DataFrame) -> list[DataFrame]:
+    p = "causal"
+    wide = d.groupBy("run").agg(F.count("*").alias("events"), F.max("c").alias("c_max"),
+                                F.avg("c").alias("c_mean"))
+    return [_long(wide, p), _counts(d, "type", "events.", p)]
+
+
+def merge(d: DataFrame) -> list[DataFrame]:
+    p = "merge"
+    delivered = d.where(F.col("action") == "deliver") \
+        .withColumn("buffering", F.col("time") - F.col("at"))
+    wide = d.groupBy("run").agg(
+        F.sum(F.when(F.col("action") == "late", 1).otherwise(0)).alias("_late"),
+        F.sum(F.when(F.col("action") == "deliver", 1).otherwise(0)).alias("_deliver"),
+    ).select("run", (F.col("_late") / (F.col("_late") + F.col("_deliver"))).alias("late_rate"))
+    buffering = delivered.groupBy("run").agg(
+        _pct("buffering", 0.5).alias("buffering_p50"),
+        _pct("buffering", 0.9).alias("buffering_p90"),
+        _pct("buffering", 0.99).alias("buffering_p99"),
+        F.max("buffering").alias("buffering_max"),
+        F.avg("buffering").alias("buffering_mean"))
+    return [_long(wide, p), _long(buffering, p), _counts(d, "action", "action.", p)]
+
+
+def slotted(d: DataFrame) -> list[DataFrame]:
+    p = "slotted"
+    delivered = d.where(F.col("action") == "deliver") \
+        .withColumn("delay", F.col("step") - F.col("arrived"))
+    kinds = delivered.groupBy("run", "kind").agg(
+        F.avg("delay").alias("delay_mean"), _pct("delay", 0.5).alias("delay_p50"),
+        _pct("delay", 0.99).alias("delay_p99"))
+    per_kind = kinds.unpivot(["run", "kind"], ["delay_mean", "delay_p50", "delay_p99"],
+                             "m", "value").select(
+        "run", F.lit(p).alias("protocol"),
+        F.concat(F.col("m"), F.lit("."), F.col("kind")).alias("measure"),
+        F.col("value").cast("double"), F.lit(None).cast("long").alias("t"))
+    buffer = d.groupBy("run").agg(_pct("buffered", 0.5).alias("buffer_p50"),
+                                  _pct("buffered", 0.99).alias("buffer_p99"),
+                                  F.max("buffered").alias("buffer_max"))
+    return [per_kind, _long(buffer, p),
+            _counts(delivered, "kind", "delivered.", p),
+            _counts(d.where(F.col("action") == "discard"), "kind", "discarded.", p),
+            _counts(d, "reason", "discard.", p)]
+
+
+def stability(d: DataFrame) -> list[DataFrame]:
+    p = "stability"
+    sends = d.where(F.col("type") == "send").select(
+        "run", "node", "ts", F.col("at").alias("sent_at"))
+    made_stable = d.where(F.col("stable").isNotNull()).select(
+        "run", "node", F.col("at").alias("stable_at"), F.explode("stable").alias("ts"))
+    latency = made_stable.join(sends, ["run", "node", "ts"]) \
+        .withColumn("latency", F.col("stable_at") - F.col("sent_at"))
+    lat = latency.groupBy("run").agg(
+        F.count("*").alias("stable"), F.avg("latency").alias("latency_mean"),
+        _pct("latency", 0.5).alias("latency_p50"), _pct("latency", 0.99).alias("latency_p99"),
+        F.max("latency").alias("latency_max"))
+    wide = d.groupBy("run").agg(
+        F.sum(F.when(F.col("type") == "send", 1).otherwise(0)).alias("sent"),
+        F.sum(F.when(F.col("type") == "ack", 1).otherwise(0)).alias("acks"),
+        F.sum("ack_bytes").alias("ack_bytes"),
+        F.sum(F.when(F.col("delivered"), 1).otherwise(0)).alias("recv.delivered"),
+        F.sum(F.when(F.col("delivered") == F.lit(False), 1).otherwise(0))
+        .alias("recv.ignored"),
+    ).withColumn("ack_bytes_per_ack", F.col("ack_bytes") / F.col("acks"))
+    return [_long(wide, p), _long(lat, p)]
+
+
+BY_TABLE = {"messages": atmostonce, "events": causal, "arrivals": merge,
+            "channel": slotted, "acks": stability}
+
+
+def metrics(spark: SparkSession, decisions: dict[str, DataFrame]) -> DataFrame:
+    """The metrics table of every decision table given (``table -> DataFrame``)."""
+    parts = [part for table, df in decisions.items() for part in BY_TABLE[table](df)]
+    empty = spark.createDataFrame([], METRICS)
+    frames = [part.select(*METRICS.names) for part in parts]
+    return reduce(lambda a, b: a.unionByName(b), frames, empty)

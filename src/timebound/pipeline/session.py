@@ -1,0 +1,79 @@
+"""The one SparkSession builder of the pipeline.
+
+``local[*]`` unless ``--master`` says otherwise; every ``--conf k=v`` is passed through
+unchanged, so the same job runs on a standalone, YARN or Kubernetes cluster (the
+workers need ``timebound`` importable: ship it with ``--conf spark.submit.pyFiles=...``
+or install it in the cluster's Python). The UI is off unless a ``--conf`` turns it on,
+and the log level is WARN.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from timebound.errors import UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+#: Bytes of input Parquet per shuffle partition when sizing shuffles to the data.
+BYTES_PER_PARTITION = 32 * 1024 * 1024
+MAX_PARTITIONS = 2000
+
+#: Settings we choose; any ``--conf`` of the same key wins.
+DEFAULT_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+}
+
+
+def parse_conf(items: Sequence[str]) -> dict[str, str]:
+    """``["k=v", ...]`` -> dict; a malformed item is a UsageError naming ``--conf``."""
+    conf: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError("--conf", f"expected KEY=VALUE, got {item!r}")
+        conf[key.strip()] = value
+    return conf
+
+
+def build_session(
+    master: str | None = None,
+    conf: dict[str, str] | None = None,
+    *,
+    app_name: str = "timebound",
+) -> SparkSession:
+    """Build (or reuse) the SparkSession."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    settings = dict(DEFAULT_CONF)
+    settings.update(conf or {})
+    builder = SparkSession.builder.appName(app_name).master(master or DEFAULT_MASTER)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(settings.get("timebound.logLevel", "WARN"))
+    return spark
+
+
+def size_shuffles(spark: SparkSession, input_bytes: int, user_conf: dict[str, str]) -> int:
+    """Set ``spark.sql.shuffle.partitions`` for ``input_bytes`` of input (unless the user
+    set it): one partition per 32 MiB, at least the default parallelism, at most 2000."""
+    key = "spark.sql.shuffle.partitions"
+    if key in user_conf:
+        return int(user_conf[key])
+    parallelism = spark.sparkContext.defaultParallelism
+    wanted = max(parallelism, math.ceil(input_bytes / BYTES_PER_PARTITION))
+    partitions = min(MAX_PARTITIONS, wanted)
+    spark.conf.set(key, str(partitions))
+    return partitions

@@ -1,0 +1,38 @@
+"""``timebound demo`` end to end at a tiny scale on the shared local session."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from typing import Any
+
+import pytest
+
+from timebound.cli import main
+
+
+@pytest.mark.spark
+def test_demo_tiny(spark: Any, tmp_path: pathlib.Path, capsys: Any) -> None:
+    from timebound.sim import SCENARIOS
+
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--scale", "0.05"]) == 0
+    printed = capsys.readouterr().out
+    assert "== 1. bundled examples" in printed and "[5/5]" in printed
+    assert f"report: {out / 'report.html'}" in printed
+    page = (out / "report.html").read_text()
+    for name in SCENARIOS:
+        assert os.path.isdir(out / "pipeline" / name / "metrics")
+        assert os.path.exists(out / "pipeline" / name / "manifest.json")
+        assert f"<section id='{name}-" in page
+    assert spark.sparkContext._jsc is not None  # the shared session is still running
+
+
+def test_demo_without_simulator_fails_clearly(tmp_path: pathlib.Path, capsys: Any,
+                                              monkeypatch: Any) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "timebound.sim", None)
+    assert main(["demo", "--out", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err
+    assert "the simulator (timebound.sim) is not available" in err
