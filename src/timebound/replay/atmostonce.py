@@ -24,7 +24,6 @@ from timebound.core.atmostonce import (
     Receiver,
     StableLatest,
     UnlimitedHorizon,
-    Verdict,
     crc32_classifier,
 )
 from timebound.errors import UsageError
