@@ -152,3 +152,17 @@ def test_bad_option_column_exits_2_naming_option_and_run(
                 extra={"bad": {"classes": 0}})
     assert main(["pipeline", ds, "--out", str(tmp_path / "out"), *RESILIENT]) == 2
     assert "--classes (run 'bad'): must be >= 1, got 0" in capsys.readouterr().err
+
+
+def test_time_going_back_across_classes_is_caught(spark: Any, tmp_path: Any, capsys: Any) -> None:
+    # Two connections of different classes: each class group alone is in order.
+    a, b = "c1", next(f"c{i}" for i in range(2, 99) if crc32_class(f"c{i}", 4) != crc32_class("c1", 4))
+    rows = [{"type": "msg", "receiver": "s1", "conn": a, "ts": 5, "at": 50},
+            {"type": "msg", "receiver": "s1", "conn": b, "ts": 5, "at": 40}]
+    ds = str(tmp_path / "ds")
+    write_table(ds, "messages", {"x": rows})
+    out = str(tmp_path / "out")
+    assert main(["pipeline", ds, "--out", out, *RESILIENT, "--classes", "4"]) == 2
+    assert "messages[run 'x']:1: field 'at': goes back in time for receiver 's1' (40 < 50)" \
+        in capsys.readouterr().err
+    assert not os.path.exists(out)

@@ -10,8 +10,9 @@ every class of its receiver, as the replay's ``ClassifiedReceiver`` applies a cr
 every class. Each group runs the replay's own ``AtMostOnceReplayer`` (with the run's
 K, so the row is routed by the core's classifier) over its rows sorted by ``seq``.
 
-Not checked across classes: ``at`` never decreasing per receiver is verified within
-each class group, so a decrease between rows of two different classes passes.
+``at`` never decreasing per receiver is verified inside each group; with K > 1 the
+groups only see their own class, so a window over (run, receiver) ordered by ``seq``
+checks the whole receiver first (``check_time_order``), naming the first bad row.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from timebound.core.atmostonce import crc32_class
+from timebound.errors import TraceError
 from timebound.pipeline import _group
 from timebound.pipeline.schemas import DECISION_EXTRA
 from timebound.replay.atmostonce import COMMAND
@@ -47,9 +50,24 @@ def with_classes(df: DataFrame, options: dict[str, dict[str, Any]]) -> DataFrame
     return df.withColumn("cls", F.explode_outer(classes))
 
 
+def check_time_order(df: DataFrame) -> None:
+    """Per (run, receiver), ``at`` never decreases in ``seq`` order (raises TraceError)."""
+    window = Window.partitionBy("run", "receiver").orderBy("seq")
+    bad = (df.select("run", "receiver", "seq", "at", F.lag("at").over(window).alias("prev"))
+           .where(F.col("at") < F.col("prev")).orderBy("run", "seq").limit(1).collect())
+    if bad:
+        row = bad[0]
+        raise TraceError(f"{TABLE}[run {row['run']!r}]", int(row["seq"]), "at",
+                         f"goes back in time for receiver {row['receiver']!r} "
+                         f"({row['at']} < {row['prev']})")
+
+
 def operate(df: DataFrame, options: dict[str, dict[str, Any]]) -> DataFrame:
     """Decision table of ``messages``: input columns + verdict, rho, entries, cls."""
     schema = _group.out_schema(df.schema, DECISION_EXTRA[TABLE])
+    if any(_classes(opts) > 1 for opts in options.values()):
+        check_time_order(df.where(F.col("run").isin(
+            [run for run, opts in options.items() if _classes(opts) > 1])))
 
     @_group.guarded
     def group(key: tuple[pa.Scalar, ...], table: pa.Table) -> pa.Table:

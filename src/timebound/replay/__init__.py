@@ -11,16 +11,13 @@ import importlib
 
 from timebound.replay._framework import ReplayCommand, Replayer, Row, replay_rows
 
-# NOTE (in-progress session): everyone editing this tree now, read /work/main/CONTRIBUTING.md
-# first: the house rules, the replay framework API, the test conventions, and: never run
-# git commands that change anything (no commit/add/stash/checkout/reset).
 #: protocol name -> module that defines ``COMMAND``.
 REGISTRY: dict[str, str] = {
     "atmostonce": "timebound.replay.atmostonce",
-    "causal": "timebound.replay.causal",
-    "merge": "timebound.replay.merge",
     "slotted": "timebound.replay.slotted",
     "stability": "timebound.replay.stability",
+    "causal": "timebound.replay.causal",
+    "merge": "timebound.replay.merge",
 }
 
 

@@ -86,6 +86,26 @@ def _label(joined: pd.DataFrame, names: tuple[str, ...]) -> str | None:
     return "_group"
 
 
+def _rho_sweep(joined: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
+    """The largest set of runs that differ only in rho (a sweep), and a caption:
+    mixing runs that also differ in clocks or crashes makes a meaningless curve.
+    Without such a set, every run with a rho; None under two distinct values."""
+    rho = _numeric(joined, "p:rho")
+    if rho is None or rho.nunique() < 2:
+        return None
+    joined = joined.assign(_rho=rho)
+    others = [c for c in joined.columns if c.startswith("p:") and c != "p:rho"]
+    key = (joined[others].astype(str).agg("|".join, axis=1) if others
+           else pd.Series("", index=joined.index))
+    best: pd.DataFrame | None = None
+    for _, rows in joined.groupby(key):
+        if rows["_rho"].nunique() > 1 and (best is None or len(rows) > len(best)):
+            best = rows
+    if best is None:
+        return joined, "all runs"
+    return best, "runs differing only in rho"
+
+
 def _figures(protocol: str, metrics: pd.DataFrame, table: pd.DataFrame,
              params: pd.DataFrame) -> list[tuple[str, str | None]]:
     mine = metrics[metrics.protocol == protocol]
@@ -96,13 +116,13 @@ def _figures(protocol: str, metrics: pd.DataFrame, table: pd.DataFrame,
                     fig.series(mine, "estimate", "estimate in force", "ticks", log=True)))
         out.append(("Connection-table size over time (per run)",
                     fig.series(mine, "table_size", "table entries", "entries")))
-        rho = _numeric(joined, "p:rho")
-        if rho is not None and rho.nunique() > 1:
-            joined = joined.assign(_rho=rho)
+        found = _rho_sweep(joined)
+        if found is not None:
+            sweep, scope = found
             for y, label in (("lost_rate", "lost rate"), ("table_mean", "mean table size")):
-                if y in joined:
-                    out.append((f"{label} against rho",
-                                fig.against(joined, "_rho", y, None, f"{label} vs rho",
+                if y in sweep:
+                    out.append((f"{label} against rho ({scope})",
+                                fig.against(sweep, "_rho", y, None, f"{label} vs rho",
                                             "rho (ticks)", label, logx=True)))
         for y, label in (("lost_per_accepted", "lost / accepted (L/A)"),
                          ("table_mean", "mean table size")):
