@@ -68,7 +68,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from heapq import heapify, heappop, heappush
+from heapq import heappop, heappush
 from typing import Protocol
 
 from timebound.core.atmostonce._estimators import Estimator
@@ -190,8 +190,7 @@ class Receiver:
         # Hot-path verdict counters are plain attributes; the rare ones a dict.
         self._accepted = self._duplicates = self._stale = 0
         self._counts = dict.fromkeys((_DOWN, _RECOVERING, _EARLY, _FULL), 0)
-        # Connections ordered by timestamp for eviction (a lazy heap: an entry whose
-        # timestamp no longer matches the table is skipped when it surfaces).
+        # Each table entry once, keyed at or below its timestamp (see _evict).
         self._expiry: list[tuple[int, str]] = []
         self._bounded = capacity is not None
         self._capacity = capacity or 0
@@ -272,8 +271,7 @@ class Receiver:
                 verdict = _DUPLICATE
                 self._duplicates += 1
             else:
-                table[conn] = ts
-                heappush(self._expiry, (ts, conn))
+                table[conn] = ts  # its expiry key stays below ts: see _evict
                 verdict = _ACCEPTED
                 self._accepted += 1
         elif ts <= self.upper:
@@ -424,8 +422,16 @@ class Receiver:
 
     def _evict(self, now: int) -> int:
         """Forget every entry with ``CT[c] <= now - estimate`` (unless retained)
-        and raise ``upper`` to the largest forgotten timestamp. Cost: the expired
-        heap items only, never a scan of the table."""
+        and raise ``upper`` to the largest forgotten timestamp.
+
+        ``_expiry`` is a heap holding each table entry once, keyed by a timestamp
+        at or below the entry's current one (the key is set when the connection
+        enters the table and refreshed only here, so accepting on a known
+        connection costs no heap work). Every entry due for eviction therefore has
+        its key at or below the threshold; an entry surfacing with a newer current
+        timestamp is pushed back under that one. Cost: the surfacing items only,
+        never a scan of the table.
+        """
         threshold = now - self.estimator.estimate
         table = self._table
         expiry = self._expiry
@@ -433,12 +439,13 @@ class Receiver:
         kept: list[tuple[int, str]] = []
         removed = 0
         while expiry and expiry[0][0] <= threshold:
-            item = heappop(expiry)
-            ts, conn = item
-            if table.get(conn) != ts:
-                continue  # superseded by a later accept on the same connection
+            conn = heappop(expiry)[1]
+            ts = table[conn]
+            if ts > threshold:
+                heappush(expiry, (ts, conn))
+                continue
             if self.retain is not None and self.retain(conn, now):
-                kept.append(item)
+                kept.append((ts, conn))
                 continue
             del table[conn]
             removed += 1
@@ -446,11 +453,6 @@ class Receiver:
                 upper = ts
         for item in kept:
             heappush(expiry, item)
-        if len(expiry) > 2 * len(table) + 1024:
-            # Superseded items pile up while the estimate is long: rebuild, so the
-            # heap stays O(table) (amortised O(1) per accepted message).
-            self._expiry = expiry = [(ts, conn) for conn, ts in table.items()]
-            heapify(expiry)
         self.upper = upper
         self.evicted += removed
         return removed
