@@ -110,11 +110,15 @@ def replay_rows(replayer: Replayer, rows: list[dict[str, Any]], source: str,
     yield None, list(replayer.finish())
 
 
-def to_arrow(rows: list[dict[str, Any]], schema: StructType) -> pa.Table:
+def arrow_schema(schema: StructType) -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
 
+    return to_arrow_schema(schema)
+
+
+def to_arrow(rows: list[dict[str, Any]], schema: StructType) -> pa.Table:
     # from_pylist reads only the schema's keys and takes a missing key as null
-    return pa.Table.from_pylist(rows, schema=to_arrow_schema(schema))
+    return pa.Table.from_pylist(rows, schema=arrow_schema(schema))
 
 
 def out_schema(input_schema: StructType, extra: StructType) -> StructType:

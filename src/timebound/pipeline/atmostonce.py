@@ -27,7 +27,8 @@ from timebound.core.atmostonce import crc32_class
 from timebound.errors import TraceError
 from timebound.pipeline import _group
 from timebound.pipeline.schemas import DECISION_EXTRA
-from timebound.replay.atmostonce import COMMAND
+from timebound.replay import Row
+from timebound.replay.atmostonce import COMMAND, well_formed
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -69,25 +70,47 @@ def operate(df: DataFrame, options: dict[str, dict[str, Any]]) -> DataFrame:
         check_time_order(df.where(F.col("run").isin(
             [run for run, opts in options.items() if _classes(opts) > 1])))
 
+    arrow_schema = _group.arrow_schema(schema)
+
     @_group.guarded
     def group(key: tuple[pa.Scalar, ...], table: pa.Table) -> pa.Table:
         run, cls = key[0].as_py(), key[2].as_py()
-        opts = options[run]
-        k = _classes(opts)
-        replayer = _group.build_replayer(COMMAND, opts)
-        out: list[dict[str, Any]] = []
-        rows = _group.sorted_rows(table)
-        for data in rows:
-            data.pop("cls", None)
-        for data, produced in _group.replay_rows(replayer, rows, f"{TABLE}[run {run!r}]"):
-            if k > 1 and data is not None and data.get("type") == "msg" and isinstance(
-                    data.get("conn"), str) and crc32_class(data["conn"], k) != cls:
-                raise AssertionError(f"Spark crc32 class {cls} differs from the core's "
-                                     f"for conn {data['conn']!r}")
-            for row in produced:  # fresh dicts made by the replayer: ours to extend
-                row["cls"] = cls  # type: ignore[index]
-                out.append(row)  # type: ignore[arg-type]
-        return _group.to_arrow(out, schema)
+        k = _classes(options[run])
+        replayer = _group.build_replayer(COMMAND, options[run])
+        source = f"{TABLE}[run {run!r}]"
+        table = table.sort_by([("seq", "ascending")]).drop_columns(["cls"])
+        # Column-wise: the replayer's own per-message path (``decide``) on plain
+        # values, the input columns passed through as Arrow arrays. Crash rows and
+        # malformed rows take the row path (``feed``), which names the bad field.
+        kinds, names, conns, stamps, times, seqs = (
+            table.column(c).to_pylist() for c in ("type", "receiver", "conn", "ts", "at", "seq"))
+        keep: list[int] = []
+        verdicts: list[str] = []
+        rhos: list[int | None] = []
+        entries: list[int | None] = []
+        for i, (kind, name, conn, ts, at, seq) in enumerate(
+                zip(kinds, names, conns, stamps, times, seqs)):
+            if kind == "msg" and well_formed(name, conn, ts, at):
+                if k > 1 and crc32_class(conn, k) != cls:
+                    raise AssertionError(f"Spark crc32 class {cls} differs from the core's "
+                                         f"for conn {conn!r}")
+                verdict, rho, size = replayer.decide(source, seq, name, conn, ts, at)
+            else:
+                row = {n: v for n, v in table.slice(i, 1).to_pylist()[0].items() if v is not None}
+                produced = list(replayer.feed(Row(source, seq, row)))
+                if not produced:
+                    continue  # a crash row: no decision
+                verdict, rho, size = (produced[0][c] for c in ("verdict", "rho", "entries"))
+            keep.append(i)
+            verdicts.append(verdict)
+            rhos.append(rho)
+            entries.append(size)
+        decided = {"verdict": verdicts, "rho": rhos, "entries": entries, "cls": [cls] * len(keep)}
+        taken = table.take(pa.array(keep, type=pa.int64()))
+        return pa.Table.from_arrays(
+            [pa.array(decided[f.name], f.type) if f.name in decided
+             else taken.column(f.name).cast(f.type) for f in arrow_schema],
+            schema=arrow_schema)
 
     return with_classes(df, options).groupBy("run", "receiver", "cls") \
         .applyInArrow(group, schema)

@@ -16,17 +16,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from timebound.core.atmostonce import (
+    ESTIMATORS,
     ClassifiedReceiver,
-    Estimator,
-    Fixed,
-    LimitedHorizon,
-    MemoryStorage,
-    Receiver,
-    StableLatest,
-    UnlimitedHorizon,
+    ReceiverConfig,
     crc32_classifier,
 )
-from timebound.errors import UsageError
+from timebound.errors import TraceError, UsageError
 from timebound.replay._framework import (
     ReplayCommand,
     Row,
@@ -35,7 +30,6 @@ from timebound.replay._framework import (
     require,
 )
 
-ESTIMATORS = ("fixed", "unlimited", "limited")
 ROW_TYPES = ("msg", "crash")
 
 
@@ -64,34 +58,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="hash classes per receiver: crc32(utf-8 conn) mod K (default 1)")
 
 
-def _estimator_factory(args: argparse.Namespace) -> tuple[Any, int | None]:
+def receiver_config(args: argparse.Namespace) -> ReceiverConfig:
+    """The receiver the options name; a missing or meaningless option is a UsageError."""
     if args.estimator == "fixed":
         forbid(args, ("window", "spikes", "p"), "with --estimator fixed")
-        rho = require(args, "rho", minimum=1)
-        gc_every = require(args, "gc_every", minimum=1)
-        return (lambda: Fixed(rho)), gc_every
-    if args.estimator == "unlimited":
+        rho, gc_every = require(args, "rho", minimum=1), require(args, "gc_every", minimum=1)
+        window = spikes = p = None
+    elif args.estimator == "unlimited":
         forbid(args, ("rho", "window", "spikes", "p"), "with --estimator unlimited")
-        gc_every = require(args, "gc_every", minimum=1)
-        return UnlimitedHorizon, gc_every
-    forbid(args, ("rho", "gc_every"), "with --estimator limited (GC runs every S lifetimes)")
-    window = require(args, "window", minimum=1)
-    spikes = require(args, "spikes", minimum=0)
-    p = require(args, "p", minimum=1)
-    if spikes >= window:
-        raise UsageError("--spikes", f"must be < --window ({window}), got {spikes}")
-    return (lambda: LimitedHorizon(window, spikes, p)), None
+        gc_every, rho, window, spikes, p = require(args, "gc_every", minimum=1), None, None, None, None
+    else:
+        forbid(args, ("rho", "gc_every"), "with --estimator limited (GC runs every S lifetimes)")
+        window = require(args, "window", minimum=1)
+        spikes = require(args, "spikes", minimum=0)
+        p = require(args, "p", minimum=1)
+        if spikes >= window:
+            raise UsageError("--spikes", f"must be < --window ({window}), got {spikes}")
+        rho = gc_every = None
+    beta = latest_every = None
+    if args.resilient:
+        beta = require(args, "beta", minimum=0)
+        latest_every = require(args, "latest_every", minimum=1)
+    else:
+        forbid(args, ("beta", "latest_every"), "without --resilient")
+    return ReceiverConfig(args.estimator, rho, gc_every, window, spikes, p,
+                          bool(args.resilient), beta, latest_every)
+
+
+def well_formed(name: object, conn: object, ts: object, at: object) -> bool:
+    """The fields of a message row have the contract's types and ranges."""
+    return (type(name) is str and bool(name) and type(conn) is str and bool(conn)
+            and type(ts) is int and ts >= 1 and type(at) is int)
 
 
 class AtMostOnceReplayer:
     def __init__(self, args: argparse.Namespace) -> None:
-        self._new_estimator, self._gc_every = _estimator_factory(args)
-        self._resilient = bool(args.resilient)
-        if self._resilient:
-            self._beta = require(args, "beta", minimum=0)
-            self._latest_every = require(args, "latest_every", minimum=1)
-        else:
-            forbid(args, ("beta", "latest_every"), "without --resilient")
+        self.config = receiver_config(args)
+        self._resilient = self.config.resilient
         self._classes = 1 if args.classes is None else require(args, "classes", minimum=1)
         self._classifier = crc32_classifier(self._classes)
         self._nodes: dict[str, ClassifiedReceiver] = {}
@@ -100,25 +103,18 @@ class AtMostOnceReplayer:
         self._crashes = 0
         self._peak_entries = 0
 
-    def _new_receiver(self) -> Receiver:
-        estimator: Estimator = self._new_estimator()
-        resilience = (
-            StableLatest(MemoryStorage(), self._beta, self._latest_every)
-            if self._resilient else None
-        )
-        return Receiver(estimator, gc_every=self._gc_every, resilience=resilience)
-
-    def _node(self, row: Row, name: str, at: int) -> ClassifiedReceiver:
+    def _node(self, source: str, line: int, name: str, at: int) -> ClassifiedReceiver:
         node = self._nodes.get(name)
         if node is None:
             node = ClassifiedReceiver(
-                [self._new_receiver() for _ in range(self._classes)], self._classifier
+                [self.config.new_receiver() for _ in range(self._classes)], self._classifier
             )
             self._nodes[name] = node
         else:
             last = self._last_at[name]
             if at < last:
-                raise row.error("at", f"goes back in time for receiver {name!r} ({at} < {last})")
+                raise TraceError(source, line, "at",
+                                 f"goes back in time for receiver {name!r} ({at} < {last})")
         self._last_at[name] = at
         return node
 
@@ -127,28 +123,35 @@ class AtMostOnceReplayer:
         if data.get("type") != "msg":
             return self._crash(row)
         name, conn, ts, at = data.get("receiver"), data.get("conn"), data.get("ts"), data.get("at")
-        if not (type(name) is str and name and type(conn) is str and conn
-                and type(ts) is int and ts >= 1 and type(at) is int):
+        if not well_formed(name, conn, ts, at):
             # Slow path, only to name the first bad field exactly.
             name, at = row.str("receiver"), row.int("at")
             conn, ts = row.str("conn"), row.int("ts", minimum=1)
-        receiver = self._node(row, name, at).receiver_for(conn)
-        receiver.advance(at)
+        verdict, rho, entries = self.decide(row.source, row.line, name, conn, ts, at)
         out = data.copy()
-        if receiver.down:
-            receiver.receive(conn, ts, at)  # counted by the core as refused while down
-            verdict, rho, entries = "down", None, None
-        else:
-            rho = receiver.estimate
-            verdict = receiver.receive(conn, ts, at).value
-            entries = receiver.entries
-            if entries > self._peak_entries:
-                self._peak_entries = entries
         out["verdict"] = verdict
         out["rho"] = rho
         out["entries"] = entries
-        self._verdicts[verdict] += 1
         return (out,)
+
+    def decide(self, source: str, line: int, name: str, conn: str, ts: int,
+               at: int) -> tuple[str, int | None, int | None]:
+        """One well-formed message row: ``(verdict, rho, entries)`` per the contract.
+        (Column-wise drivers call this directly; ``source`` and ``line`` name the row
+        in errors.)"""
+        receiver = self._node(source, line, name, at).receiver_for(conn)
+        receiver.advance(at)
+        if receiver.down:
+            receiver.receive(conn, ts, at)  # counted by the core as refused while down
+            self._verdicts["down"] += 1
+            return "down", None, None
+        rho = receiver.estimate
+        verdict = receiver.receive(conn, ts, at).value
+        entries = receiver.entries
+        if entries > self._peak_entries:
+            self._peak_entries = entries
+        self._verdicts[verdict] += 1
+        return verdict, rho, entries
 
     def _crash(self, row: Row) -> Iterable[Mapping[str, Any]]:
         row.choice("type", ROW_TYPES)
@@ -157,7 +160,7 @@ class AtMostOnceReplayer:
         down = row.int("down", minimum=1)
         if not self._resilient:
             raise row.error("type", "crash rows need --resilient")
-        node = self._node(row, name, at)
+        node = self._node(row.source, row.line, name, at)
         node.advance(at)
         if node.down:
             raise row.error("at", f"receiver {name!r} is still down at {at}")

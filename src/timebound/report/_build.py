@@ -106,6 +106,42 @@ def _rho_sweep(joined: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
     return best, "runs differing only in rho"
 
 
+#: protocol -> (swept parameter, its axis label, caption suffix, columns that split the
+#: curves, measures with their labels): the papers' "Y against X, per scheme" figures.
+_AGAINST: dict[str, tuple[str, str, str, tuple[str, ...], tuple[tuple[str, str], ...]]] = {
+    "slotted": ("slot", "slot length (ticks)", "slot length, per scheme", ("scheme",),
+                (("delay_mean.FR", "FR delivery delay (rows)"),
+                 ("delay_mean.R", "R delivery delay (rows)"),
+                 ("buffer_p99", "receiver buffer, 99th percentile"),
+                 ("buffer_max", "receiver buffer, max"))),
+    "stability": ("n", "N (group size)", "N", ("acks", "clock", "skewed"),
+                  (("latency_mean", "stability latency, mean (ticks)"),
+                   ("ack_bytes_per_ack", "bytes per acknowledgment"),
+                   ("ack_bytes", "acknowledgment bytes, total"))),
+    "merge": ("delta", "delta (ticks)", "delta", ("level", "variant"),
+              (("buffering_mean", "buffering, mean (ticks)"),
+               ("buffering_max", "buffering, max (ticks)"),
+               ("late_rate", "late fraction"))),
+}
+
+
+def _against_figures(joined: pd.DataFrame, param: str, axis: str, caption: str,
+                     split: tuple[str, ...], measures: tuple[tuple[str, str], ...],
+                     ) -> list[tuple[str, str | None]]:
+    x = _numeric(joined, f"p:{param}")
+    group = _label(joined, split)
+    out: list[tuple[str, str | None]] = []
+    for y, label in measures:
+        if y not in joined:
+            continue
+        if x is not None:
+            out.append((f"{label} against {caption}",
+                        fig.against(joined.assign(_x=x), "_x", y, group, label, axis, label)))
+        else:
+            out.append((f"{label} per run", fig.bars(joined[y], label, label)))
+    return out
+
+
 def _figures(protocol: str, metrics: pd.DataFrame, table: pd.DataFrame,
              params: pd.DataFrame) -> list[tuple[str, str | None]]:
     mine = metrics[metrics.protocol == protocol]
@@ -128,49 +164,8 @@ def _figures(protocol: str, metrics: pd.DataFrame, table: pd.DataFrame,
                          ("table_mean", "mean table size")):
             if y in table:
                 out.append((f"{label} per run", fig.bars(table[y], label, label)))
-    elif protocol == "slotted":
-        slot = _numeric(joined, "p:slot")
-        scheme = _label(joined, ("scheme",))
-        for y, label in (("delay_mean.FR", "FR delivery delay (rows)"),
-                         ("delay_mean.R", "R delivery delay (rows)"),
-                         ("buffer_p99", "receiver buffer, 99th percentile"),
-                         ("buffer_max", "receiver buffer, max")):
-            if y not in joined:
-                continue
-            if slot is not None:
-                out.append((f"{label} against slot length, per scheme",
-                            fig.against(joined.assign(_slot=slot), "_slot", y, scheme,
-                                        label, "slot length (ticks)", label)))
-            else:
-                out.append((f"{label} per run", fig.bars(joined[y], label, label)))
-    elif protocol == "stability":
-        n = _numeric(joined, "p:n")
-        group = _label(joined, ("acks", "clock", "skewed"))
-        for y, label in (("latency_mean", "stability latency, mean (ticks)"),
-                         ("ack_bytes_per_ack", "bytes per acknowledgment"),
-                         ("ack_bytes", "acknowledgment bytes, total")):
-            if y not in joined:
-                continue
-            if n is not None:
-                out.append((f"{label} against N",
-                            fig.against(joined.assign(_n=n), "_n", y, group, label,
-                                        "N (group size)", label)))
-            else:
-                out.append((f"{label} per run", fig.bars(joined[y], label, label)))
-    elif protocol == "merge":
-        delta = _numeric(joined, "p:delta")
-        level = _label(joined, ("level", "variant"))
-        for y, label in (("buffering_mean", "buffering, mean (ticks)"),
-                         ("buffering_max", "buffering, max (ticks)"),
-                         ("late_rate", "late fraction")):
-            if y not in joined:
-                continue
-            if delta is not None:
-                out.append((f"{label} against delta",
-                            fig.against(joined.assign(_delta=delta), "_delta", y, level,
-                                        label, "delta (ticks)", label)))
-            else:
-                out.append((f"{label} per run", fig.bars(joined[y], label, label)))
+    elif protocol in _AGAINST:
+        out += _against_figures(joined, *_AGAINST[protocol])
     elif protocol == "causal":
         for y, label in (("c_max", "largest counter c"), ("c_mean", "mean counter c")):
             if y in table:

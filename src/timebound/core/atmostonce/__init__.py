@@ -4,7 +4,8 @@
   on stable storage (Fig. 2-2) or the monotonic-clock alternative, capacity;
 - estimators ``Fixed`` (rho), ``UnlimitedHorizon`` (adaptive Fig. 2) and
   ``LimitedHorizon`` (adaptive Fig. 3);
-- ``ClassifiedReceiver``: one receiver per class of clients (SCMP section 2.4).
+- ``ClassifiedReceiver``: one receiver per class of clients (SCMP section 2.4);
+- ``ReceiverConfig``: the options that name a receiver, building fresh ones.
 """
 
 from timebound.core.atmostonce._classes import (
@@ -13,6 +14,7 @@ from timebound.core.atmostonce._classes import (
     crc32_class,
     crc32_classifier,
 )
+from timebound.core.atmostonce._config import ESTIMATORS, ReceiverConfig
 from timebound.core.atmostonce._estimators import (
     Estimator,
     Fixed,
@@ -31,6 +33,7 @@ from timebound.core.atmostonce._receiver import (
 )
 
 __all__ = [
+    "ESTIMATORS",
     "ClassifiedReceiver",
     "Classifier",
     "Estimator",
@@ -39,6 +42,7 @@ __all__ = [
     "MemoryStorage",
     "MonotonicClock",
     "Receiver",
+    "ReceiverConfig",
     "ReceiverStatistics",
     "Resilience",
     "StableLatest",

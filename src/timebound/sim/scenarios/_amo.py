@@ -20,15 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from timebound.core.atmostonce import (
-    Estimator,
-    Fixed,
-    LimitedHorizon,
-    MemoryStorage,
-    Receiver,
-    StableLatest,
-    UnlimitedHorizon,
-)
+from timebound.core.atmostonce import Receiver, ReceiverConfig
 from timebound.sim._clocks import Clock
 from timebound.sim._dataset import DatasetWriter
 from timebound.sim._engine import URGENT, Engine
@@ -55,21 +47,7 @@ class AmoOptions:
     latest_every: int | None = None
 
     def new_receiver(self) -> Receiver:
-        estimator: Estimator
-        if self.estimator == "fixed":
-            assert self.rho is not None
-            estimator = Fixed(self.rho)
-        elif self.estimator == "unlimited":
-            estimator = UnlimitedHorizon()
-        else:
-            assert self.window is not None and self.spikes is not None and self.p is not None
-            estimator = LimitedHorizon(self.window, self.spikes, self.p)
-        resilience = None
-        if self.resilient:
-            assert self.beta is not None and self.latest_every is not None
-            resilience = StableLatest(MemoryStorage(), self.beta, self.latest_every)
-        gc = None if self.estimator == "limited" else self.gc_every
-        return Receiver(estimator, gc_every=gc, resilience=resilience)
+        return ReceiverConfig(**self.__dict__).new_receiver()
 
     def columns(self) -> tuple[Any, ...]:
         return (self.estimator, self.rho, self.gc_every, self.window, self.spikes, self.p,

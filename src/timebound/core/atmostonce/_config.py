@@ -1,0 +1,57 @@
+"""One receiver configuration, shared by every driver (replay, simulator, pipeline).
+
+The options of ``timebound replay atmostonce`` name a receiver completely: which
+estimator (fixed ``rho``, unlimited horizon, limited horizon ``S, H, p``), the GC
+period for the timer-driven ones and, for resilient receivers, ``beta`` and the
+``latest`` refresh period. ``ReceiverConfig`` holds them and builds fresh receivers,
+so no driver spells out that mapping again. Drivers validate user input first (to name
+the option); the core constructors still refuse anything out of range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from timebound.core.atmostonce._estimators import Estimator, Fixed, LimitedHorizon, UnlimitedHorizon
+from timebound.core.atmostonce._receiver import MemoryStorage, Receiver, StableLatest, StableStorage
+from timebound.errors import ProtocolUsageError
+
+ESTIMATORS = ("fixed", "unlimited", "limited")
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiverConfig:
+    estimator: str = "fixed"
+    rho: int | None = None
+    gc_every: int | None = None
+    window: int | None = None
+    spikes: int | None = None
+    p: int | None = None
+    resilient: bool = False
+    beta: int | None = None
+    latest_every: int | None = None
+
+    def new_estimator(self) -> Estimator:
+        if self.estimator == "fixed":
+            if self.rho is None:
+                raise ProtocolUsageError("a fixed estimator needs rho")
+            return Fixed(self.rho)
+        if self.estimator == "unlimited":
+            return UnlimitedHorizon()
+        if self.estimator == "limited":
+            if self.window is None or self.spikes is None or self.p is None:
+                raise ProtocolUsageError("a limited-horizon estimator needs window, spikes and p")
+            return LimitedHorizon(self.window, self.spikes, self.p)
+        raise ProtocolUsageError(f"unknown estimator {self.estimator!r}; one of {ESTIMATORS}")
+
+    def new_receiver(self, storage: StableStorage | None = None, *, start: int = 0) -> Receiver:
+        """A fresh receiver; resilient ones keep ``latest`` in ``storage`` (default: a
+        new ``MemoryStorage``)."""
+        resilience = None
+        if self.resilient:
+            if self.beta is None or self.latest_every is None:
+                raise ProtocolUsageError("a resilient receiver needs beta and latest_every")
+            resilience = StableLatest(storage or MemoryStorage(), self.beta, self.latest_every)
+        gc_every = None if self.estimator == "limited" else self.gc_every
+        return Receiver(self.new_estimator(), gc_every=gc_every, resilience=resilience,
+                        start=start)
