@@ -8,8 +8,8 @@ Decision rows are the replay's ``id``, ``action`` plus ``run``, ``channel``, ``s
 (position in the channel's output, from 0) and what the core's action records say:
 ``kind``, ``reason`` (discards), ``arrived`` and ``step`` (row numbers of the arrival
 and of the action, so the delay is step - arrived) and ``buffered`` (messages the
-receiver holds right after the row). The core's actions are read by handing the
-replayer a recording proxy of its own receiver: nothing is recomputed.
+receiver holds right after the row). The core's actions are the replayer's
+``last_actions``: nothing is recomputed.
 """
 
 from __future__ import annotations
@@ -29,21 +29,6 @@ if TYPE_CHECKING:  # pragma: no cover
 TABLE = "channel"
 
 
-class _Recording:
-    """The replayer's receiver, with the actions of the last call kept."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.last: list[Any] = []
-
-    def receive(self, message: Any, stamp: Any, now: int) -> list[Any]:
-        self.last = self.inner.receive(message, stamp, now)
-        return self.last
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 def operate(df: DataFrame, options: dict[str, dict[str, Any]]) -> DataFrame:
     schema = SLOTTED_DECISIONS
 
@@ -51,8 +36,6 @@ def operate(df: DataFrame, options: dict[str, dict[str, Any]]) -> DataFrame:
     def group(key: tuple[pa.Scalar, ...], table: pa.Table) -> pa.Table:
         run, channel = key[0].as_py(), key[1].as_py()
         replayer: Any = _group.build_replayer(COMMAND, options[run])
-        recorder = _Recording(replayer._receiver)
-        replayer._receiver = recorder
         arrived: dict[str, int] = {}
         out: list[dict[str, Any]] = []
         source = f"{TABLE}[run {run!r}, channel {channel!r}] row"
@@ -63,8 +46,8 @@ def operate(df: DataFrame, options: dict[str, dict[str, Any]]) -> DataFrame:
                 arrived.setdefault(data["id"], step)
             if data is None or not produced:
                 continue
-            buffered = recorder.inner.buffered
-            for row, action in zip(produced, recorder.last, strict=True):
+            buffered = replayer.receiver.buffered
+            for row, action in zip(produced, replayer.last_actions, strict=True):
                 out.append({**row, "run": run, "channel": channel, "seq": len(out),
                             "kind": action.stamp.kind.value,
                             "reason": action.reason.value if isinstance(action, Discard)

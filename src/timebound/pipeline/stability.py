@@ -61,7 +61,7 @@ def operate(df: DataFrame, options: dict[str, dict[str, Any]]) -> DataFrame:
                 if isinstance(row.get("value"), dict):
                     row["value_vector"] = row.pop("value")
                 if data is not None and data.get("type") == "ack":
-                    row["ack_bytes"] = replayer._acks[data["id"]].nbytes
+                    row["ack_bytes"] = replayer.ack(data["id"]).nbytes
                 out.append(row)
         return _group.to_arrow(out, schema)
 

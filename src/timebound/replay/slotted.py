@@ -24,8 +24,17 @@ class SlottedReplayer:
         self._receiver: SlottedReceiver[str] = SlottedReceiver()
         self._stamps: dict[str, Stamp] = {}
         self._arrived: set[str] = set()
+        #: The core's actions (``Deliver`` / ``Discard``) caused by the last row fed,
+        #: in output order: drivers that record more than the replay's columns
+        #: (the Spark operator) read them here instead of recomputing anything.
+        self.last_actions: list[Any] = []
+
+    @property
+    def receiver(self) -> SlottedReceiver[str]:
+        return self._receiver
 
     def feed(self, row: Row) -> Iterable[Mapping[str, Any]]:
+        self.last_actions = []
         kind = row.choice("type", ["send", "arrive"])
         ident = row.str("id")
         if kind == "send":
@@ -41,6 +50,7 @@ class SlottedReplayer:
             raise row.error("id", f"'{ident}' arrives twice")
         self._arrived.add(ident)
         actions = self._receiver.receive(ident, stamp, now=row.line)
+        self.last_actions = list(actions)
         return [
             {"id": act.message, "action": "deliver" if isinstance(act, Deliver) else "discard"}
             for act in actions

@@ -50,6 +50,10 @@ class StabilityReplayer:
         self._acks: dict[str, Ack] = {}
         self._recv = {True: 0, False: 0}
 
+    def ack(self, ident: str) -> Ack:
+        """The acknowledgment an ``ack`` row with this id sent (KeyError if none)."""
+        return self._acks[ident]
+
     def feed(self, row: Row) -> Iterable[Mapping[str, Any]]:
         kind = row.choice("type", ROW_TYPES)
         name = row.str("node")
