@@ -30,6 +30,7 @@ class Options:
     resilient: bool = False
     beta: int | None = None
     latest_every: int | None = None
+    recovery_grace: int | None = None
     classes: int = 1
 
 
@@ -46,6 +47,7 @@ class RefReceiver:
     latest: int | None = None
     recover_at: int | None = None
     fired_upto: int = 0
+    no_evict_until: float = float("-inf")
 
     def __post_init__(self) -> None:
         if self.o.estimator == "fixed":
@@ -75,6 +77,7 @@ class RefReceiver:
 
     def recover(self, t: int) -> None:
         self.recover_at = None
+        self.no_evict_until = t + (self.o.recovery_grace or 0)
         self.upper = self.latest
         self.CT = {}
         self.latest = max(self.latest, t + self.o.beta)
@@ -108,6 +111,8 @@ class RefReceiver:
                         self.numacc = self.numacc - self.p * self.numrej - 1
                         self.numrej = 0
         self.lifetimes = []
+        if t < self.no_evict_until:
+            return  # the optional GC pause after a recovery (SCMP 2.4)
         for conn in list(self.CT):
             if self.CT[conn] <= t - self.est:
                 self.upper = max(self.upper, self.CT[conn])

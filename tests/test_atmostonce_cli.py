@@ -171,6 +171,9 @@ def test_invalid_json_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         ([*FIXED, "--resilient", "--beta", "-1", "--latest-every", "3"], "--beta"),
         ([*FIXED, "--resilient", "--beta", "1", "--latest-every", "0"], "--latest-every"),
         ([*FIXED, "--classes", "0"], "--classes"),
+        ([*FIXED, "--recovery-grace", "5"], "--recovery-grace"),
+        ([*FIXED, "--resilient", "--beta", "1", "--latest-every", "3", "--recovery-grace", "-1"],
+         "--recovery-grace"),
     ],
 )
 def test_bad_options_exit_2_naming_the_option(
@@ -204,3 +207,14 @@ def test_idle_gaps_cost_nothing(tmp_path: Path) -> None:
     assert len(out) == 400
     # Not a benchmark: a replay that walked 10**14 ticks would take hours.
     assert huge_time < 20 * small_time + 1.0
+
+
+def test_recovery_grace_option(tmp_path: Path) -> None:
+    base = ["--estimator", "fixed", "--rho", "10", "--gc-every", "5", "--resilient",
+            "--beta", "20", "--latest-every", "100"]
+    rows = [{"type": "crash", "receiver": "s1", "at": 1, "down": 99},   # recovers at 100
+            msg("new", 110, 101), msg("old", 60, 130)]
+    # Without a pause the GC at 125 forgets "new" (upper = 110): "old" is stale.
+    assert [r["verdict"] for r in run(tmp_path, rows, base)] == ["accepted", "stale"]
+    graced = run(tmp_path, rows, [*base, "--recovery-grace", "50"], "g.jsonl")
+    assert [r["verdict"] for r in graced] == ["accepted", "accepted"]

@@ -17,7 +17,8 @@ def replay(rows: list[dict], o: Options) -> list[dict]:
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     argv = ["-i", "x.jsonl", "-o", "y.jsonl", "--estimator", o.estimator]
-    for name in ("rho", "gc_every", "window", "spikes", "p", "beta", "latest_every"):
+    for name in ("rho", "gc_every", "window", "spikes", "p", "beta", "latest_every",
+                 "recovery_grace"):
         value = getattr(o, name)
         if value is not None:
             argv += ["--" + name.replace("_", "-"), str(value)]
@@ -47,6 +48,7 @@ def options(draw) -> Options:
         o.resilient = True
         o.beta = draw(st.integers(0, 300))
         o.latest_every = draw(st.integers(1, 150))
+        o.recovery_grace = draw(st.sampled_from([None, None, 0, 50, 300]))
     o.classes = draw(st.sampled_from([1, 1, 2, 3]))
     return o
 

@@ -186,3 +186,15 @@ def test_output_written_atomically_and_replaced(tmp_path: Path) -> None:
     from timebound.errors import UsageError
     with pytest.raises(UsageError, match="--out"):
         run_scenario("stability", str(tmp_path / "other"))
+
+
+def test_scmp_crash_needs_the_gc_pause_of_section_2_4(tmp_path: Path) -> None:
+    """Crash longer than rho: the figures' GC strands pending retransmissions; the
+    receiver's recovery_grace keeps every message sent after t_cr + beta."""
+    run_scenario("scmp", str(tmp_path / "ds"), seed=3,
+                 params={"experiments": "crash", "clients": "300"})
+    m = _metrics(tmp_path / "ds")
+    assert m["crash"]["lost_after_crash_plus_beta"] > 0
+    assert m["crash-grace"]["lost_after_crash_plus_beta"] == 0
+    assert m["crash-grace"]["sent_after_crash_plus_beta"] == m["crash"]["sent_after_crash_plus_beta"]
+    assert m["crash-grace"]["at_most_once_violations"] == 0

@@ -62,7 +62,7 @@ OPTIONAL: dict[str, StructType] = {
 OPTIONS: dict[str, StructType] = {
     "messages": struct(("estimator", S), ("rho", L), ("gc_every", L), ("window", L),
                        ("spikes", L), ("p", L), ("resilient", B), ("beta", L),
-                       ("latest_every", L), ("classes", L)),
+                       ("latest_every", L), ("recovery_grace", L), ("classes", L)),
     "events": struct(("epsilon", L), ("variant", S), ("n", L)),
     "arrivals": struct(("epsilon", L), ("delta", L), ("variant", S)),
     "channel": struct(),

@@ -54,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     res.add_argument("--beta", type=int, metavar="B", help="latest = time + B (B >= 0)")
     res.add_argument("--latest-every", type=int, metavar="L",
                      help="refresh latest at every multiple of L ticks (L >= 1)")
+    res.add_argument("--recovery-grace", type=int, metavar="T",
+                     help="optional: after a recovery, GC forgets nothing for T ticks "
+                          "(SCMP 2.4; default 0, the figures' behaviour)")
     parser.add_argument("--classes", type=int, metavar="K",
                         help="hash classes per receiver: crc32(utf-8 conn) mod K (default 1)")
 
@@ -76,13 +79,16 @@ def receiver_config(args: argparse.Namespace) -> ReceiverConfig:
             raise UsageError("--spikes", f"must be < --window ({window}), got {spikes}")
         rho = gc_every = None
     beta = latest_every = None
+    grace = 0
     if args.resilient:
         beta = require(args, "beta", minimum=0)
         latest_every = require(args, "latest_every", minimum=1)
+        if args.recovery_grace is not None:
+            grace = require(args, "recovery_grace", minimum=0)
     else:
-        forbid(args, ("beta", "latest_every"), "without --resilient")
+        forbid(args, ("beta", "latest_every", "recovery_grace"), "without --resilient")
     return ReceiverConfig(args.estimator, rho, gc_every, window, spikes, p,
-                          bool(args.resilient), beta, latest_every)
+                          bool(args.resilient), beta, latest_every, grace)
 
 
 def well_formed(name: object, conn: object, ts: object, at: object) -> bool:

@@ -51,7 +51,7 @@ SCHEMAS: dict[str, list[tuple[str, str]]] = {
         ("original", "bool"),
         ("estimator", "string"), ("rho", "int64"), ("gc_every", "int64"),
         ("window", "int64"), ("spikes", "int64"), ("p", "int64"), ("resilient", "bool"),
-        ("beta", "int64"), ("latest_every", "int64"),
+        ("beta", "int64"), ("latest_every", "int64"), ("recovery_grace", "int64"),
     ],
     "events": [
         ("run", "string"), ("seq", "int64"), ("type", "string"), ("proc", "string"),

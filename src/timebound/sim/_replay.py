@@ -21,7 +21,7 @@ PROTOCOL = {"messages": "atmostonce", "events": "causal", "arrivals": "merge",
             "channel": "slotted", "acks": "stability"}
 OPTIONS = {
     "messages": ("estimator", "rho", "gc_every", "window", "spikes", "p", "resilient",
-                 "beta", "latest_every"),
+                 "beta", "latest_every", "recovery_grace"),
     "events": ("epsilon", "variant", "n"),
     "arrivals": ("epsilon", "delta", "variant"),
     "channel": (),

@@ -45,13 +45,14 @@ class AmoOptions:
     resilient: bool = False
     beta: int | None = None
     latest_every: int | None = None
+    recovery_grace: int | None = None
 
     def new_receiver(self) -> Receiver:
-        return ReceiverConfig(**self.__dict__).new_receiver()
+        return ReceiverConfig(**self.as_dict()).new_receiver()
 
     def columns(self) -> tuple[Any, ...]:
         return (self.estimator, self.rho, self.gc_every, self.window, self.spikes, self.p,
-                self.resilient, self.beta, self.latest_every)
+                self.resilient, self.beta, self.latest_every, self.recovery_grace)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
