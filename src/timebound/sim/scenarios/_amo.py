@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from timebound.core.atmostonce import Receiver, ReceiverConfig
+from timebound.core.atmostonce import ReceiverConfig
 from timebound.sim._clocks import Clock
 from timebound.sim._dataset import DatasetWriter
 from timebound.sim._engine import URGENT, Engine
@@ -32,30 +32,21 @@ from timebound.sim._transport import Packet, Reliable
 START = 10_000_000
 
 
-@dataclass
-class AmoOptions:
-    """The receiver options of one run (columns of ``messages``)."""
+#: The option columns of ``messages``, in table order (the core's ReceiverConfig fields).
+OPTION_FIELDS = ("estimator", "rho", "gc_every", "window", "spikes", "p", "resilient",
+                 "beta", "latest_every", "recovery_grace")
 
-    estimator: str = "fixed"
-    rho: int | None = None
-    gc_every: int | None = None
-    window: int | None = None
-    spikes: int | None = None
-    p: int | None = None
-    resilient: bool = False
-    beta: int | None = None
-    latest_every: int | None = None
-    recovery_grace: int | None = None
 
-    def new_receiver(self) -> Receiver:
-        return ReceiverConfig(**self.as_dict()).new_receiver()
+def option_values(opts: ReceiverConfig) -> tuple[Any, ...]:
+    """A run's option columns; a recovery pause of 0 is the default, written as null."""
+    return tuple((getattr(opts, name) or None) if name == "recovery_grace"
+                 else getattr(opts, name) for name in OPTION_FIELDS)
 
-    def columns(self) -> tuple[Any, ...]:
-        return (self.estimator, self.rho, self.gc_every, self.window, self.spikes, self.p,
-                self.resilient, self.beta, self.latest_every, self.recovery_grace)
 
-    def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
+def option_params(opts: ReceiverConfig) -> dict[str, Any]:
+    """The options a run was given (for the manifest)."""
+    return {name: value for name, value in zip(OPTION_FIELDS, option_values(opts))
+            if value is not None}
 
 
 @dataclass(slots=True)
@@ -98,7 +89,7 @@ class NetConfig:
 class AmoRun:
     """One run: builds the network, drives the receivers, records rows and metrics."""
 
-    def __init__(self, ds: DatasetWriter, run: str, net: NetConfig, opts: AmoOptions,
+    def __init__(self, ds: DatasetWriter, run: str, net: NetConfig, opts: ReceiverConfig,
                  rng: random.Random, sample_every: int) -> None:
         self.ds = ds
         self.run = run
@@ -120,7 +111,7 @@ class AmoRun:
         self.entries_rows = 0
         self.msgs: list[Message] = []
         self.max_lifetime = 0
-        self._columns = opts.columns()
+        self._columns = option_values(opts)
         self.transport = Reliable(self.engine, net.timeout, net.retries)
         self.servers = [opts.new_receiver() for _ in range(net.servers)]
         self.server_names = [f"s{i + 1}" for i in range(net.servers)]

@@ -30,10 +30,11 @@ import math
 import random
 from typing import Any
 
+from timebound.core.atmostonce import ReceiverConfig
 from timebound.sim._dataset import DatasetWriter
 from timebound.sim._links import Delay, Empirical, Exponential
 from timebound.sim._scenario import Param, Progress, Scenario
-from timebound.sim.scenarios._amo import AmoOptions, AmoRun, NetConfig, write_metrics
+from timebound.sim.scenarios._amo import AmoRun, NetConfig, option_params, write_metrics
 
 
 class Spiky(Delay):
@@ -115,14 +116,14 @@ def _load(p: dict[str, Any], name: str) -> tuple[Delay, Any]:
     return Exponential(mean), delay_at
 
 
-def _options(p: dict[str, Any], name: str) -> AmoOptions:
+def _options(p: dict[str, Any], name: str) -> ReceiverConfig:
     if name == "small":
-        return AmoOptions(estimator="fixed", rho=p["rho_small"], gc_every=p["gc_every"])
+        return ReceiverConfig(estimator="fixed", rho=p["rho_small"], gc_every=p["gc_every"])
     if name == "large":
-        return AmoOptions(estimator="fixed", rho=p["rho_large"], gc_every=p["gc_every"])
+        return ReceiverConfig(estimator="fixed", rho=p["rho_large"], gc_every=p["gc_every"])
     if name == "unlimited":
-        return AmoOptions(estimator="unlimited", gc_every=p["gc_every"])
-    return AmoOptions(estimator="limited", window=p["window"], spikes=p["spikes"], p=p["p"])
+        return ReceiverConfig(estimator="unlimited", gc_every=p["gc_every"])
+    return ReceiverConfig(estimator="limited", window=p["window"], spikes=p["spikes"], p=p["p"])
 
 
 def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
@@ -160,7 +161,7 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
         rows.append(("true_max_lifetime", float(true_max), None))
         rows.append(("estimate_over_true", ratio, None))
         write_metrics(ds, name, "atmostonce", rows)
-        runs.append({"run": name, "params": {**opts.as_dict(), "load": load}})
+        runs.append({"run": name, "params": {**option_params(opts), "load": load}})
         summary[name] = (f"L/A {got['lost_per_accepted']:.4f}, final estimate "
                          f"{got['final_estimate']:.0f} ({ratio:.2f} x true), table mean "
                          f"{got['table_mean']:.1f}")

@@ -31,10 +31,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from timebound.core.atmostonce import ReceiverConfig
 from timebound.sim._dataset import DatasetWriter
 from timebound.sim._links import parse_delay
 from timebound.sim._scenario import Param, Progress, Scenario
-from timebound.sim.scenarios._amo import START, AmoOptions, AmoRun, NetConfig, write_metrics
+from timebound.sim.scenarios._amo import START, AmoRun, NetConfig, option_params, write_metrics
 
 MS = 1000
 
@@ -114,16 +115,16 @@ def bound(p: dict[str, Any]) -> int:
 def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
         progress: Progress | None = None) -> dict[str, Any]:
     fixed = dict(estimator="fixed", gc_every=p["gc_every"])
-    plan: list[tuple[str, str, NetConfig, AmoOptions]] = []
+    plan: list[tuple[str, str, NetConfig, ReceiverConfig]] = []
     exps = p["experiments"]
     if "once" in exps:
-        plan.append(("once", "once", _net(p, calls=1), AmoOptions(rho=p["rho"], **fixed)))
+        plan.append(("once", "once", _net(p, calls=1), ReceiverConfig(rho=p["rho"], **fixed)))
     if "many" in exps:
         plan.append(("many", "many", _net(p, clients=1, calls=p["many_calls"],
-                                           spread=1), AmoOptions(rho=p["rho"], **fixed)))
+                                           spread=1), ReceiverConfig(rho=p["rho"], **fixed)))
     if "sweep" in exps:
         for rho in p["rhos"]:
-            plan.append((f"rho={rho}", "sweep", _net(p), AmoOptions(rho=rho, **fixed)))
+            plan.append((f"rho={rho}", "sweep", _net(p), ReceiverConfig(rho=rho, **fixed)))
     resilient = dict(resilient=True, beta=p["beta"], latest_every=p["latest_every"])
     if "skew" in exps:
         sk = p["skew"]
@@ -132,16 +133,16 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
                            ("server-slow", dict(server_offset=-sk)),
                            ("server-fast", dict(server_offset=sk))):
             plan.append((name, "skew/" + name, _net(p, **over),
-                         AmoOptions(rho=p["rho"], **fixed, **resilient)))
+                         ReceiverConfig(rho=p["rho"], **fixed, **resilient)))
     if "crash" in exps:
         plan.append(("crash", "crash",
                      _net(p, crash_at=p["crash_at"], crash_down=p["crash_down"],
                           retries=p["crash_retries"]),
-                     AmoOptions(rho=p["rho"], **fixed, **resilient)))
+                     ReceiverConfig(rho=p["rho"], **fixed, **resilient)))
         plan.append(("crash-grace", "crash",
                      _net(p, crash_at=p["crash_at"], crash_down=p["crash_down"],
                           retries=p["crash_retries"]),
-                     AmoOptions(rho=p["rho"], **fixed, **resilient,
+                     ReceiverConfig(rho=p["rho"], **fixed, **resilient,
                                 recovery_grace=p["crash_grace"])))
     runs = []
     summary: dict[str, Any] = {"bound_rho_min": bound(p)}
@@ -161,7 +162,7 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
                          float(sum(1 for m in late if m.accepted == 0 and m.refused)), None))
             rows.append(("sent_after_crash_plus_beta", float(len(late)), None))
         write_metrics(ds, name, "atmostonce", rows)
-        runs.append({"run": name, "params": {**opts.as_dict(), "clients": net.clients,
+        runs.append({"run": name, "params": {**option_params(opts), "clients": net.clients,
                                              "calls": net.calls, "servers": net.servers,
                                              "client_offset": net.client_offset,
                                              "server_offset": net.server_offset}})
