@@ -3,7 +3,11 @@
 Hypothesis profiles, chosen by ``HYPOTHESIS_PROFILE``:
 - ``dev`` (default): few examples, for quick local runs;
 - ``ci``: a fixed, derandomized number of examples (what ``.ci/run`` uses);
-- ``thorough``: many examples, for a long local hunt.
+- ``thorough``: many examples, for a long local hunt (random, the only one that is).
+
+``dev`` and ``ci`` are deterministic (``derandomize=True``: the same examples on every
+run) and keep no example database (``database=None``), so a test never fails only
+sometimes and a failure saved once is not replayed forever.
 """
 
 from __future__ import annotations
@@ -12,16 +16,18 @@ import os
 
 from hypothesis import HealthCheck, settings
 
-settings.register_profile("dev", max_examples=40, deadline=None)
+settings.register_profile("dev", max_examples=40, deadline=None, derandomize=True,
+                          database=None)
 settings.register_profile(
     "ci",
     max_examples=150,
     derandomize=True,
+    database=None,
     deadline=None,
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.register_profile("thorough", max_examples=2000, deadline=None)
+settings.register_profile("thorough", max_examples=2000, deadline=None, database=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 

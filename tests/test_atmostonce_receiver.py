@@ -33,15 +33,15 @@ def test_nextpow2() -> None:
 
 def test_fig_2_1_rules() -> None:
     r = Receiver(Fixed(10), gc_every=5)
-    assert r.receive("a", 3, 4) is A
-    assert r.receive("a", 3, 4) is D           # same message again
-    assert r.receive("a", 2, 4) is D           # older on the same connection
-    assert r.receive("a", 4, 4) is A
+    assert r.receive("a", 3, now=4) is A
+    assert r.receive("a", 3, now=4) is D           # same message again
+    assert r.receive("a", 2, now=4) is D           # older on the same connection
+    assert r.receive("a", 4, now=4) is A
     assert r.lookup("a") == 4
     # GC at 15: 4 <= 15 - 10 -> forgotten, upper = 4
-    assert r.receive("b", 1, 15) is S and r.entries == 0 and r.upper == 4
-    assert r.receive("a", 4, 15) is S          # the duplicate is still caught
-    assert r.receive("a", 5, 15) is A
+    assert r.receive("b", 1, now=15) is S and r.entries == 0 and r.upper == 4
+    assert r.receive("a", 4, now=15) is S          # the duplicate is still caught
+    assert r.receive("a", 5, now=15) is A
     assert r.next_deadline() == 20
 
 
@@ -74,8 +74,8 @@ def test_limited_uses_the_h_plus_1st_largest_and_charges_one_more() -> None:
 def test_limited_gc_runs_at_the_message_that_completes_the_window() -> None:
     r = Receiver(LimitedHorizon(window=2, spikes=0, p=1))
     assert r.next_deadline() is None
-    r.receive("a", 1, 10)
-    r.receive("b", 2, 40)                       # 2nd lifetime: GC at 40, estimate 64
+    r.receive("a", 1, now=10)
+    r.receive("b", 2, now=40)                       # 2nd lifetime: GC at 40, estimate 64
     assert r.estimate == 64 and r.entries == 2
 
 
@@ -89,68 +89,68 @@ def test_constructor_misuse() -> None:
     with pytest.raises(ProtocolUsageError):
         LimitedHorizon(3, 3, 1)
     with pytest.raises(ProtocolUsageError):
-        Receiver(Fixed(5), gc_every=5).crash(0)  # a non-resilient receiver cannot recover
+        Receiver(Fixed(5), gc_every=5).crash(now=0)  # a non-resilient receiver cannot recover
 
 
 def test_resilient_latest_crash_and_restart_from_storage() -> None:
     storage = MemoryStorage()
     r = Receiver(Fixed(100), gc_every=50, resilience=StableLatest(storage, 30, 10))
     assert r.latest == 30 and storage.record == StableRecord(30, 100, 1)
-    assert r.receive("a", 31, 5) is E
-    assert r.receive("a", 31, 10) is A          # refresh at 10: latest 40
+    assert r.receive("a", 31, now=5) is E
+    assert r.receive("a", 31, now=10) is A          # refresh at 10: latest 40
     assert r.latest == 40
-    r.crash(12)
-    assert r.down and r.receive("a", 32, 13) is Verdict.DOWN
-    r.restart(20)                               # upper = 40, latest = max(40, 50)
+    r.crash(now=12)
+    assert r.down and r.receive("a", 32, now=13) is Verdict.DOWN
+    r.restart(now=20)                               # upper = 40, latest = max(40, 50)
     assert r.upper == 40 and r.latest == 50 and r.entries == 0
-    assert r.receive("a", 31, 21) is S          # the pre-crash message again
-    assert r.receive("b", 41, 21) is A
+    assert r.receive("a", 31, now=21) is S          # the pre-crash message again
+    assert r.receive("b", 41, now=21) is A
 
 
 def test_crash_with_duration_recovers_on_its_own_and_skips_timers_while_down() -> None:
     storage = MemoryStorage()
     r = Receiver(Fixed(10), gc_every=7, resilience=StableLatest(storage, 5, 4))
-    r.crash(3, down=10)
+    r.crash(now=3, down=10)
     writes = storage.writes
     assert r.next_deadline() == 13
-    r.advance(12)
+    r.handle_timer(now=12)
     assert r.down and storage.writes == writes   # nothing fired while down
-    r.advance(13)
+    r.handle_timer(now=13)
     assert not r.down and r.latest == 18 and r.upper == 5
     assert r.next_deadline() == 14               # gc at 14, refresh at 16
 
 
 def test_monotonic_clock_alternative() -> None:
     r = Receiver(Fixed(100), gc_every=50, resilience=MonotonicClock(epsilon=10))
-    assert r.receive("a", 111, 100) is E        # ts > now + epsilon
-    assert r.receive("a", 110, 100) is A
-    r.crash(105)
-    r.restart(200)
-    assert r.receive("b", 500, 205) is Verdict.RECOVERING
-    assert r.receive("a", 110, 210) is S        # window over: upper = 210
+    assert r.receive("a", 111, now=100) is E        # ts > now + epsilon
+    assert r.receive("a", 110, now=100) is A
+    r.crash(now=105)
+    r.restart(now=200)
+    assert r.receive("b", 500, now=205) is Verdict.RECOVERING
+    assert r.receive("a", 110, now=210) is S        # window over: upper = 210
     assert r.upper == 210
-    assert r.receive("b", 211, 211) is A
+    assert r.receive("b", 211, now=211) is A
 
 
 def test_capacity_evicts_only_when_almost_full_and_signals_full() -> None:
     r = Receiver(Fixed(10), gc_every=5, capacity=4, high_water=3)
-    assert r.receive("a", 1, 1) is A and r.receive("b", 2, 2) is A
-    r.advance(20)                               # 2 entries < high water: kept
+    assert r.receive("a", 1, now=1) is A and r.receive("b", 2, now=2) is A
+    r.handle_timer(now=20)                               # 2 entries < high water: kept
     assert r.entries == 2 and r.upper == 0
-    assert r.receive("c", 19, 20) is A and r.receive("d", 19, 20) is A
+    assert r.receive("c", 19, now=20) is A and r.receive("d", 19, now=20) is A
     # Full: a new connection forces eviction of the expired a and b.
-    assert r.receive("e", 19, 20) is A and r.entries == 3 and r.upper == 2
-    assert r.receive("f", 20, 20) is A
-    assert r.receive("g", 20, 20) is Verdict.FULL   # all live
+    assert r.receive("e", 19, now=20) is A and r.entries == 3 and r.upper == 2
+    assert r.receive("f", 20, now=20) is A
+    assert r.receive("g", 20, now=20) is Verdict.FULL   # all live
     assert r.entries == 4 and r.statistics().full == 1
 
 
 def test_retain_keeps_entries_in_use() -> None:
     keep = {"a"}
     r = Receiver(Fixed(10), gc_every=5, retain=lambda conn, now: conn in keep)
-    r.receive("a", 1, 1)
-    r.receive("b", 1, 1)
-    r.advance(20)
+    r.receive("a", 1, now=1)
+    r.receive("b", 1, now=1)
+    r.handle_timer(now=20)
     assert r.lookup("a") == 1 and r.lookup("b") is None and r.upper == 1
 
 
@@ -160,18 +160,18 @@ def test_classes_are_independent_and_crash_together() -> None:
     receivers = [Receiver(Fixed(10 * (i + 1)), gc_every=5,
                           resilience=StableLatest(MemoryStorage(), 100, 50)) for i in range(3)]
     node = ClassifiedReceiver(receivers, classify)
-    assert node.receive("c7", 5, 6) is A
+    assert node.receive("c7", 5, now=6) is A
     assert node.receiver_for("c7").entries == 1 and node.entries == 1
-    node.crash(10, down=5)
+    node.crash(now=10, down=5)
     assert all(r.down for r in receivers)
-    node.advance(15)
+    node.handle_timer(now=15)
     assert not node.down
 
 
 def test_idle_gap_is_constant_time() -> None:
     r = Receiver(UnlimitedHorizon(), gc_every=1, resilience=StableLatest(MemoryStorage(), 5, 1))
-    r.receive("a", 1, 3)
-    r.advance(10**15)                           # would never finish tick by tick
+    r.receive("a", 1, now=3)
+    r.handle_timer(now=10**15)                           # would never finish tick by tick
     assert r.next_deadline() == 10**15 + 1 and r.entries == 0 and r.estimate == 2
 
 
@@ -180,14 +180,14 @@ def test_file_storage_round_trip_and_restart(tmp_path: Path) -> None:
     storage = FileStorage(path)
     assert storage.read() is None
     r = Receiver(UnlimitedHorizon(), gc_every=10, resilience=StableLatest(storage, 50, 10))
-    r.receive("a", 40, 45)
-    r.advance(60)
+    r.receive("a", 40, now=45)
+    r.handle_timer(now=60)
     before = storage.read()
     assert before is not None and before.latest == 110 and before.estimate == 8
     # The process dies; a new one starts from the file and recovers.
     again = Receiver(UnlimitedHorizon(), gc_every=10, resilience=StableLatest(FileStorage(path), 50, 10), start=70)
     assert again.upper == 110 and again.latest == 120 and again.estimate == 8
-    assert again.receive("a", 40, 71) is S
+    assert again.receive("a", 40, now=71) is S
     assert [p.name for p in tmp_path.iterdir()] == ["latest.json"]
 
 
@@ -205,10 +205,10 @@ def test_recovery_grace_keeps_pending_retransmissions() -> None:
     def run(grace: int) -> Verdict:
         r = Receiver(Fixed(10), gc_every=5, resilience=StableLatest(MemoryStorage(), 20, 100),
                      recovery_grace=grace)
-        r.crash(1, down=99)                      # recovers at 100: upper = 20
-        r.receive("new", 110, 101)               # accepted after recovery
+        r.crash(now=1, down=99)                      # recovers at 100: upper = 20
+        r.receive("new", 110, now=101)               # accepted after recovery
         # A client's call sent at 60 (after t_cr + beta) is still being retransmitted;
         # without grace the GC at 125 forgets "new" (110 <= 115) and upper = 110.
-        return r.receive("old", 60, 130)
+        return r.receive("old", 60, now=130)
     assert run(0) is S
     assert run(50) is A

@@ -171,10 +171,10 @@ def simulate(
                 counter += 1
                 msg = f"m{counter}"
                 before = procs[j].resets
-                stamp = procs[j].send(rt)
-                rc = rcs[j].send(rt)
+                stamp = procs[j].send(now=rt)
+                rc = rcs[j].send(now=rt)
                 ev = record("send", j, T, msg, stamp, rc, procs[j].resets > before,
-                            brcs[j].send(rt) if brcs else None)
+                            brcs[j].send(now=rt) if brcs else None)
                 send_vc[msg] = ev.vc
                 dests = [k for k in range(n) if rng.random() < 0.5]
                 for k in dests:
@@ -191,9 +191,9 @@ def simulate(
             f = min(ready, key=lambda f: (f.s, f.msg))
             flights.remove(f)
             before = procs[j].resets
-            stamp = procs[j].receive(codec.decode(f.wire, rt), rt)
-            rc = rcs[j].receive(f.rc, rt)
-            brc = brcs[j].receive(f.brc, rt) if brcs and f.brc is not None else None
+            stamp = procs[j].receive(codec.decode(f.wire, rt), now=rt)
+            rc = rcs[j].receive(f.rc, now=rt)
+            brc = brcs[j].receive(f.brc, now=rt) if brcs and f.brc is not None else None
             vcs[j] = [max(a, b) for a, b in zip(vcs[j], send_vc[f.msg], strict=True)]
             record("recv", j, T, f.msg, stamp, rc, procs[j].resets > before, brc)
     ex.arrivals.sort(key=lambda a: (a.merger, a.real, a.at))

@@ -36,12 +36,12 @@ def _fig4(eps: int, rounds: int, j, k, q, shift=lambda clocks: 0):  # type: igno
         clocks = [eps + 2 * i, 2 * i + 1, 2 * i + 2, 2 * i + 1, 2 * i + 2, eps + 2 * i + 1]
         base += shift([x + base for x in clocks])
         sj, rk, sk, rl, sl, rj = (x + base for x in clocks)
-        m1 = j.send(sj)
-        k.receive(m1, rk)
-        m2 = k.send(sk)
-        got = q.receive(m2, rl)  # q is the paper's l
-        m3 = q.send(sl)
-        j.receive(m3, rj)
+        m1 = j.send(now=sj)
+        k.receive(m1, now=rk)
+        m2 = k.send(now=sk)
+        got = q.receive(m2, now=rl)  # q is the paper's l
+        m3 = q.send(now=sl)
+        j.receive(m3, now=rj)
         cs.append(got.c)
     return cs
 
@@ -58,16 +58,16 @@ def test_fig4_c_grows_without_bound_in_rc_variant(eps: int) -> None:
 def test_fig4_first_round_matches_the_paper() -> None:
     eps = 3
     j, k, q = RCProcess(eps), RCProcess(eps), RCProcess(eps)
-    m = j.send(eps)
+    m = j.send(now=eps)
     assert m == RCTimestamp(eps, 0)
-    assert k.receive(m, 1) == RCTimestamp(1, eps)
-    m = k.send(2)
+    assert k.receive(m, now=1) == RCTimestamp(1, eps)
+    m = k.send(now=2)
     assert m == RCTimestamp(2, eps - 1)
-    assert q.receive(m, 1) == RCTimestamp(1, eps + 1)
-    m = q.send(2)
+    assert q.receive(m, now=1) == RCTimestamp(1, eps + 1)
+    m = q.send(now=2)
     assert m == RCTimestamp(2, eps)
-    assert j.receive(m, eps + 1) == RCTimestamp(eps + 1, 2)
-    assert j.send(eps + 2) == RCTimestamp(eps + 2, 1)
+    assert j.receive(m, now=eps + 1) == RCTimestamp(eps + 1, 2)
+    assert j.send(now=eps + 2) == RCTimestamp(eps + 2, 1)
 
 
 def _past_windows(windows: QuietWindows):  # type: ignore[no-untyped-def]
@@ -113,17 +113,17 @@ def test_quiet_window_events_are_refused() -> None:
 def test_fig1_local_and_receive_by_hand() -> None:
     p, q = CausalProcess(2), CausalProcess(2)
     assert p.local(1) == Timestamp(1, 0, (0, 1, 1, 0))
-    m = p.send(3)
+    m = p.send(now=3)
     assert m == Timestamp(3, 0, (1, 0, 1, 0))
     # q at rt 2: c = 3 + 0 - 2 = 1; kn = max(own shifted by 2, m shifted by -1) + 1 at 0
-    assert q.receive(m, 2) == Timestamp(2, 1, (1, 1, 1, 1))
+    assert q.receive(m, now=2) == Timestamp(2, 1, (1, 1, 1, 1))
     assert less(m, q.timestamp)
 
 
 def test_receive_from_the_far_future_resets_local_state() -> None:
     p = CausalProcess(2)
     future = Timestamp(10, 1, (0, 0, 1, 1))  # r.m + c.m = 11 >= rt + ε = 7
-    assert p.receive(future, 5) == Timestamp(5, 0, (0, 0, 1, 0))
+    assert p.receive(future, now=5) == Timestamp(5, 0, (0, 0, 1, 0))
     assert p.resets == 1 and p.message_resets == 0
 
 
@@ -138,7 +138,7 @@ def test_receive_from_the_far_future_resets_local_state() -> None:
 )
 def test_illegitimate_received_timestamp_is_reset_before_use(c: int, kn: tuple[int, ...]) -> None:
     p = CausalProcess(2, n=3)
-    got = p.receive(Timestamp(4, c, kn), 4)
+    got = p.receive(Timestamp(4, c, kn), now=4)
     assert p.message_resets == 1 and p.resets == 0
     # the message now counts as ⟨4, 0, [0,0,1,0]⟩: it contributes kn[0] = 1 at rt 4
     assert got == Timestamp(4, 0, (0, 0, 2, 0))
@@ -161,11 +161,11 @@ def test_clock_going_backwards_is_survived() -> None:
 def test_fig3_rc_by_hand() -> None:
     p = RCProcess(2)
     assert p.local(1) == RCTimestamp(1, 0)
-    assert p.receive(RCTimestamp(3, 1), 2) == RCTimestamp(2, 3)  # 3 + 1 - 2 + 1
+    assert p.receive(RCTimestamp(3, 1), now=2) == RCTimestamp(2, 3)  # 3 + 1 - 2 + 1
     assert p.local(3) == RCTimestamp(3, 2)
     assert p.local(8) == RCTimestamp(8, 0)  # 3 + 2ε < 8: reset
-    assert p.receive(RCTimestamp(1, 50), 20) == RCTimestamp(20, 0)  # both old
-    assert p.receive(RCTimestamp(1, 50), 21) == RCTimestamp(21, 31)  # own is recent
+    assert p.receive(RCTimestamp(1, 50), now=20) == RCTimestamp(20, 0)  # both old
+    assert p.receive(RCTimestamp(1, 50), now=21) == RCTimestamp(21, 31)  # own is recent
     assert less_rc(RCTimestamp(1, 5), RCTimestamp(4, 0), 2)  # equal sums, r decides
     assert not less_rc(RCTimestamp(10, 0), RCTimestamp(1, 100), 2)  # beyond ε
 

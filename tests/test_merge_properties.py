@@ -23,7 +23,7 @@ def run(arrivals: list[Arrival], epsilon: int, delta: int, *, rc: bool = False,
     last = None
     for a in sorted(arrivals, key=lambda a: a.at):
         if last is None or a.at > last:
-            out += merger.deliver_until(a.at - 1)
+            out += merger.handle_timer(now=a.at - 1)
             last = a.at
         verdicts.append(merger.receive(
             Envelope(f"p{a.proc}", a.msg, a.rc if rc else a.stamp), now=a.at))
@@ -160,7 +160,33 @@ def test_retain_forgets_old_ids_only() -> None:
     m = Merger(1, 0, retain=2)
     s = Timestamp(3, 0, (0, 1))
     m.receive(Envelope("p", "a", s), now=3)
-    assert [d.time for d in m.deliver_until(4)] == [4]
+    assert [d.time for d in m.handle_timer(now=4)] == [4]
     assert m.receive(Envelope("p", "a", Timestamp(9, 0, (0, 1))), now=6) is Verdict.DUPLICATE
-    m.deliver_until(7)  # deadline 4 < 7 - 2: forgotten
+    m.handle_timer(now=7)  # deadline 4 < 7 - 2: forgotten
     assert m.receive(Envelope("p", "a", Timestamp(9, 0, (0, 1))), now=7) is Verdict.BUFFERED
+
+
+@given(epsilon=st.integers(1, 8), delta=st.integers(0, 30), r=st.integers(0, 1000),
+       data=st.data())
+def test_arrivals_using_the_full_epsilon_slack_are_never_late(
+    epsilon: int, delta: int, r: int, data: st.DataObject
+) -> None:
+    """G2 puts the arrival by ``r + c + δ`` on the sender's clock and G1 lets the
+    merger's clock run up to ε ahead: every arrival up to ``r + c + δ + ε`` is buffered
+    and delivered exactly then; one tick later it is late. (The old generator capped
+    arrivals at s + δ on the merger's clock, so a deadline without ε survived.)"""
+    c = data.draw(st.integers(0, epsilon - 1), label="c")
+    slack = data.draw(st.one_of(st.just(delta + epsilon), st.integers(0, delta + epsilon)),
+                      label="slack")
+    kn = tuple([0] * (2 * epsilon))
+    stamp = Timestamp(r, c, kn)
+    merger = Merger(epsilon, delta)
+    now = r + c + slack
+    assert merger.receive(Envelope("p", "m", stamp), now=now) is Verdict.BUFFERED
+    assert merger.next_deadline() == r + c + delta + epsilon
+    assert merger.handle_timer(now=r + c + delta + epsilon - 1) == []
+    [got] = merger.handle_timer(now=r + c + delta + epsilon)
+    assert got.time == r + c + delta + epsilon
+    late = Merger(epsilon, delta)
+    assert late.receive(Envelope("p", "m", stamp), now=r + c + delta + epsilon + 1) \
+        is Verdict.LATE

@@ -32,7 +32,7 @@ def make(**kw: object) -> Srv:
 
 
 def call(server: Srv, ts: int, now: int = NOW, payload: bytes | None = b"p") -> ServerOutput[str]:
-    return server.handle(Call(C, ts, payload).encode(), now, peer="client")
+    return server.receive(Call(C, ts, payload).encode(), now=now, peer="client")
 
 
 def start(server: Srv, ts: int, now: int = NOW) -> StartCall[str]:
@@ -46,13 +46,13 @@ def to_computing(server: Srv) -> StartCall[str]:
 
 def to_replying(server: Srv) -> StartCall[str]:
     started = start(server, 10)
-    server.complete(started, b"r10", NOW)
+    server.complete(started, b"r10", now=NOW)
     return started
 
 
 def to_idle(server: Srv) -> StartCall[str]:
     started = to_replying(server)
-    server.handle(ReplyAck(C, 10).encode(), NOW, peer="client")
+    server.receive(ReplyAck(C, 10).encode(), now=NOW, peer="client")
     return started
 
 
@@ -98,7 +98,7 @@ def test_transitions(
     SETUPS[setup](server)
     kind, ts = event
     if kind == "rack":
-        out = server.handle(ReplyAck(C, ts).encode(), NOW, peer="client")
+        out = server.receive(ReplyAck(C, ts).encode(), now=NOW, peer="client")
     else:
         out = call(server, ts, payload=None if kind == "probe" else b"p")
     assert [decode(o.datagram) for o in out.sends] == sends
@@ -111,18 +111,18 @@ def test_complete_sends_reply_and_stores_it() -> None:
     server = make()
     started = to_computing(server)
     assert started.payload == b"p" and started.peer == "client"
-    out = server.complete(started, b"result", 60)
+    out = server.complete(started, b"result", now=60)
     assert [decode(o.datagram) for o in out.sends] == [Reply(C, 10, b"result")]
     assert server.state(C) == (ConnState.REPLYING, 10)
     with pytest.raises(ProtocolUsageError):
-        server.complete(started, b"again", 61)
+        server.complete(started, b"again", now=61)
 
 
 def test_superseded_completion_is_ignored() -> None:
     server = make()
     old = to_computing(server)
     start(server, 11)
-    assert server.complete(old, b"late", 60) == ServerOutput()
+    assert server.complete(old, b"late", now=60) == ServerOutput()
     assert server.state(C) == (ConnState.COMPUTING, 11)
     assert server.statistics().late_completions == 1
 
@@ -152,7 +152,7 @@ def test_constructor_checks() -> None:
 def test_gc_never_evicts_computing() -> None:
     server = make(gc_every=10)
     to_computing(server)
-    server.handle_timer(10**9)
+    server.handle_timer(now=10**9)
     assert server.state(C) == (ConnState.COMPUTING, 10)
     assert server.receiver.upper == 0
 
@@ -162,9 +162,9 @@ def test_gc_evicts_when_reply_time_older_than_rho_prime(final: str) -> None:
     # rho = 100, reply_time = 50: kept while 50 >= now - 100, evicted at GC 160.
     server = make(gc_every=10)
     SETUPS[final](server)
-    server.handle_timer(150)
+    server.handle_timer(now=150)
     assert server.state(C) is not None
-    server.handle_timer(160)
+    server.handle_timer(now=160)
     assert server.state(C) is None
     assert server.receiver.upper == 10  # the call's timestamp, not the reply time
     # A late copy of the call is now STALE: ignored, never restarted.
@@ -174,9 +174,9 @@ def test_gc_evicts_when_reply_time_older_than_rho_prime(final: str) -> None:
 def test_gc_uses_kappa_when_larger() -> None:
     server = make(rho=100, kappa=300, gc_every=10)
     to_replying(server)
-    server.handle_timer(350)
+    server.handle_timer(now=350)
     assert server.state(C) is not None
-    server.handle_timer(360)
+    server.handle_timer(now=360)
     assert server.state(C) is None
 
 
@@ -185,10 +185,10 @@ def test_gc_kappa_with_a_given_estimator() -> None:
     # reply_time >= now - max(20, 200).
     server: Srv = Server(estimator=Fixed(20), kappa=200, gc_every=10)
     start(server, 10, now=20)
-    server.complete(StartCall(C, 10, b"p", "client", 0), b"r", 30)
-    server.handle_timer(230)
+    server.complete(StartCall(C, 10, b"p", "client", 0), b"r", now=30)
+    server.handle_timer(now=230)
     assert server.state(C) is not None
-    server.handle_timer(240)
+    server.handle_timer(now=240)
     assert server.state(C) is None
 
 
@@ -197,10 +197,10 @@ def test_gc_needs_the_call_timestamp_old_too() -> None:
     # but the entry stays until ts <= now - rho, so upper never exceeds now - rho.
     server = make(gc_every=10)
     started = start(server, 400, now=20)
-    server.complete(started, b"r", 50)
-    server.handle_timer(490)
+    server.complete(started, b"r", now=50)
+    server.handle_timer(now=490)
     assert server.state(C) == (ConnState.REPLYING, 400)
-    server.handle_timer(500)
+    server.handle_timer(now=500)
     assert server.state(C) is None
     assert server.receiver.upper == 400
 
@@ -208,7 +208,7 @@ def test_gc_needs_the_call_timestamp_old_too() -> None:
 def test_capacity_removes_only_when_almost_full() -> None:
     server = make(gc_every=10, capacity=2, high_water=2)
     to_replying(server)  # conn c, reply_time 50, expired from 160 on
-    server.handle_timer(1000)
+    server.handle_timer(now=1000)
     assert server.state(C) is not None  # table not almost full: kept
     other = server.handle(Call("d", 990, b"p").encode(), 1000, "client")
     assert len(other.starts) == 1
@@ -232,12 +232,12 @@ def test_crash_loses_rpc_state_and_never_reruns() -> None:
     storage = MemoryStorage()
     server = resilient(storage)
     started = start(server, 40, now=45)
-    server.crash(60, down=20)
+    server.crash(now=60, down=20)
     assert server.state(C) is None
     assert call(server, 40, now=70) == ServerOutput()  # down
     assert call(server, 40, now=90) == ServerOutput()  # STALE after recovery
     assert call(server, 40, now=90, payload=None) == ServerOutput()  # probe
-    assert server.complete(started, b"r", 95) == ServerOutput()  # lost with the crash
+    assert server.complete(started, b"r", now=95) == ServerOutput()  # lost with the crash
     assert server.statistics().late_completions == 1
     latest = server.receiver.latest
     assert latest is not None
@@ -248,4 +248,4 @@ def test_crash_loses_rpc_state_and_never_reruns() -> None:
 
 def test_non_resilient_server_cannot_crash() -> None:
     with pytest.raises(ProtocolUsageError):
-        make().crash(10)
+        make().crash(now=10)

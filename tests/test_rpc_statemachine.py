@@ -115,14 +115,14 @@ class RpcWire(RuleBasedStateMachine):
             peer = decode(datagram).conn.split("/")[0]
             self.server_out(self.server.handle(datagram, self.t, peer))
         else:
-            self.client_out(self.clients[dest].handle(datagram, self.clock(dest)))
+            self.client_out(self.clients[dest].receive(datagram, now=self.clock(dest)))
 
     def fire_timers(self) -> None:
-        self.server.handle_timer(self.t)
+        self.server.handle_timer(now=self.t)
         for name, client in self.clients.items():
             due = client.next_deadline()
             if due is not None and due <= self.clock(name):
-                self.client_out(client.handle_timer(self.clock(name)))
+                self.client_out(client.handle_timer(now=self.clock(name)))
 
     def next_time(self) -> int:
         """The next instant at which a client or the server has a timer due."""
@@ -145,7 +145,7 @@ class RpcWire(RuleBasedStateMachine):
             return
         self.serial += 1
         payload = str(self.serial).encode()
-        calling = self.clients[client].call(payload, self.clock(client), conn=conn)
+        calling = self.clients[client].call(payload, now=self.clock(client), conn=conn)
         key = (calling.id.conn, calling.id.ts)
         if key in self.sent:
             self.reused_ids.append(key)
@@ -191,7 +191,7 @@ class RpcWire(RuleBasedStateMachine):
     @rule(index=st.integers(0, 50))
     def complete(self, index: int) -> None:
         call = self.running.pop(index % len(self.running))
-        self.server_out(self.server.complete(call, result_of(call), self.t))
+        self.server_out(self.server.complete(call, result_of(call), now=self.t))
 
     @rule(dt=st.integers(1, 40))
     def advance(self, dt: int) -> None:
@@ -201,7 +201,7 @@ class RpcWire(RuleBasedStateMachine):
     @precondition(lambda self: self.resilient and not self.server.receiver.down)
     @rule(down=st.integers(1, 50))
     def crash(self, down: int) -> None:
-        self.server.crash(self.t, down)
+        self.server.crash(now=self.t, down=down)
 
     @rule(client=st.sampled_from(CLIENTS), step=st.integers(-30, 30))
     def clock_step(self, client: str, step: int) -> None:
@@ -228,7 +228,7 @@ class RpcWire(RuleBasedStateMachine):
                 self.deliver_one(0)
             while self.running:
                 call = self.running.pop(0)
-                self.server_out(self.server.complete(call, result_of(call), self.t))
+                self.server_out(self.server.complete(call, result_of(call), now=self.t))
             if not self.wire and not any(c.outstanding() for c in self.clients.values()):
                 break
             self.t = self.next_time()

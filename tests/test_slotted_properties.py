@@ -183,3 +183,44 @@ def test_every_permutation_and_loss_pattern(kinds: list[Kind]) -> None:
                 assert [m for _, m, _, _ in r.actions] == surviving
                 assert all(step == m for step, m, _, _ in r.actions)
     assert runs > 0
+
+
+@st.composite
+def duplicating_scenarios(draw: st.DrawFn, max_size: int = 16) -> tuple[list[Kind], list[int]]:
+    """Like ``scenarios``, plus transport duplicates of unreliable (F, N) messages at
+    any position (the reliable transport numbers FR/R and drops its own copies)."""
+    kinds, order = draw(scenarios(max_size))
+    unreliable = [i for i in order if not kinds[i].reliable]
+    if unreliable:
+        copies = draw(st.lists(st.sampled_from(unreliable), max_size=6))
+        for copy in copies:
+            order.insert(draw(st.integers(0, len(order))), copy)
+    return kinds, order
+
+
+@given(duplicating_scenarios(), st.one_of(st.none(), st.integers(0, 4)))
+def test_a_duplicate_f_is_never_delivered_twice(
+    case: tuple[list[Kind], list[int]], hold: int | None
+) -> None:
+    kinds, arrivals = case
+    r = run(kinds, arrivals, f_hold=hold)
+    delivered = [m for _, m, what, _ in r.actions if what == "deliver"]
+    f_delivered = [m for m in delivered if kinds[m] is Kind.F]
+    assert len(f_delivered) == len(set(f_delivered))
+    # (iv) still: F of one slot delivered in send order
+    by_slot: dict[int, list[int]] = {}
+    for m in f_delivered:
+        by_slot.setdefault(r.stamps[m].slot, []).append(m)
+    assert all(ms == sorted(ms) for ms in by_slot.values())
+    assert {i for i, k in enumerate(kinds) if k.reliable} <= set(delivered)
+    # every F arrival gets at most one deliver-or-discard row per copy
+    assert len([m for m in r.actions if kinds[m[1]] is Kind.F]) <= \
+        len([m for m in arrivals if kinds[m] is Kind.F])
+
+
+def test_regression_transport_duplicate_of_a_delivered_f() -> None:
+    """The reviewer's mutant: a duplicate of the last delivered F (order == R_F) was
+    buffered as a new gap-waiter and delivered again when its slot closed."""
+    r = run([Kind.F, Kind.F, Kind.FR], [0, 0, 1, 2])
+    delivered = [m for _, m, what, _ in r.actions if what == "deliver"]
+    assert delivered == [0, 1, 2]

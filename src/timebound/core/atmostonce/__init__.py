@@ -10,6 +10,7 @@
 
 from timebound.core.atmostonce._classes import (
     ClassifiedReceiver,
+    ClassifiedStatistics,
     Classifier,
     crc32_class,
     crc32_classifier,
@@ -35,6 +36,7 @@ from timebound.core.atmostonce._receiver import (
 __all__ = [
     "ESTIMATORS",
     "ClassifiedReceiver",
+    "ClassifiedStatistics",
     "Classifier",
     "Estimator",
     "Fixed",

@@ -9,18 +9,38 @@ connection id to a class index. A crash hits every class at once: they share a n
 ``crc32_classifier(k)`` is the classifier of ``timebound replay atmostonce --classes
 K`` and of the Spark operator: class = ``crc32(utf-8 conn) mod K``, stable across
 processes and machines (unlike Python's ``hash``).
+
+Verbs: the ``Receiver``'s (``receive(conn, ts, *, now)``, ``handle_timer(*, now)``,
+``crash(*, now, down=None)``, ``restart(*, now)``, ``next_deadline()``,
+``statistics()``); ``advance(now)`` is the old name of ``handle_timer``, an alias.
 """
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from timebound.core.atmostonce._events import Verdict
+from timebound.core.atmostonce._events import ReceiverStatistics, Verdict
 from timebound.core.atmostonce._receiver import Receiver
 from timebound.errors import ProtocolUsageError
 
 Classifier = Callable[[str], int]
+
+
+@dataclass(frozen=True, slots=True)
+class ClassifiedStatistics:
+    """A snapshot of every class (in class order) and the node's verdict totals."""
+
+    classes: tuple[ReceiverStatistics, ...]
+    entries: int
+    accepted: int
+    duplicate: int
+    stale: int
+    early: int
+    refused_down: int
+    recovering: int
+    full: int
 
 
 def crc32_class(conn: str, classes: int) -> int:
@@ -51,24 +71,41 @@ class ClassifiedReceiver:
             raise ProtocolUsageError(f"classifier sent {conn!r} to class {index}")
         return self.receivers[index]
 
-    def receive(self, conn: str, ts: int, now: int) -> Verdict:
-        return self.receiver_for(conn).receive(conn, ts, now)
+    def receive(self, conn: str, ts: int, *, now: int) -> Verdict:
+        return self.receiver_for(conn).receive(conn, ts, now=now)
+
+    def handle_timer(self, *, now: int) -> None:
+        for receiver in self.receivers:
+            receiver.handle_timer(now=now)
 
     def advance(self, now: int) -> None:
-        for receiver in self.receivers:
-            receiver.advance(now)
+        """Alias of ``handle_timer(now=now)`` (the old name, positional ``now``)."""
+        self.handle_timer(now=now)
 
-    def crash(self, now: int, down: int | None = None) -> None:
-        for receiver in self.receivers:
-            receiver.advance(now)
+    def crash(self, *, now: int, down: int | None = None) -> None:
+        self.handle_timer(now=now)
         if any(receiver.down for receiver in self.receivers):
             raise ProtocolUsageError("crash of a node that is already down")
         for receiver in self.receivers:
-            receiver.crash(now, down)
+            receiver.crash(now=now, down=down)
 
-    def restart(self, now: int) -> None:
+    def restart(self, *, now: int) -> None:
         for receiver in self.receivers:
-            receiver.restart(now)
+            receiver.restart(now=now)
+
+    def statistics(self) -> ClassifiedStatistics:
+        classes = tuple(receiver.statistics() for receiver in self.receivers)
+        return ClassifiedStatistics(
+            classes=classes,
+            entries=sum(s.entries for s in classes),
+            accepted=sum(s.accepted for s in classes),
+            duplicate=sum(s.duplicate for s in classes),
+            stale=sum(s.stale for s in classes),
+            early=sum(s.early for s in classes),
+            refused_down=sum(s.refused_down for s in classes),
+            recovering=sum(s.recovering for s in classes),
+            full=sum(s.full for s in classes),
+        )
 
     @property
     def down(self) -> bool:

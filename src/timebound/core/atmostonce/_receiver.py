@@ -30,10 +30,16 @@ length costs O(1): consecutive garbage collections with no message between them 
 equivalent to the first one (which consumes the period's lifetimes) followed by the
 last one (an update with no lifetimes changes no estimator), and consecutive
 ``latest`` refreshes to the last one (``latest`` is a running maximum). Every call
-first fires what is due at or before ``now`` (``advance``): at one instant, recovery,
-then the ``latest`` refresh, then GC. Nothing fires while the receiver is down. A
-crash may carry its duration (``down``), in which case recovery is itself a timer.
-``next_deadline()`` tells a driver when to call ``advance`` again.
+first fires what is due at or before ``now`` (``handle_timer``): at one instant,
+recovery, then the ``latest`` refresh, then GC. Nothing fires while the receiver is
+down. A crash may carry its duration (``down``), in which case recovery is itself a
+timer. ``next_deadline()`` tells a driver when to call ``handle_timer`` again. A
+timer that will never fire is ``None`` (integer time has no infinity).
+
+Verbs (aioquic's): ``receive(conn, ts, *, now)``, ``handle_timer(*, now)``,
+``crash(*, now, down=None)``, ``restart(*, now)``, ``next_deadline()``,
+``statistics()``. ``advance(now)`` is the old name of ``handle_timer``, kept as an
+alias.
 
 Choices where the papers leave room
 -----------------------------------
@@ -74,8 +80,6 @@ from typing import Protocol
 from timebound.core.atmostonce._estimators import Estimator
 from timebound.core.atmostonce._events import ReceiverStatistics, StableRecord, Verdict
 from timebound.errors import ProtocolUsageError
-
-_NEVER = float("inf")
 
 _ACCEPTED = Verdict.ACCEPTED
 _DUPLICATE = Verdict.DUPLICATE
@@ -178,15 +182,16 @@ class Receiver:
         if recovery_grace < 0:
             raise ProtocolUsageError(f"recovery_grace must be >= 0, got {recovery_grace}")
         self.recovery_grace = recovery_grace
-        self._no_evict_until: float = -_NEVER
+        self._no_evict_until: int | None = None
         self._table: dict[str, int] = {}
         self.upper = 0
         self._down = False
-        self._recover_at: float = _NEVER
-        self._refuse_until: float = -_NEVER  # monotonic-clock recovery window
-        self._next_gc: float = _NEVER
-        self._next_refresh: float = _NEVER
-        self._due: float = _NEVER
+        # Timers: an absolute tick, or None when the timer is not armed.
+        self._recover_at: int | None = None
+        self._refuse_until: int | None = None  # monotonic-clock recovery window
+        self._next_gc: int | None = None
+        self._next_refresh: int | None = None
+        self._due: int | None = None
         # Hot-path verdict counters are plain attributes; the rare ones a dict.
         self._accepted = self._duplicates = self._stale = 0
         self._counts = dict.fromkeys((_DOWN, _RECOVERING, _EARLY, _FULL), 0)
@@ -196,13 +201,13 @@ class Receiver:
         self._capacity = capacity or 0
         self.gcs = 0
         self.evicted = 0
-        self._latest: float = _NEVER
+        self._latest: int | None = None  # None: no bound (not StableLatest)
         self._tracks = estimator.observes
         # Only a resilient receiver can be down, recovering or see EARLY messages.
         self._guarded = resilience is not None
         # Monotonic-clock resilience: EARLY when ts > now + epsilon.
-        self._slack: float = (
-            resilience.epsilon if isinstance(resilience, MonotonicClock) else _NEVER
+        self._slack: int | None = (
+            resilience.epsilon if isinstance(resilience, MonotonicClock) else None
         )
         if isinstance(resilience, StableLatest):
             record = resilience.storage.read()
@@ -227,7 +232,7 @@ class Receiver:
     def latest(self) -> int | None:
         """The bound on acceptable timestamps; None when there is none."""
         if isinstance(self.resilience, StableLatest):
-            return int(self._latest)
+            return self._latest
         return None
 
     @property
@@ -239,8 +244,8 @@ class Receiver:
         return self._table.get(conn)
 
     def next_deadline(self) -> int | None:
-        """The next absolute time at which ``advance`` has work, or None."""
-        return None if self._due == _NEVER else int(self._due)
+        """The next absolute time at which ``handle_timer`` has work, or None."""
+        return self._due
 
     def statistics(self) -> ReceiverStatistics:
         counts = self._counts
@@ -255,10 +260,11 @@ class Receiver:
 
     # -- inputs --------------------------------------------------------------
 
-    def receive(self, conn: str, ts: int, now: int) -> Verdict:
+    def receive(self, conn: str, ts: int, *, now: int) -> Verdict:
         """Decide about message ``(conn, ts)`` arriving at receiver time ``now``."""
-        if now >= self._due:
-            self.advance(now)
+        due = self._due
+        if due is not None and now >= due:
+            self.handle_timer(now=now)
         if self._guarded:
             refusal = self._refusal(ts, now)
             if refusal is not None:
@@ -293,36 +299,46 @@ class Receiver:
         """The checks before Fig. 2-2's skeleton: down, recovering, too early."""
         if self._down:
             return _DOWN
-        if now < self._refuse_until:
+        refuse_until = self._refuse_until
+        if refuse_until is not None and now < refuse_until:
             return _RECOVERING
-        if ts > self._latest or ts > now + self._slack:
+        latest = self._latest
+        if latest is not None and ts > latest:
+            return _EARLY
+        slack = self._slack
+        if slack is not None and ts > now + slack:
             return _EARLY
         return None
 
     def advance(self, now: int) -> None:
+        """Alias of ``handle_timer(now=now)`` (the old name, positional ``now``)."""
+        self.handle_timer(now=now)
+
+    def handle_timer(self, *, now: int) -> None:
         """Fire every timer due at or before ``now`` (recovery, refresh, GC)."""
-        if now < self._due:
+        due = self._due
+        if due is None or now < due:
             # Nothing due (also when the receiver's clock stepped back: timers
             # stay on their absolute schedule).
             return
         if self._down:
-            if self._recover_at > now:
+            if self._recover_at is None or self._recover_at > now:
                 return
-            self._recover(int(self._recover_at))
-        if self._refuse_until != -_NEVER and now >= self._refuse_until:
+            self._recover(self._recover_at)
+        if self._refuse_until is not None and now >= self._refuse_until:
             # Monotonic-clock recovery: the epsilon window is over; everything
             # accepted before the crash had ts <= crash time + epsilon <= this.
-            self.upper = max(self.upper, int(self._refuse_until))
-            self._refuse_until = -_NEVER
-        if self._next_refresh <= now:
+            self.upper = max(self.upper, self._refuse_until)
+            self._refuse_until = None
+        if self._next_refresh is not None and self._next_refresh <= now:
             assert isinstance(self.resilience, StableLatest)
             period = self.resilience.latest_every
             last = now - now % period
             self._write_latest(last + self.resilience.beta)
             self._next_refresh = last + period
-        if self._next_gc <= now:
+        if self._next_gc is not None and self._next_gc <= now:
             assert self.gc_every is not None
-            first = int(self._next_gc)
+            first = self._next_gc
             self._gc(first)
             last = now - now % self.gc_every
             if last > first:
@@ -330,10 +346,10 @@ class Receiver:
             self._next_gc = last + self.gc_every
         self._update_due()
 
-    def crash(self, now: int, down: int | None = None) -> None:
+    def crash(self, *, now: int, down: int | None = None) -> None:
         """Lose volatile state at ``now``; recover at ``now + down`` if given.
 
-        Without ``down`` the receiver stays down until ``restart(now)``.
+        Without ``down`` the receiver stays down until ``restart(now=...)``.
         """
         if self.resilience is None:
             raise ProtocolUsageError(
@@ -344,31 +360,30 @@ class Receiver:
             raise ProtocolUsageError("crash of a receiver that is already down")
         if down is not None and down < 1:
             raise ProtocolUsageError(f"down must be >= 1, got {down}")
-        if now >= self._due:
-            self.advance(now)
+        self.handle_timer(now=now)
         self._down = True
         self._table = {}
         self._expiry = []
         self.upper = 0
-        self._refuse_until = -_NEVER
+        self._refuse_until = None
         self.estimator.lose_volatile()
-        self._next_gc = self._next_refresh = _NEVER
-        self._recover_at = _NEVER if down is None else now + down
+        self._next_gc = self._next_refresh = None
+        self._recover_at = None if down is None else now + down
         self._update_due()
 
-    def restart(self, now: int) -> None:
+    def restart(self, *, now: int) -> None:
         """Recover a crashed receiver at ``now`` (its process came back)."""
         if not self._down:
             raise ProtocolUsageError("restart of a receiver that is not down")
         self._recover(now)
-        self.advance(now)
+        self.handle_timer(now=now)
 
     # -- internals -----------------------------------------------------------
 
     def _recover(self, now: int) -> None:
         self._down = False
         self._no_evict_until = now + self.recovery_grace
-        self._recover_at = _NEVER
+        self._recover_at = None
         self._table = {}
         self._expiry = []
         resilience = self.resilience
@@ -398,14 +413,13 @@ class Receiver:
         self._update_due()
 
     def _update_due(self) -> None:
-        due = min(self._next_gc, self._next_refresh, self._recover_at)
-        if self._refuse_until != -_NEVER:
-            due = min(due, self._refuse_until)
-        self._due = due
+        timers = (self._next_gc, self._next_refresh, self._recover_at, self._refuse_until)
+        armed = [t for t in timers if t is not None]
+        self._due = min(armed) if armed else None
 
     def _write_latest(self, candidate: int) -> None:
         assert isinstance(self.resilience, StableLatest)
-        latest = candidate if self._latest == _NEVER else max(int(self._latest), candidate)
+        latest = candidate if self._latest is None else max(self._latest, candidate)
         self.resilience.storage.write(
             StableRecord(latest=latest, estimate=self.estimator.estimate, p=self.estimator.p)
         )
@@ -414,8 +428,9 @@ class Receiver:
     def _gc(self, now: int) -> None:
         self.gcs += 1
         if self.estimator.update() and isinstance(self.resilience, StableLatest):
-            self._write_latest(int(self._latest))
-        if now < self._no_evict_until:
+            assert self._latest is not None  # written at creation and at recovery
+            self._write_latest(self._latest)
+        if self._no_evict_until is not None and now < self._no_evict_until:
             return
         if self.capacity is None or len(self._table) >= (self.high_water or 0):
             self._evict(now)

@@ -3,8 +3,12 @@ Fig. 3 (the ⟨r, c⟩ variant), and the bounded-c variant of section 5.2.
 
 Every event method takes the process's physical clock reading ``rt`` (an integer tick;
 the caller reads the clock, the core never does) and returns the event's timestamp.
-A send event is a local event whose timestamp the message carries, so ``send`` and
-``local`` differ only in name.
+A send event is a local event whose timestamp the message carries.
+
+Verbs (aioquic's, ``now`` keyword-only): ``send(*, now)`` (a send or local event) and
+``receive(stamp, *, now)``, ``now`` being the clock reading ``rt``. ``local(rt)`` is
+the old name of ``send``, kept as an alias. A process has no timer and no counters
+beyond ``resets``/``message_resets``, so it has no ``handle_timer``.
 
 ``CausalProcess`` (⟨r, c, kn⟩, Fig. 1 + section 3.3)
     Local/send: ``c := max(0, r + c - rt)``; ``kn`` shifts by ``rt - r`` (entries that
@@ -103,11 +107,13 @@ class CausalProcess:
         kn[self.epsilon] += 1
         return self._commit(rt, max(0, self.r + self.c - rt), kn)
 
-    #: A send event is a local event whose timestamp the message carries.
-    send = local
+    def send(self, *, now: int) -> Timestamp:
+        """A send (or local) event at clock ``now``; ``local(now)`` is its old name."""
+        return self.local(now)
 
-    def receive(self, stamp: Timestamp, rt: int) -> Timestamp:
-        """A receive event at clock ``rt`` of a message stamped ``stamp``."""
+    def receive(self, stamp: Timestamp, *, now: int) -> Timestamp:
+        """A receive event at clock ``now`` of a message stamped ``stamp``."""
+        rt = now
         eps = self.epsilon
         if len(stamp.kn) != 2 * eps:
             raise ProtocolUsageError(f"kn must have {2 * eps} entries, got {len(stamp.kn)}")
@@ -160,9 +166,12 @@ class RCProcess:
         self.r, self.c = rt, c
         return RCTimestamp(rt, c)
 
-    send = local
+    def send(self, *, now: int) -> RCTimestamp:
+        """A send (or local) event at clock ``now``; ``local(now)`` is its old name."""
+        return self.local(now)
 
-    def receive(self, stamp: RCTimestamp, rt: int) -> RCTimestamp:
+    def receive(self, stamp: RCTimestamp, *, now: int) -> RCTimestamp:
+        rt = now
         two_eps = 2 * self.epsilon
         if stamp.r + two_eps < rt and self.r + two_eps < rt:
             c = 0
@@ -219,9 +228,12 @@ class BoundedRCProcess:
         self.r, self.c = rt, c
         return RCTimestamp(rt, c)
 
-    send = local
+    def send(self, *, now: int) -> RCTimestamp:
+        """A send (or local) event at clock ``now``; ``local(now)`` is its old name."""
+        return self.local(now)
 
-    def receive(self, stamp: RCTimestamp, rt: int) -> RCTimestamp:
+    def receive(self, stamp: RCTimestamp, *, now: int) -> RCTimestamp:
+        rt = now
         self._guard(rt)
         two_eps = 2 * self.epsilon
         c = 0

@@ -15,9 +15,10 @@ heap on it.
 
 Inputs and outputs, sans-IO (aioquic's shape): ``receive(envelope, now=)`` classifies
 one arrival; ``next_deadline()`` is when the driver should call back;
-``deliver_until(now)`` (alias ``handle_timer(now=)``) returns every buffered message
-with deadline ``<= now`` in order; ``flush()`` empties the buffer at the end of a
-finite input. No busy waiting: idle time costs nothing.
+``handle_timer(now=)`` returns every buffered message with deadline ``<= now`` in
+order (``deliver_until(now)`` is its old name, kept as an alias); ``flush()`` empties
+the buffer at the end of a finite input; ``statistics()`` is a frozen snapshot. No
+busy waiting: idle time costs nothing.
 
 Classification at time ``now`` (the order the replay contract fixes): a message whose
 deadline is ``< now`` can no longer be placed and is ``LATE`` (dropped, counted); else
@@ -26,9 +27,12 @@ a repeat of a message already buffered or delivered -- same ``(proc, msg)`` -- i
 remembered, so it does not make a later copy a duplicate. Choice: message identity is
 the pair ``(proc, msg)``, since the order uses process id then message id.
 
-A driver that wants the exact timing of the contract calls ``deliver_until(now - 1)``
-before the arrivals at ``now`` and ``deliver_until(now)`` after them; delivering later
-never changes the *order*, which depends on the key alone.
+A driver that wants the exact timing of the contract calls ``handle_timer(now=now -
+1)`` before the arrivals at ``now`` and ``handle_timer(now=now)`` after them;
+delivering later never changes the *order*, which depends on the key alone. With
+``retain`` set, remembered ids are forgotten when ``handle_timer`` runs, so a driver
+that sleeps until ``next_deadline()`` forgets later than one that ticks: only the
+verdict on a repeat of an id due to be forgotten can differ.
 
 Stabilization (Theorem 4.6): nothing here trusts the timestamp beyond using it as a
 key, so garbage (negative or huge values, an arbitrary ``kn``) is buffered and
@@ -170,7 +174,7 @@ class Merger:
         """The earliest deadline in the buffer (when to call ``handle_timer``), or None."""
         return self._heap[0][0] if self._heap else None
 
-    def deliver_until(self, now: int) -> list[Delivery]:
+    def handle_timer(self, *, now: int) -> list[Delivery]:
         """Deliver, in order, every buffered message whose deadline is ``<= now``."""
         out: list[Delivery] = []
         heap = self._heap
@@ -183,9 +187,9 @@ class Merger:
                 self._seen.discard(forget.popleft()[1])
         return out
 
-    def handle_timer(self, *, now: int) -> list[Delivery]:
-        """The timer set for ``next_deadline()`` fired: same as ``deliver_until(now)``."""
-        return self.deliver_until(now)
+    def deliver_until(self, now: int) -> list[Delivery]:
+        """Alias of ``handle_timer(now=now)`` (the old name, positional ``now``)."""
+        return self.handle_timer(now=now)
 
     def flush(self) -> list[Delivery]:
         """End of input: deliver everything still buffered, in order."""

@@ -23,7 +23,7 @@ interval`` and ``i(k+1) = min(ik * backoff, max_interval)``; once an ACK arrives
 retransmissions carry no payload. The call gives up at ``heard + give_up_after``,
 where ``heard`` is ``t0`` or the time of the last ACK; a retransmission due at the
 give-up time is not sent. ``next_deadline()`` is the earliest due time;
-``handle_timer(now)`` performs everything due by ``now`` (a late timer sends one
+``handle_timer(now=)`` performs everything due by ``now`` (a late timer sends one
 retransmission and keeps the absolute schedule, skipping the slots it missed).
 
 Choices where the paper leaves room
@@ -39,6 +39,10 @@ Choices where the paper leaves room
   datagrams and CALL/REPLY-ACK messages are counted and dropped.
 - The give-up outcome says whether the server had ACKed the call (``acked``): an
   unacked give-up may still have run once, an acked one probably did or will.
+
+Verbs (aioquic's): ``call(payload, *, now, conn=None)``, ``receive(datagram, *,
+now)``, ``handle_timer(*, now)``, ``next_deadline()``, ``statistics()``.
+``handle(datagram, now)`` is the old name of ``receive``, kept as an alias.
 """
 
 from __future__ import annotations
@@ -175,7 +179,7 @@ class Client:
 
     # -- inputs --------------------------------------------------------------
 
-    def call(self, payload: bytes, now: int, conn: str | None = None) -> Calling:
+    def call(self, payload: bytes, *, now: int, conn: str | None = None) -> Calling:
         """Start a call on ``conn`` (default: the client's name) at client time ``now``.
 
         The call's timestamp is ``now``, bumped to the connection's last timestamp + 1
@@ -197,6 +201,10 @@ class Client:
         return Calling(CallId(conn, ts), (message.encode(),))
 
     def handle(self, datagram: bytes, now: int) -> ClientOutput:
+        """Alias of ``receive(datagram, now=now)`` (the old name)."""
+        return self.receive(datagram, now=now)
+
+    def receive(self, datagram: bytes, *, now: int) -> ClientOutput:
         """A datagram from the server arrived at client time ``now``."""
         try:
             message = decode(datagram)
@@ -223,7 +231,7 @@ class Client:
         self._counts["ignored"] += 1  # CALL and REPLY-ACK go to servers
         return ClientOutput()
 
-    def handle_timer(self, now: int) -> ClientOutput:
+    def handle_timer(self, *, now: int) -> ClientOutput:
         """Retransmit what is due by ``now`` and give up on calls out of time."""
         datagrams: list[bytes] = []
         outcomes: list[Outcome] = []

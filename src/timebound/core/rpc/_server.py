@@ -15,7 +15,7 @@ A full CALL goes through ``Receiver.receive``; then the transition table
 (``_ON_NEW`` / ``_ON_DUPLICATE``) decides, from the verdict and the entry's state:
 
 - ACCEPTED (the paper's NEW): discard any stored reply, set COMPUTING and hand the
-  driver a ``StartCall``; the driver computes and calls ``complete(call, result, now)``,
+  driver a ``StartCall``; the driver computes and calls ``complete(call, result, now=)``,
   which sends REPLY, sets REPLYING and stores ``result`` and ``now``.
 - DUPLICATE of the entry's own call: COMPUTING -> send ACK; REPLYING -> retransmit the
   stored reply; IDLE -> nothing.
@@ -68,6 +68,11 @@ Choices where the figure leaves room
   entries, which reach IDLE only from REPLYING.
 - Malformed datagrams and messages that only a client receives (ACK, REPLY) are
   counted and dropped.
+
+Verbs (aioquic's): ``receive(datagram, peer, *, now)``, ``complete(call, result, *,
+now)``, ``handle_timer(*, now)``, ``crash(*, now, down=None)``, ``restart(*, now)``,
+``next_deadline()``, ``statistics()``. ``handle(datagram, now, peer)`` is the old
+name of ``receive``, kept as an alias.
 """
 
 from __future__ import annotations
@@ -230,6 +235,10 @@ class Server(Generic[P]):
     # -- inputs --------------------------------------------------------------
 
     def handle(self, datagram: bytes, now: int, peer: P) -> ServerOutput[P]:
+        """Alias of ``receive(datagram, peer, now=now)`` (the old name)."""
+        return self.receive(datagram, peer, now=now)
+
+    def receive(self, datagram: bytes, peer: P, *, now: int) -> ServerOutput[P]:
         """A datagram from ``peer`` arrived at server time ``now``."""
         try:
             message = decode(datagram)
@@ -245,9 +254,9 @@ class Server(Generic[P]):
         self._counts["ignored"] += 1  # ACK and REPLY go to clients
         return ServerOutput()
 
-    def complete(self, call: StartCall[P], result: bytes, now: int) -> ServerOutput[P]:
+    def complete(self, call: StartCall[P], result: bytes, *, now: int) -> ServerOutput[P]:
         """The computation of ``call`` finished with ``result`` at server time ``now``."""
-        self.receiver.advance(now)
+        self.receiver.handle_timer(now=now)
         entry = self._entry(call.conn) if call.epoch == self.epoch else None
         if entry is None or entry.ts != call.ts or self.receiver.down:
             # Lost in a crash, or superseded by a newer call on the connection.
@@ -261,19 +270,19 @@ class Server(Generic[P]):
         self._counts["replies"] += 1
         return ServerOutput(sends=(Outgoing(entry.peer, Reply(call.conn, call.ts, result).encode()),))
 
-    def handle_timer(self, now: int) -> ServerOutput[P]:
+    def handle_timer(self, *, now: int) -> ServerOutput[P]:
         """Fire the receiver's timers (GC, ``latest`` refresh, recovery) due by ``now``."""
-        self.receiver.advance(now)
+        self.receiver.handle_timer(now=now)
         return ServerOutput()
 
-    def crash(self, now: int, down: int | None = None) -> None:
+    def crash(self, *, now: int, down: int | None = None) -> None:
         """Lose every volatile state (table, RPC entries, running calls) at ``now``."""
-        self.receiver.crash(now, down)
+        self.receiver.crash(now=now, down=down)
         self._entries = {}
         self.epoch += 1
 
-    def restart(self, now: int) -> None:
-        self.receiver.restart(now)
+    def restart(self, *, now: int) -> None:
+        self.receiver.restart(now=now)
 
     # -- internals -----------------------------------------------------------
 
@@ -300,7 +309,7 @@ class Server(Generic[P]):
         return False
 
     def _call(self, msg: Call, payload: bytes, now: int, peer: P) -> ServerOutput[P]:
-        verdict = self.receiver.receive(msg.conn, msg.ts, now)
+        verdict = self.receiver.receive(msg.conn, msg.ts, now=now)
         if verdict is Verdict.ACCEPTED:
             entry: _Entry[P] = _Entry(msg.ts, peer)
             self._entries[msg.conn] = entry  # discards any stored reply
@@ -312,7 +321,7 @@ class Server(Generic[P]):
         return ServerOutput()
 
     def _probe(self, msg: Call, now: int, peer: P) -> ServerOutput[P]:
-        self.receiver.advance(now)
+        self.receiver.handle_timer(now=now)
         if self.receiver.down:
             self._counts["ignored"] += 1
             return ServerOutput()
@@ -337,7 +346,7 @@ class Server(Generic[P]):
         return ServerOutput()
 
     def _reply_ack(self, msg: ReplyAck, now: int) -> ServerOutput[P]:
-        self.receiver.advance(now)
+        self.receiver.handle_timer(now=now)
         entry = None if self.receiver.down else self._entry(msg.conn)
         if entry is None or entry.ts != msg.ts or entry.state is not ConnState.REPLYING:
             self._counts["ignored"] += 1

@@ -7,7 +7,7 @@ asks that a waiting handler be *suspended*, not spin, and that suspended handler
 re-activated, when their conditions become true, in an order consistent with the
 partial order of section 5.1 (slot precedence, F order within a slot, everything of a
 slot before the FR that closes it). Here that is literal: ``receive(message, stamp,
-now)`` handles one transport-receive event and returns, in order, every ``Deliver``
+now=)`` handles one transport-receive event and returns, in order, every ``Deliver``
 and ``Discard`` it causes -- its own and those of messages it un-suspends. Nothing
 waits, nothing spins: a suspended handler is a buffered record, and the cascade after
 each arrival is a loop over the buffers.
@@ -69,7 +69,7 @@ optional ``f_hold`` (ticks) bounds that wait instead, trading discards for the F
 that dominates Fig. 6 for long slots: an F that has waited ``f_hold`` ticks is
 delivered past its gaps (with every waiting F before it), and the F it skipped are
 discarded as ``overtaken`` if they arrive later in the slot. ``next_deadline()`` /
-``handle_timer(now)`` expose that timer, aioquic style, and ``receive`` also fires it
+``handle_timer(now=)`` expose that timer, aioquic style, and ``receive`` also fires it
 first (``test_f_hold_delivers_past_gap_and_overtakes``). Replay uses the default
 (``None``: wait for the slot's end).
 
@@ -84,6 +84,11 @@ Other choices where the figure is silent:
   ``ProtocolUsageError``); the receiver reads no clock. It is used only for the
   measurements the paper plots: delivery delay per message (Figs. 5, 6) and the time
   integral of the buffer occupancy (Fig. 7).
+
+Verbs (aioquic's): ``receive(message, stamp, *, now)``, ``handle_timer(*, now)``,
+``next_deadline()``, ``statistics()``. ``advance(now)`` is the old time-only verb,
+kept: it moves time for the occupancy integral without firing the ``f_hold`` timer
+(with ``f_hold=None`` it equals ``handle_timer(now=now)``).
 """
 
 from __future__ import annotations
@@ -141,7 +146,7 @@ class SlottedReceiver(Generic[M]):
 
     # -- inputs ------------------------------------------------------------------
 
-    def receive(self, message: M, stamp: Stamp, now: int) -> list[Action[M]]:
+    def receive(self, message: M, stamp: Stamp, *, now: int) -> list[Action[M]]:
         """One transport-receive event; returns every delivery and discard it causes."""
         self._advance(now)
         out: list[Action[M]] = []
@@ -167,7 +172,8 @@ class SlottedReceiver(Generic[M]):
         return out
 
     def advance(self, now: int) -> None:
-        """Move the receiver's notion of time to ``now`` (for the occupancy integral)."""
+        """Move the receiver's notion of time to ``now`` (for the occupancy integral);
+        the old verb, kept: it does not fire the ``f_hold`` timer (``handle_timer`` does)."""
         self._advance(now)
 
     def next_deadline(self) -> int | None:
@@ -176,7 +182,7 @@ class SlottedReceiver(Generic[M]):
             return None
         return min(held.arrived for held in self._f_waiting.values()) + self._f_hold
 
-    def handle_timer(self, now: int) -> list[Action[M]]:
+    def handle_timer(self, *, now: int) -> list[Action[M]]:
         """Give up the F gaps whose hold expired by ``now``; returns the deliveries."""
         self._advance(now)
         out: list[Action[M]] = []

@@ -21,7 +21,7 @@ from timebound.core.stability._events import (
     TimestampAck,
     VectorAck,
 )
-from timebound.core.stability._node import Acked, Sent, StabilityNode
+from timebound.core.stability._node import Acked, NodeStatistics, Sent, StabilityNode
 from timebound.core.stability._receiver import StabilityReceiver
 from timebound.core.stability._sender import StabilitySender
 
@@ -31,6 +31,7 @@ __all__ = [
     "AckMode",
     "Acked",
     "ClockMode",
+    "NodeStatistics",
     "ReceiverStatistics",
     "SenderStatistics",
     "Sent",

@@ -17,6 +17,12 @@ Clocks (section 5) are a parameter:
   ``counter + 1``; every message and (timestamp) ack it receives raises the counter to
   at least its timestamp. Passing ``ts`` to ``send`` is then a usage error.
 ``now`` is still taken on every call, for the statistics (buffer integral, latency).
+
+Verbs (aioquic's, ``now`` keyword-only): ``send(*, now, ts=None)``, ``receive(sender,
+ts, *, now)``, ``make_ack(*, now)``, ``receive_ack(ack, *, now)``, ``statistics()``.
+Fig. 1 has no timer (the acknowledgment period is the driver's choice), so
+``next_deadline()`` is always None and ``handle_timer(*, now)`` only moves time; both
+exist so that every core answers to the same verbs.
 """
 
 from __future__ import annotations
@@ -24,7 +30,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from timebound.core.stability._events import Ack, AckMode, ClockMode, TimestampAck
+from timebound.core.stability._events import (
+    Ack,
+    AckMode,
+    ClockMode,
+    ReceiverStatistics,
+    SenderStatistics,
+    TimestampAck,
+)
 from timebound.core.stability._receiver import StabilityReceiver
 from timebound.core.stability._sender import StabilitySender
 from timebound.errors import ProtocolUsageError
@@ -47,6 +60,15 @@ class Acked:
 
     ack: Ack
     stable: list[int] | None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStatistics:
+    """A snapshot of a node: its sender part's and receiver part's counters (None
+    for a role the node does not have)."""
+
+    sender: SenderStatistics | None
+    receiver: ReceiverStatistics | None
 
 
 class StabilityNode:
@@ -77,7 +99,7 @@ class StabilityNode:
         """The Lamport counter (Lamport mode), else the last ``now``."""
         return self._lamport if self.clock_mode is ClockMode.LAMPORT else self._now
 
-    def send(self, now: int, ts: int | None = None) -> Sent:
+    def send(self, *, now: int, ts: int | None = None) -> Sent:
         sender = self._need_sender()
         self._at(now)
         if self.clock_mode is ClockMode.LAMPORT:
@@ -87,34 +109,49 @@ class StabilityNode:
             ts = self._lamport
         elif ts is None:
             ts = now
-        stable = sender.send(ts, now)
+        stable = sender.send(ts, now=now)
         mine = self.receiver is not None and self.name in self.receiver.senders
         delivered = mine and self.receiver is not None and self.receiver.receive(self.name, ts)
         return Sent(ts, delivered, stable)
 
-    def receive(self, sender: str, ts: int, now: int) -> bool:
+    def receive(self, sender: str, ts: int, *, now: int) -> bool:
         """A message from ``sender``: True if delivered, False if Fig. 1 ignores it."""
         receiver = self._need_receiver()
         self._at(now)
         self._observe(ts)
         return receiver.receive(sender, ts)
 
-    def make_ack(self, now: int) -> Acked:
+    def make_ack(self, *, now: int) -> Acked:
         receiver = self._need_receiver()
         self._at(now)
         ack = receiver.make_ack(self.clock)
         stable = None
         if self.sender is not None:
-            stable = self.sender.receive_ack(ack, now)
+            stable = self.sender.receive_ack(ack, now=now)
         return Acked(ack, stable)
 
-    def receive_ack(self, ack: Ack, now: int) -> list[int]:
+    def receive_ack(self, ack: Ack, *, now: int) -> list[int]:
         """An ack arrives at this node's sender part; returns its messages made stable."""
         sender = self._need_sender()
         self._at(now)
         if isinstance(ack, TimestampAck):
             self._observe(ack.value)
-        return sender.receive_ack(ack, now)
+        return sender.receive_ack(ack, now=now)
+
+    def next_deadline(self) -> int | None:
+        """Always None: Fig. 1 has no timer."""
+        return None
+
+    def handle_timer(self, *, now: int) -> list[int]:
+        """Nothing is due (no timer); checks that time does not go backwards and
+        returns the messages made stable by it: none."""
+        self._at(now)
+        return []
+
+    def statistics(self) -> NodeStatistics:
+        sender = None if self.sender is None else self.sender.statistics()
+        receiver = None if self.receiver is None else self.receiver.statistics()
+        return NodeStatistics(sender, receiver)
 
     def stable_bound(self) -> int | None:
         """Theorem 2 (timestamp acks, every node sender and receiver): every message of

@@ -20,6 +20,9 @@ before then were not addressed to r and are never held up by it. ``remove_receiv
 drops r at once and may make messages stable. An ack from a node that is neither a
 member nor joining is ignored and counted (``acks_ignored``). If R_s is empty a message
 is stable as soon as it is sent (no receiver is owed it).
+
+Verbs: ``send(ts, *, now)``, ``receive_ack(ack, *, now)``, ``remove_receiver(r, *,
+now)`` (``now`` keyword-only, for the buffer integral and latencies), ``statistics()``.
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ class StabilitySender:
         """Timestamps of the messages in the send buffer, oldest first."""
         return [ts for ts, _ in self._buffer]
 
-    def send(self, ts: int, now: int) -> list[int]:
+    def send(self, ts: int, *, now: int) -> list[int]:
         """Place a message stamped ``ts`` in the send buffer; returns messages made
         stable by it (only when R_s is empty)."""
         self._advance(now)
@@ -91,7 +94,7 @@ class StabilitySender:
             self._max_buffered = len(self._buffer)
         return self._release() if self._min is None else []
 
-    def receive_ack(self, ack: Ack, now: int) -> list[int]:
+    def receive_ack(self, ack: Ack, *, now: int) -> list[int]:
         """An acknowledgment arrives; returns the timestamps it made stable, sorted."""
         self._advance(now)
         self._acks_received += 1
@@ -119,7 +122,7 @@ class StabilitySender:
         if receiver not in self._acks:
             self._joining.setdefault(receiver, None)
 
-    def remove_receiver(self, receiver: str, now: int) -> list[int]:
+    def remove_receiver(self, receiver: str, *, now: int) -> list[int]:
         """Disconnection: ``receiver`` leaves R_s; returns messages now stable."""
         self._advance(now)
         self._joining.pop(receiver, None)

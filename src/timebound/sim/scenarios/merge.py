@@ -12,18 +12,23 @@ Level-2 mergers ``T1`` and ``T2`` (the subscribers' view) receive the deliveries
 ``A1`` and ``A2`` one tick later and run with ``level_parameters`` (Theorem 4.3:
 ``ds(epsilon, delta + 3 epsilon)``). Each merger is the core ``Merger``; before the
 arrivals at its clock time T it delivers deadlines < T, after them deadline T (the
-replay's timing). Runs: one per delta in ``deltas``. Measured: identical delivery
+replay's timing). The driver sleeps: after every call it arms one engine timer at the
+merger's ``next_deadline()`` (converted to engine time by the merger's clock offset),
+ordered after the arrivals of that instant and among mergers by a fixed priority
+(A1, B1, A2, B2, T1, T2), so idle ticks cost nothing. Timers stop at the end of the
+run (``end``), as the arrivals do. Runs: one per delta in ``deltas``. Measured: identical delivery
 order at replicated mergers, maximum buffering vs ``delta + 3 epsilon``, late losses
-vs delta, and timestamp bytes (⟨r, c, kn⟩) vs a vector clock as n grows.
+vs delta, and timestamp bytes vs a vector clock as n grows; the timestamp size is the
+core codec's (``WireCodec.size``: the bounded wire form ⟨r mod B, c, kn⟩ of sections
+3.2-3.3 for the run's epsilon and delta), not a formula of its own.
 """
 
 from __future__ import annotations
 
-import math
 import random
 from typing import Any
 
-from timebound.core.causal import CausalProcess, Timestamp
+from timebound.core.causal import CausalProcess, Timestamp, WireCodec
 from timebound.core.merge import Envelope, Merger, level_parameters
 from timebound.sim._dataset import DatasetWriter
 from timebound.sim._engine import LATE, Engine
@@ -54,9 +59,14 @@ CLAIMS = (
 )
 
 
+#: merger names in timer order: at one engine instant, the timers of these mergers
+#: fire in this order, after every arrival of that instant.
+_ORDER = ("A1", "B1", "A2", "B2", "T1", "T2")
+
+
 class _Node:
     def __init__(self, name: str, eps: int, delta: int, offset: int, rows: Any, run: str,
-                 engine: Engine, level: int) -> None:
+                 engine: Engine, level: int, end: int) -> None:
         self.name = name
         self.merger = Merger(eps, delta)
         self.offset = offset
@@ -70,6 +80,9 @@ class _Node:
         self.late = 0
         self.received = 0
         self.forward: list[_Node] = []
+        self.end = end
+        self.priority = LATE + _ORDER.index(name)
+        self.armed: set[int] = set()
 
     def clock(self) -> int:
         return self.engine.now + self.offset
@@ -77,7 +90,7 @@ class _Node:
     def arrive(self, arg: tuple[str, str, Timestamp]) -> None:
         proc, msg, stamp = arg
         at = self.clock()
-        self._deliver(self.merger.deliver_until(at - 1))
+        self._deliver(self.merger.handle_timer(now=at - 1))
         self.rows.add_next(self.run, self.name, msg, proc, at, stamp)
         self.received += 1
         verdict = self.merger.receive(Envelope(proc, msg, stamp), now=at).value
@@ -85,9 +98,22 @@ class _Node:
             self.late += 1
         if verdict != "buffered":
             self.out.append((proc, msg, at, verdict))
+        self._arm()
 
-    def tick(self, _: Any) -> None:
-        self._deliver(self.merger.deliver_until(self.clock()))
+    def timer(self, when: int) -> None:
+        self.armed.discard(when)
+        self._deliver(self.merger.handle_timer(now=self.clock()))
+        self._arm()
+
+    def _arm(self) -> None:
+        """Sleep until the merger's next deadline (one timer per instant)."""
+        deadline = self.merger.next_deadline()
+        if deadline is None:
+            return
+        when = max(deadline - self.offset, self.engine.now)
+        if when < self.end and when not in self.armed:
+            self.armed.add(when)
+            self.engine.at(when, self.timer, when, priority=self.priority)
 
     def _deliver(self, deliveries: list[Any]) -> None:
         for d in deliveries:
@@ -132,12 +158,13 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
         names1 = ["A1", "B1", "A2", "B2"]
         rows = _Rows(ds, eps, {**dict.fromkeys(names1, delta), "T1": delta2, "T2": delta2})
         start = 2 * eps + 1
-        nodes = {m: _Node(m, eps, delta, rng.randint(-half, half), rows, name, engine, 1)
+        end = start + p["duration"] + 4 * p["delay_max"] + 8 * delta2 + 10 * eps
+        nodes = {m: _Node(m, eps, delta, rng.randint(-half, half), rows, name, engine, 1, end)
                  for m in names1}
         # level 2 has its own delta, and option columns are constant per run: its
         # arrivals form the run "<name>/level2"
         nodes.update({m: _Node(m, eps, delta2, rng.randint(-half, half), rows,
-                               f"{name}/level2", engine, 2) for m in ("T1", "T2")})
+                               f"{name}/level2", engine, 2, end) for m in ("T1", "T2")})
         nodes["A1"].forward = [nodes["T1"], nodes["T2"]]
         nodes["A2"].forward = [nodes["T1"], nodes["T2"]]
         processes = {q: CausalProcess(eps, n=len(procs)) for q in procs}
@@ -153,7 +180,7 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
         def publish(q: str) -> None:
             count[0] += 1
             msg = f"m{count[0]}"
-            stamp = processes[q].send(rt_of(q))
+            stamp = processes[q].send(now=rt_of(q))
             group = ("A1", "B1") if procs.index(q) < len(procs) // 2 else ("A2", "B2")
             for m in group:
                 if net.random() < p["p_late"]:
@@ -173,14 +200,10 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
             rt = engine.now + offsets[q]
             if rt > last_rt[q]:  # a receive at an already used rt is skipped (rare)
                 last_rt[q] = rt
-                processes[q].receive(stamp, rt)
+                processes[q].receive(stamp, now=rt)
 
         for q in procs:
             engine.at(start + int(net.expovariate(p["rate"])), publish, q)
-        end = start + p["duration"] + 4 * p["delay_max"] + 8 * delta2 + 10 * eps
-        for t in range(start, end):
-            for m in ("A1", "B1", "A2", "B2", "T1", "T2"):
-                engine.at(t, nodes[m].tick, None, priority=LATE)
         engine.run()
         metrics: list[tuple[str, float, int | None]] = []
         mismatches = 0
@@ -206,7 +229,7 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
             ("resets", float(sum(pr.message_resets for pr in processes.values())), None),
         ]
         for n in p["vector_ns"]:
-            ts_bytes = 8 + 1 + math.ceil(2 * eps * math.log2(n + 1) / 8)
+            ts_bytes = WireCodec(eps, delta, n).size
             metrics.append((f"timestamp_bytes_n={n}", float(ts_bytes), None))
             metrics.append((f"vector_bytes_n={n}", float(8 * n), None))
         write_metrics(ds, name, "merge", metrics)

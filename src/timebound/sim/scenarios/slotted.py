@@ -143,7 +143,7 @@ class _Channel:
             return
         self.arrived.add(ident)
         self._row("arrive", ident, None)
-        for act in self.receiver.receive(ident, self.stamps[ident], self.engine.now):
+        for act in self.receiver.receive(ident, self.stamps[ident], now=self.engine.now):
             deliver = isinstance(act, Deliver)
             self.actions.add((self.run, "c1", act.message, "deliver" if deliver else "discard"))
             if deliver:
