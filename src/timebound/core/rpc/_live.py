@@ -1,0 +1,515 @@
+"""The RPC of section 3.1 on a real network: frames, procedures, refusals, keys.
+
+Theory of operation
+-------------------
+``Server`` and ``Client`` (Fig. 3-1) decide everything about a call; this module
+adds what a live service needs around them, still sans-IO, so that the asyncio
+driver (``timebound.net``) holds no protocol rule:
+
+- *Frames.* Every datagram is a ``timebound.core.wire`` frame of kind ``KIND_RPC``
+  whose body is one RPC message: the CALL, truncated CALL, ACK, REPLY and REPLY-ACK
+  of ``_messages`` (type bytes 1-5), or a REFUSE (type 6) defined here::
+
+      6:u8  conn_len:u8  conn  ts:u64  reason:u8      (1 stale, 2 early, 3 down,
+                                                       4 overloaded)
+
+- *Procedures.* A CALL's payload is ``proc_len:u8 proc:UTF-8 args``; a REPLY's result
+  is ``status:u8 data`` (0 ok, 1 the handler raised: ``data`` is its UTF-8 message,
+  2 no such procedure). A CALL whose payload does not parse is malformed and dropped
+  *before* SCMP sees it, so it never takes an at-most-once slot.
+- *Refusals* (the paper's server stays silent; a live client is better told why).
+  A CALL the SCMP receiver refuses is answered with REFUSE: STALE -> stale, EARLY ->
+  early, DOWN and RECOVERING -> down, FULL -> overloaded. A STALE refusal while the
+  server's clock has not yet passed the ``upper`` it recovered from stable storage
+  is reported as *down*: the server restarted and cannot tell whether that call ran
+  before the crash (calls stamped after the recovered bound, i.e. about restart +
+  beta, are accepted). A truncated CALL (a probe) for a call the server no longer
+  holds is refused the same way. Choice: duplicates of IDLE entries and late copies
+  of older calls stay unanswered, as in Fig. 3-1.
+- *Keys.* ``RpcService`` answers each request with the key that authenticated it
+  (remembered per peer only while it is the previous key of a rotation), so clients
+  still on the previous key read their replies during the grace period.
+
+What a refusal means to the caller: *early* and *overloaded* calls were not run (an
+accepted timestamp is always at or below ``latest``, and a FULL table admits only
+connections above ``upper``); *stale* and *down* refuse this copy only: an earlier
+copy may have run before a crash or an eviction, so the outcome is unknown, exactly
+as for a timeout. Never run twice either way. Tests: ``tests/test_net_service.py``.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from timebound.core.atmostonce import Estimator, Resilience, Verdict
+from timebound.core.rpc._client import Client, Completed, GaveUp, Policy
+from timebound.core.rpc._messages import MAX_CONN_BYTES, Call
+from timebound.core.rpc._server import Outgoing, Server, ServerOutput, StartCall, _Entry
+from timebound.core.wire import KIND_RPC, FrameCodec, Key
+from timebound.errors import MalformedDatagram, ProtocolUsageError
+
+P = TypeVar("P", bound=Hashable)
+
+#: Type byte of a REFUSE message (after the five of ``_messages``).
+REFUSE_TYPE = 6
+#: Longest procedure name, in UTF-8 bytes.
+MAX_PROC_BYTES = 255
+
+_CALL_TYPE = 1
+_TRUNCATED_TYPE = 2
+_REPLY_TYPE = 4
+_TS = struct.Struct(">Q")
+
+
+class Reason(enum.Enum):
+    """Why a server refused a call (the REFUSE reason byte)."""
+
+    STALE = 1
+    EARLY = 2
+    DOWN = 3
+    OVERLOADED = 4
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
+class Status(enum.IntEnum):
+    """The first byte of a REPLY's result."""
+
+    OK = 0
+    ERROR = 1
+    NO_PROCEDURE = 2
+
+
+_REASONS: dict[Verdict, Reason] = {
+    Verdict.STALE: Reason.STALE,
+    Verdict.EARLY: Reason.EARLY,
+    Verdict.DOWN: Reason.DOWN,
+    Verdict.RECOVERING: Reason.DOWN,
+    Verdict.FULL: Reason.OVERLOADED,
+}
+
+
+# -- bodies ----------------------------------------------------------------------
+
+
+def encode_call_payload(proc: str, args: bytes) -> bytes:
+    raw = proc.encode("utf-8")
+    if not 1 <= len(raw) <= MAX_PROC_BYTES:
+        raise ProtocolUsageError(f"procedure name must be 1..{MAX_PROC_BYTES} UTF-8 bytes")
+    return bytes((len(raw),)) + raw + args
+
+
+def decode_call_payload(payload: bytes) -> tuple[str, bytes]:
+    """``(proc, args)`` of a CALL payload; ``MalformedDatagram`` if it does not parse."""
+    if not payload or payload[0] == 0 or len(payload) < 1 + payload[0]:
+        raise MalformedDatagram("call payload does not hold a procedure name")
+    end = 1 + payload[0]
+    try:
+        proc = payload[1:end].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedDatagram("procedure name is not UTF-8") from exc
+    return proc, payload[end:]
+
+
+def encode_result(status: Status, data: bytes) -> bytes:
+    return bytes((status,)) + data
+
+
+def decode_result(result: bytes) -> tuple[Status, bytes]:
+    if not result or result[0] > Status.NO_PROCEDURE:
+        raise MalformedDatagram("reply result has no valid status byte")
+    return Status(result[0]), result[1:]
+
+
+def encode_refusal(conn: str, ts: int, reason: Reason) -> bytes:
+    Call(conn, ts, None)  # validates conn and ts
+    raw = conn.encode("utf-8")
+    return bytes((REFUSE_TYPE, len(raw))) + raw + _TS.pack(ts) + bytes((reason.value,))
+
+
+def decode_refusal(message: bytes) -> tuple[str, int, Reason]:
+    """``(conn, ts, reason)`` of a REFUSE message; ``MalformedDatagram`` otherwise."""
+    size = len(message)
+    if size < 2 or message[0] != REFUSE_TYPE or message[1] == 0:
+        raise MalformedDatagram("not a refusal")
+    at = 2 + message[1]
+    if size != at + _TS.size + 1:
+        raise MalformedDatagram("refusal of the wrong length")
+    try:
+        conn = message[2:at].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedDatagram("connection id is not UTF-8") from exc
+    (ts,) = _TS.unpack_from(message, at)
+    reason = message[at + _TS.size]
+    if ts == 0 or not 1 <= reason <= len(Reason):
+        raise MalformedDatagram("refusal with timestamp 0 or an unknown reason")
+    return conn, ts, Reason(reason)
+
+
+def _call_payload_ok(message: bytes) -> bool:
+    """A CALL message's payload starts with a well-formed procedure name (the rest
+    of the message is checked by ``_messages.decode``)."""
+    size = len(message)
+    if size < 2:
+        return False
+    at = 2 + message[1] + 8 + 4
+    if size <= at:
+        return False
+    n = message[at]
+    if n == 0 or size < at + 1 + n:
+        return False
+    try:
+        message[at + 1:at + 1 + n].decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+# -- server ----------------------------------------------------------------------
+
+
+class _RefusingServer(Server[P]):
+    """Fig. 3-1 (``Server``) that answers refused CALLs and unknown probes with REFUSE."""
+
+    down_until = 0  # the upper recovered from stable storage (see the module doc)
+    refused: dict[Reason, int]
+
+    def _refuse(self, msg: Call, verdict: Verdict, now: int, peer: P) -> ServerOutput[P]:
+        reason = _REASONS[verdict]
+        if reason is Reason.STALE and now <= self.down_until:
+            reason = Reason.DOWN
+        self.refused[reason] += 1
+        return ServerOutput(sends=(Outgoing(peer, encode_refusal(msg.conn, msg.ts, reason)),))
+
+    def _call(self, msg: Call, payload: bytes, now: int, peer: P) -> ServerOutput[P]:
+        verdict = self.receiver.receive(msg.conn, msg.ts, now=now)
+        if verdict is Verdict.ACCEPTED:
+            return self._accepted(msg, payload, peer)
+        if verdict is Verdict.DUPLICATE:
+            return self._duplicate(msg, peer)
+        self._counts["ignored"] += 1
+        return self._refuse(msg, verdict, now, peer)
+
+    def _accepted(self, msg: Call, payload: bytes, peer: P) -> ServerOutput[P]:
+        # Same as Server._call's ACCEPTED branch (the receiver already decided).
+        self._entries[msg.conn] = _Entry(msg.ts, peer)
+        self._counts["started"] += 1
+        return ServerOutput(starts=(StartCall(msg.conn, msg.ts, payload, peer, self.epoch),))
+
+    def _probe(self, msg: Call, now: int, peer: P) -> ServerOutput[P]:
+        self.receiver.handle_timer(now=now)
+        if self.receiver.down:
+            self._counts["ignored"] += 1
+            return self._refuse(msg, Verdict.DOWN, now, peer)
+        entry = self._entry(msg.conn)
+        if entry is None or entry.ts < msg.ts:
+            # The server does not hold this call (a crash or an eviction lost it).
+            self._counts["ignored"] += 1
+            return self._refuse(msg, Verdict.STALE, now, peer)
+        return self._duplicate(msg, peer)
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation(Generic[P]):
+    """A call to run: ``proc(args)``; then ``RpcService.complete(this, ...)``."""
+
+    proc: str
+    args: bytes
+    start: StartCall[P]
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceOutput(Generic[P]):
+    """Frames to send (already sealed) and procedures to run."""
+
+    sends: tuple[Outgoing[P], ...] = ()
+    runs: tuple[Invocation[P], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceStatistics:
+    """The counters an operator reads (``timebound rpc stats``, Prometheus)."""
+
+    calls: int
+    executions: int
+    duplicates: int
+    stale: int
+    early: int
+    down: int
+    overloaded: int
+    acks: int
+    replies: int
+    replies_retransmitted: int
+    reply_acks: int
+    table_size: int
+    computing: int
+    estimate: int
+    upper: int
+    latest: int | None
+    malformed: int
+    unauthenticated: int
+    late_completions: int
+
+
+class RpcService(Generic[P]):
+    """A live at-most-once RPC server: frames in, frames and procedures out.
+
+    The keyword options are ``Server``'s (``rho`` or ``estimator``, ``kappa``,
+    ``gc_every``, ``resilience``, ``capacity``, ``high_water``, ``start``).
+    """
+
+    def __init__(
+        self,
+        codec: FrameCodec,
+        *,
+        rho: int | None = None,
+        kappa: int = 0,
+        estimator: Estimator | None = None,
+        gc_every: int | None = None,
+        resilience: Resilience | None = None,
+        capacity: int | None = None,
+        high_water: int | None = None,
+        start: int = 0,
+    ) -> None:
+        self.codec = codec
+        self.server: _RefusingServer[P] = _RefusingServer(
+            rho=rho, kappa=kappa, estimator=estimator, gc_every=gc_every,
+            resilience=resilience, capacity=capacity, high_water=high_water, start=start,
+        )
+        self.server.refused = dict.fromkeys(Reason, 0)
+        self.server.down_until = self.server.receiver.upper
+        self.calls = 0
+        self._malformed = 0
+        self._peer_keys: dict[P, Key] = {}
+
+    # -- queries -------------------------------------------------------------
+
+    def next_deadline(self) -> int | None:
+        return self.server.next_deadline()
+
+    def statistics(self) -> ServiceStatistics:
+        s = self.server.statistics()
+        r = s.receiver
+        refused = self.server.refused
+        return ServiceStatistics(
+            calls=self.calls, executions=s.started, duplicates=r.duplicate,
+            stale=refused[Reason.STALE], early=refused[Reason.EARLY],
+            down=refused[Reason.DOWN], overloaded=refused[Reason.OVERLOADED],
+            acks=s.acks, replies=s.replies, replies_retransmitted=s.retransmitted,
+            reply_acks=s.reply_acks, table_size=r.entries, computing=s.computing,
+            estimate=r.estimate, upper=r.upper, latest=r.latest,
+            malformed=self.codec.malformed + self._malformed + s.malformed,
+            unauthenticated=self.codec.unauthenticated,
+            late_completions=s.late_completions,
+        )
+
+    # -- inputs --------------------------------------------------------------
+
+    def receive(self, datagram: bytes, peer: P, *, now: int) -> ServiceOutput[P]:
+        """A datagram from ``peer`` at server time ``now``."""
+        opened = self.codec.open(datagram, now=now)
+        if opened is None:
+            return ServiceOutput()
+        kind, message, key = opened
+        if kind != KIND_RPC or not message:
+            self._malformed += 1
+            return ServiceOutput()
+        if message[0] == _CALL_TYPE:
+            if not _call_payload_ok(message):
+                self._malformed += 1
+                return ServiceOutput()
+            self.calls += 1
+        elif message[0] == _TRUNCATED_TYPE:
+            self.calls += 1
+        self._note_key(peer, key)
+        out = self.server.receive(message, peer, now=now)
+        runs: tuple[Invocation[P], ...] = ()
+        if out.starts:
+            runs = tuple(
+                Invocation(*decode_call_payload(start.payload), start) for start in out.starts
+            )
+        return ServiceOutput(self._seal(out.sends), runs)
+
+    def complete(self, run: Invocation[P], status: Status, data: bytes, *,
+                 now: int) -> ServiceOutput[P]:
+        """``run`` finished at ``now`` with ``status`` and ``data``."""
+        out = self.server.complete(run.start, encode_result(status, data), now=now)
+        return ServiceOutput(self._seal(out.sends))
+
+    def handle_timer(self, *, now: int) -> ServiceOutput[P]:
+        self.server.handle_timer(now=now)
+        keyring = self.codec.keyring
+        if (self._peer_keys and keyring is not None and keyring.previous_until is not None
+                and now >= keyring.previous_until):
+            self._peer_keys.clear()
+        return ServiceOutput()
+
+    # -- internals -----------------------------------------------------------
+
+    def _note_key(self, peer: P, key: Key | None) -> None:
+        keyring = self.codec.keyring
+        if keyring is None or key is None:
+            return
+        if key is keyring.current:
+            if self._peer_keys:
+                self._peer_keys.pop(peer, None)
+        else:
+            self._peer_keys[peer] = key
+
+    def _seal(self, sends: tuple[Outgoing[P], ...]) -> tuple[Outgoing[P], ...]:
+        seal = self.codec.seal
+        keys = self._peer_keys
+        if not keys:
+            return tuple(Outgoing(o.peer, seal(KIND_RPC, o.datagram)) for o in sends)
+        return tuple(
+            Outgoing(o.peer, seal(KIND_RPC, o.datagram, keys.get(o.peer))) for o in sends
+        )
+
+
+# -- client ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """The server refused call ``(conn, ts)`` for ``reason``."""
+
+    conn: str
+    ts: int
+    reason: Reason
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """Call ``(conn, ts)`` came back with ``status`` and ``data``."""
+
+    conn: str
+    ts: int
+    status: Status
+    data: bytes
+
+
+LiveOutcome = Answered | Rejected | GaveUp
+
+
+@dataclass(frozen=True, slots=True)
+class CallerOutput:
+    datagrams: tuple[bytes, ...] = ()
+    outcomes: tuple[LiveOutcome, ...] = ()
+
+
+class RpcCaller:
+    """A live at-most-once RPC client over ``Client``: frames, procedures, refusals.
+
+    One caller talks to one server over any number of connections (``conn`` ids of
+    at most ``MAX_CONN_BYTES`` UTF-8 bytes), each with at most one outstanding call.
+
+    ``reply_ack_delay`` (ticks; 0: at once): the REPLY-ACK hint of a completed call is
+    sent only if no new call on its connection comes within the delay; a new call
+    makes it unnecessary (Fig. 3-1: a NEW call discards the stored reply), so a
+    client calling in sequence sends two datagrams per call, as plain UDP does.
+    """
+
+    def __init__(self, name: str, policy: Policy, codec: FrameCodec, *,
+                 reply_ack_delay: int = 0) -> None:
+        if reply_ack_delay < 0:
+            raise ProtocolUsageError(f"reply_ack_delay must be >= 0, got {reply_ack_delay}")
+        self.client = Client(name, policy)
+        self.codec = codec
+        self.reply_ack_delay = reply_ack_delay
+        self.rejected = 0
+        self.reply_acks_saved = 0
+        self._malformed = 0
+        self._acks: dict[str, tuple[int, bytes]] = {}  # conn -> (due, sealed REPLY-ACK)
+
+    def next_deadline(self) -> int | None:
+        deadline = self.client.next_deadline()
+        if self._acks:
+            due = min(d for d, _ in self._acks.values())
+            deadline = due if deadline is None else min(deadline, due)
+        return deadline
+
+    def flush_reply_acks(self) -> tuple[bytes, ...]:
+        """Every deferred REPLY-ACK, now (the client is closing)."""
+        frames = tuple(frame for _, frame in self._acks.values())
+        self._acks.clear()
+        return frames
+
+    def call(self, proc: str, args: bytes, *, now: int, conn: str) -> tuple[int, tuple[bytes, ...]]:
+        """Start ``proc(args)`` on ``conn``: its timestamp and the frames to send."""
+        if len(conn.encode("utf-8")) > MAX_CONN_BYTES:
+            raise ProtocolUsageError("connection id too long")
+        if self._acks and self._acks.pop(conn, None) is not None:
+            self.reply_acks_saved += 1  # the new call tells the server (Fig. 3-1)
+        calling = self.client.call(encode_call_payload(proc, args), now=now, conn=conn)
+        seal = self.codec.seal
+        return calling.id.ts, tuple(seal(KIND_RPC, d) for d in calling.datagrams)
+
+    def abandon(self, conn: str) -> None:
+        """Forget the outstanding call on ``conn`` (its caller stopped waiting)."""
+        self.client._pending.pop(conn, None)
+
+    def receive(self, datagram: bytes, *, now: int) -> CallerOutput:
+        opened = self.codec.open(datagram, now=now)
+        if opened is None:
+            return CallerOutput()
+        kind, message, _key = opened
+        if kind != KIND_RPC or not message:
+            self._malformed += 1
+            return CallerOutput()
+        if message[0] == REFUSE_TYPE:
+            return self._refusal(message)
+        out = self.client.receive(message, now=now)
+        frames = self._seal(out.datagrams)
+        if self.reply_ack_delay and len(out.outcomes) == 1 and len(frames) == 1:
+            # The REPLY-ACK of a completed call waits: a next call on the connection
+            # makes it unnecessary (a new CALL discards the stored reply).
+            self._acks[out.outcomes[0].conn] = (now + self.reply_ack_delay, frames[0])
+            frames = ()
+        return CallerOutput(frames, self._outcomes(out.outcomes))
+
+    def handle_timer(self, *, now: int) -> CallerOutput:
+        out = self.client.handle_timer(now=now)
+        frames = self._seal(out.datagrams)
+        if self._acks:
+            due = [conn for conn, (at, _) in self._acks.items() if at <= now]
+            frames += tuple(self._acks.pop(conn)[1] for conn in due)
+        return CallerOutput(frames, self._outcomes(out.outcomes))
+
+    @property
+    def malformed(self) -> int:
+        return self.codec.malformed + self._malformed + self.client.statistics().malformed
+
+    def _refusal(self, message: bytes) -> CallerOutput:
+        try:
+            conn, ts, reason = decode_refusal(message)
+        except MalformedDatagram:
+            self._malformed += 1
+            return CallerOutput()
+        pending = self.client._pending.get(conn)
+        if pending is None or pending.ts != ts:
+            return CallerOutput()
+        del self.client._pending[conn]
+        self.rejected += 1
+        return CallerOutput(outcomes=(Rejected(conn, ts, reason),))
+
+    def _seal(self, datagrams: tuple[bytes, ...]) -> tuple[bytes, ...]:
+        seal = self.codec.seal
+        return tuple(seal(KIND_RPC, d) for d in datagrams)
+
+    def _outcomes(self, outcomes: tuple[Completed | GaveUp, ...]) -> tuple[LiveOutcome, ...]:
+        result: list[LiveOutcome] = []
+        for o in outcomes:
+            if isinstance(o, Completed):
+                try:
+                    status, data = decode_result(o.result)
+                except MalformedDatagram:
+                    status, data = Status.ERROR, b"malformed reply result"
+                result.append(Answered(o.conn, o.ts, status, data))
+            else:
+                result.append(o)
+        return tuple(result)

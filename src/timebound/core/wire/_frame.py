@@ -1,0 +1,217 @@
+"""One datagram frame for every live protocol: header, body, optional HMAC tag.
+
+Theory of operation
+-------------------
+Every datagram timebound sends on a real network is one *frame* (``docs/wire.md``)::
+
+    version:u8  kind:u8  flags:u8  key_id:u8  body  [tag: TAG_BYTES]
+
+``version`` is ``VERSION`` (1); a receiver drops every other version (a later
+version may change anything after the first byte). ``kind`` names the protocol
+whose body follows (``KIND_RPC`` = 1 is the at-most-once RPC of
+``timebound.core.rpc``; 0 is never used, other values are reserved for channels,
+groups and pub-sub). ``flags`` bit 0 (``FLAG_AUTH``) says a tag ends the frame; the
+other bits must be 0. ``key_id`` is the first byte of SHA-256 of the key that made
+the tag (0 when unauthenticated): a hint that spares a receiver holding two keys
+during a rotation from computing two HMACs for every frame.
+
+Authentication (optional, shared key): the tag is the first ``TAG_BYTES`` (16) bytes
+of HMAC-SHA256(key, header + body), compared in constant time. It protects the
+whole frame, header included, so a frame cannot be moved to another kind or
+version. It does not stop an attacker from *replaying* a captured frame; the
+protocols above make replays harmless (an at-most-once CALL replayed is a duplicate
+for SCMP: refused, never run twice).
+
+Key rotation: a ``Keyring`` holds a current key and, optionally, a previous one
+accepted until ``previous_until`` (an absolute tick; None: until removed). A
+receiver answers with the key the request was authenticated with, so a client still
+on the previous key can read its replies during the grace period.
+
+Strictness: ``FrameCodec.open`` never raises on what a peer sent. A datagram shorter
+than a header, longer than ``MAX_DATAGRAM``, of another version, with unknown flag
+bits, with kind 0, or too short for its tag is counted as *malformed*; a frame whose
+tag does not verify under an accepted key, a frame without a tag at a receiver that
+has keys, and a tagged frame at a receiver without keys are counted as
+*unauthenticated*. Both are dropped before any protocol state is touched. Pinned by
+``tests/test_net_wire.py`` (every truncation and every single-byte change of a
+sealed frame is dropped).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from timebound.errors import ProtocolUsageError
+
+#: The frame format version this code writes and reads.
+VERSION = 1
+#: Bytes of the header: version, kind, flags, key id.
+HEADER_BYTES = 4
+#: Bytes of the truncated HMAC-SHA256 tag.
+TAG_BYTES = 16
+#: Largest frame, in bytes: the largest UDP payload over IPv4 (65535 - 8 - 20).
+MAX_DATAGRAM = 65507
+#: Flag bit: the frame ends with a tag.
+FLAG_AUTH = 0x01
+#: Frame kind of the at-most-once RPC (``timebound.core.rpc``).
+KIND_RPC = 1
+#: Shortest accepted key, in bytes (128 bits).
+MIN_KEY_BYTES = 16
+
+_NO_TAG = bytes((0,))
+
+
+def key_id(secret: bytes) -> int:
+    """The key id byte of ``secret``: the first byte of its SHA-256."""
+    return hashlib.sha256(secret).digest()[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """One shared secret and its id byte."""
+
+    secret: bytes
+
+    def __post_init__(self) -> None:
+        if len(self.secret) < MIN_KEY_BYTES:
+            raise ProtocolUsageError(
+                f"a key must be at least {MIN_KEY_BYTES} bytes, got {len(self.secret)}"
+            )
+
+    @property
+    def id(self) -> int:
+        return key_id(self.secret)
+
+    def tag(self, data: bytes) -> bytes:
+        return hmac.digest(self.secret, data, "sha256")[:TAG_BYTES]
+
+
+@dataclass(frozen=True, slots=True)
+class Keyring:
+    """The keys a receiver accepts: ``current`` and, during a rotation, ``previous``
+    until the absolute tick ``previous_until`` (None: until the keyring is replaced)."""
+
+    current: Key
+    previous: Key | None = None
+    previous_until: int | None = None
+
+    def accepted(self, kid: int, now: int) -> tuple[Key, ...]:
+        """Keys to try for a frame with key id ``kid`` at ``now`` (current first)."""
+        keys: tuple[Key, ...] = ()
+        if self.current.id == kid:
+            keys = (self.current,)
+        previous = self.previous
+        if previous is not None and previous.id == kid and (
+            self.previous_until is None or now < self.previous_until
+        ):
+            keys += (previous,)
+        return keys
+
+
+class Opened(NamedTuple):
+    """A frame that passed every check: its kind, body and the key that verified it."""
+
+    kind: int
+    body: bytes
+    key: Key | None
+
+
+@dataclass(frozen=True, slots=True)
+class FrameStatistics:
+    opened: int
+    sealed: int
+    malformed: int
+    unauthenticated: int
+    unknown_version: int
+    oversized: int
+
+
+class FrameCodec:
+    """Seals and opens frames for one endpoint; counts what it drops.
+
+    With ``keyring`` None the endpoint neither sends nor accepts tags; with a
+    keyring it tags everything it sends (with the current key unless told which)
+    and accepts only frames tagged under an accepted key.
+    """
+
+    def __init__(self, keyring: Keyring | None = None) -> None:
+        self.keyring = keyring
+        self.opened = 0
+        self.sealed = 0
+        self.malformed = 0
+        self.unauthenticated = 0
+        self.unknown_version = 0
+        self.oversized = 0
+
+    def statistics(self) -> FrameStatistics:
+        return FrameStatistics(
+            opened=self.opened, sealed=self.sealed, malformed=self.malformed,
+            unauthenticated=self.unauthenticated, unknown_version=self.unknown_version,
+            oversized=self.oversized,
+        )
+
+    def seal(self, kind: int, body: bytes, key: Key | None = None) -> bytes:
+        """The frame carrying ``body``; tagged with ``key`` or the current key."""
+        if not 1 <= kind <= 255:
+            raise ProtocolUsageError(f"frame kind must be in [1, 255], got {kind}")
+        if key is None and self.keyring is not None:
+            key = self.keyring.current
+        if key is None:
+            frame = bytes((VERSION, kind, 0, 0)) + body
+        else:
+            head = bytes((VERSION, kind, FLAG_AUTH, key.id)) + body
+            frame = head + key.tag(head)
+        if len(frame) > MAX_DATAGRAM:
+            raise ProtocolUsageError(
+                f"frame of {len(frame)} bytes exceeds the datagram limit {MAX_DATAGRAM}"
+            )
+        self.sealed += 1
+        return frame
+
+    def open(self, datagram: bytes, *, now: int = 0) -> Opened | None:
+        """The frame's kind, body and key, or None (counted) if it must be dropped."""
+        size = len(datagram)
+        if size < HEADER_BYTES:
+            self.malformed += 1
+            return None
+        if size > MAX_DATAGRAM:
+            self.malformed += 1
+            self.oversized += 1
+            return None
+        version, kind, flags, kid = datagram[0], datagram[1], datagram[2], datagram[3]
+        if version != VERSION:
+            self.malformed += 1
+            self.unknown_version += 1
+            return None
+        if kind == 0 or flags & ~FLAG_AUTH:
+            self.malformed += 1
+            return None
+        keyring = self.keyring
+        if not flags:
+            if kid or keyring is not None:
+                # A key id without a tag is malformed; no tag at a keyed receiver
+                # is unauthenticated.
+                if kid:
+                    self.malformed += 1
+                else:
+                    self.unauthenticated += 1
+                return None
+            self.opened += 1
+            return Opened(kind, bytes(datagram[HEADER_BYTES:]), None)
+        if size < HEADER_BYTES + TAG_BYTES:
+            self.malformed += 1
+            return None
+        if keyring is None:
+            self.unauthenticated += 1
+            return None
+        data = bytes(datagram)
+        signed, tag = data[:-TAG_BYTES], data[-TAG_BYTES:]
+        for key in keyring.accepted(kid, now):
+            if hmac.compare_digest(key.tag(signed), tag):
+                self.opened += 1
+                return Opened(kind, signed[HEADER_BYTES:], key)
+        self.unauthenticated += 1
+        return None

@@ -1,0 +1,384 @@
+"""``timebound rpc bench``: the paper's benchmark (SCMP Figs. 3-2 and 3-3), live.
+
+Null calls on loopback from this process to a server process (one core each on a
+2-core machine). (i) one client makes N sequential calls; (ii) N clients make one
+call each, in two socket set-up modes: *fresh* (every client opens its own socket,
+connection or channel: what a new SunRPC client handle does; we take this to be the
+paper's experiment) and *shared* (one process reuses one socket for N connection
+ids: the protocol's cost without socket set-up). Protocols: at-most-once RPC
+(``timebound.net``), plain UDP request/response, TCP over one connection, TCP with a
+connection per call, gRPC unary (grpcio asyncio, one channel / channel per call).
+Each loop (asyncio, uvloop when installed) gets its own server process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from timebound.errors import UsageError
+from timebound.net._client import RpcClient
+from timebound.net._loop import install_uvloop, new_event_loop
+from timebound.net._server import RpcServer
+
+PROTOCOLS = ("amo", "udp", "tcp-one-connection", "tcp-per-call", "grpc-one-channel",
+             "grpc-channel-per-call")
+LABELS = {"amo": "at-most-once RPC", "udp": "plain UDP", "tcp-one-connection": "TCP, one connection",
+          "tcp-per-call": "TCP, connection per call", "grpc-one-channel": "gRPC, one channel",
+          "grpc-channel-per-call": "gRPC, channel per call"}
+_LEN = struct.Struct(">I")
+GRPC_METHOD = "/timebound.bench.Null/Call"
+
+
+# -- servers (run in their own process) --------------------------------------------
+
+
+class _UdpEcho(asyncio.DatagramProtocol):
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport: Any = transport
+
+    def datagram_received(self, data: bytes, addr: Any) -> None:
+        self.transport.sendto(data, addr)
+
+
+async def _tcp_echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while True:
+            head = await reader.readexactly(4)
+            body = await reader.readexactly(_LEN.unpack(head)[0])
+            writer.write(head + body)
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+
+async def _serve(with_grpc: bool) -> None:
+    loop = asyncio.get_running_loop()
+    folder = tempfile.mkdtemp(prefix="timebound-bench-")
+    ports: dict[str, int] = {}
+    server = RpcServer({"null": lambda payload: b""}, storage=os.path.join(folder, "latest.json"))
+    await server.start()
+    ports["amo"] = server.address[1]
+    udp, _ = await loop.create_datagram_endpoint(_UdpEcho, local_addr=("127.0.0.1", 0))
+    ports["udp"] = udp.get_extra_info("sockname")[1]
+    tcp = await asyncio.start_server(_tcp_echo, "127.0.0.1", 0)
+    ports["tcp"] = tcp.sockets[0].getsockname()[1]
+    grpc_server = None
+    if with_grpc:
+        import grpc
+
+        def null(request: bytes, context: Any) -> bytes:
+            return b""
+
+        handler = grpc.method_handlers_generic_handler(
+            "timebound.bench.Null", {"Call": grpc.unary_unary_rpc_method_handler(null)})
+        grpc_server = grpc.aio.server()
+        grpc_server.add_generic_rpc_handlers((handler,))
+        ports["grpc"] = grpc_server.add_insecure_port("127.0.0.1:0")
+        await grpc_server.start()
+    print(json.dumps(ports), flush=True)
+    await loop.run_in_executor(None, sys.stdin.read)  # until the parent closes stdin
+    await server.close()
+    if grpc_server is not None:
+        await grpc_server.stop(0)
+    for name in os.listdir(folder):
+        os.unlink(os.path.join(folder, name))
+    os.rmdir(folder)
+
+
+# -- clients ---------------------------------------------------------------------
+
+Timed = Callable[[], Awaitable[None]]
+
+
+class _UdpClient(asyncio.DatagramProtocol):
+    def __init__(self) -> None:
+        self.waiter: asyncio.Future[bytes] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport: Any = transport
+
+    def datagram_received(self, data: bytes, addr: Any) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(data)
+
+    async def call(self, payload: bytes) -> bytes:
+        self.waiter = asyncio.get_running_loop().create_future()
+        self.transport.sendto(payload)
+        return await asyncio.wait_for(self.waiter, 2.0)
+
+
+async def _udp_open(port: int) -> _UdpClient:
+    _, proto = await asyncio.get_running_loop().create_datagram_endpoint(
+        _UdpClient, remote_addr=("127.0.0.1", port))
+    return proto
+
+
+async def _tcp_call(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    payload: bytes) -> bytes:
+    writer.write(_LEN.pack(len(payload)) + payload)
+    head = await reader.readexactly(4)
+    return await reader.readexactly(_LEN.unpack(head)[0])
+
+
+async def _measure(fn: Timed, n: int, warmup: int) -> list[float]:
+    for _ in range(warmup):
+        await fn()
+    out: list[float] = []
+    clock = time.perf_counter_ns
+    for _ in range(n):
+        t = clock()
+        await fn()
+        out.append((clock() - t) / 1000.0)
+    return out
+
+
+async def _run_protocol(proto: str, mode: str, ports: dict[str, int], n: int) -> list[float] | None:
+    """Latencies (µs) of ``n`` calls of ``proto`` in ``mode`` (seq, fresh, shared)."""
+    warm = max(5, n // 20)
+    if proto == "amo":
+        addr = ("127.0.0.1", ports["amo"])
+        if mode == "fresh":
+            async def fresh() -> None:
+                async with RpcClient(addr) as c:
+                    await c.call("null")
+            return await _measure(fresh, n, warm)
+        async with RpcClient(addr) as client:
+            new = mode == "shared"
+
+            async def one() -> None:
+                await client.call("null", new_connection=new)
+            return await _measure(one, n, warm)
+    if proto == "udp":
+        if mode == "fresh":
+            async def fresh_udp() -> None:
+                c = await _udp_open(ports["udp"])
+                await c.call(b"0")
+                c.transport.close()
+            return await _measure(fresh_udp, n, warm)
+        c = await _udp_open(ports["udp"])
+        try:
+            async def one_udp() -> None:
+                await c.call(b"0")
+            return await _measure(one_udp, n, warm)
+        finally:
+            c.transport.close()
+    if proto.startswith("tcp"):
+        if proto == "tcp-one-connection" and mode == "seq":
+            reader, writer = await asyncio.open_connection("127.0.0.1", ports["tcp"])
+            try:
+                async def one_tcp() -> None:
+                    await _tcp_call(reader, writer, b"")
+                return await _measure(one_tcp, n, warm)
+            finally:
+                writer.close()
+        if proto == "tcp-one-connection":
+            return None  # one call per client: a connection per call (next row)
+
+        async def per_call() -> None:
+            r, w = await asyncio.open_connection("127.0.0.1", ports["tcp"])
+            await _tcp_call(r, w, b"")
+            w.close()
+            await w.wait_closed()
+        return await _measure(per_call, n, warm)
+    if "grpc" not in ports:
+        return None
+    import grpc
+
+    target = f"127.0.0.1:{ports['grpc']}"
+    if proto == "grpc-one-channel":
+        if mode == "fresh":
+            return None  # a fresh client has its own channel (next row)
+        async with grpc.aio.insecure_channel(target) as channel:
+            stub = channel.unary_unary(GRPC_METHOD)
+
+            async def one_grpc() -> None:
+                await stub(b"", timeout=5.0)
+            return await _measure(one_grpc, n, warm)
+
+    async def channel_per_call() -> None:
+        async with grpc.aio.insecure_channel(target) as channel:
+            await channel.unary_unary(GRPC_METHOD)(b"", timeout=5.0)
+    return await _measure(channel_per_call, n, max(2, warm // 5))
+
+
+MODES = (("seq", "(i) 1 client, sequential calls"),
+         ("fresh", "(ii) clients with a fresh socket each [paper]"),
+         ("shared", "(ii) clients sharing one socket"))
+
+
+def _client_side(ports: dict[str, int], n: int, runs: int, protocols: tuple[str, ...],
+                 use_uvloop: bool) -> dict[str, dict[str, list[float] | None]]:
+    async def everything() -> dict[str, dict[str, list[float] | None]]:
+        result: dict[str, dict[str, list[float] | None]] = {}
+        for mode, _ in MODES:
+            result[mode] = {}
+            for proto in protocols:
+                if mode == "shared" and proto in ("tcp-one-connection", "grpc-channel-per-call"):
+                    result[mode][proto] = None
+                    continue
+                samples: list[float] | None = []
+                for _ in range(runs):
+                    got = await _run_protocol(proto, mode, ports, n)
+                    if got is None:
+                        samples = None
+                        break
+                    assert samples is not None
+                    samples.extend(got)
+                result[mode][proto] = samples
+        return result
+
+    with asyncio.Runner(loop_factory=lambda: new_event_loop(use_uvloop)) as runner:
+        return runner.run(everything())
+
+
+def _p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+
+
+def run_bench(n: int, runs: int, loops: list[str], with_grpc: bool) -> dict[str, Any]:
+    protocols = PROTOCOLS if with_grpc else PROTOCOLS[:4]
+    results: dict[str, Any] = {}
+    for loop_name in loops:
+        use_uv = loop_name == "uvloop"
+        server = subprocess.Popen(
+            [sys.executable, "-m", "timebound.net._bench", "--serve", loop_name,
+             "--grpc" if with_grpc else "--no-grpc"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            assert server.stdout is not None and server.stdin is not None
+            line = server.stdout.readline()
+            if not line:
+                raise UsageError("bench", "the benchmark server did not start")
+            ports = json.loads(line)
+            samples = _client_side(ports, n, runs, protocols, use_uv)
+        finally:
+            if server.stdin is not None:
+                server.stdin.close()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+            if server.stdout is not None:
+                server.stdout.close()
+        results[loop_name] = {
+            mode: {proto: None if s is None else {"median": statistics.median(s), "p99": _p99(s),
+                                                  "n": len(s)}
+                   for proto, s in per.items()}
+            for mode, per in samples.items()}
+    return results
+
+
+def format_table(results: dict[str, Any], n: int, runs: int) -> str:
+    lines = [f"Null calls on loopback, {n} calls x {runs} run(s) per cell; latency per "
+             "call in µs (median / p99); 'x UDP' = median / plain UDP's median in the "
+             "same column. (ii) 'fresh' opens a socket/connection/channel per client "
+             "(the paper's experiment: each client its own handle); 'shared' reuses one "
+             "socket for all connection ids.", ""]
+    for loop_name, per_mode in results.items():
+        lines.append(f"### event loop: {loop_name}")
+        lines.append("")
+        head = "| protocol |" + "".join(f" {title}: median | p99 | x UDP |" for _, title in MODES)
+        lines.append(head)
+        lines.append("|---|" + "---:|---:|---:|" * len(MODES))
+        for proto in PROTOCOLS:
+            if all(proto not in per_mode[m] for m, _ in MODES):
+                continue
+            row = f"| {LABELS[proto]} |"
+            for mode, _ in MODES:
+                cell = per_mode[mode].get(proto)
+                udp = per_mode[mode].get("udp")
+                if cell is None:
+                    row += " - | - | - |"
+                    continue
+                ratio = cell["median"] / udp["median"] if udp else float("nan")
+                row += f" {cell['median']:.0f} | {cell['p99']:.0f} | {ratio:.2f} |"
+            lines.append(row)
+        lines.append("")
+        lines.extend(_verdicts(per_mode))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _verdicts(per_mode: dict[str, Any]) -> list[str]:
+    out = []
+    seq = per_mode["seq"]
+    amo_i = seq["amo"]["median"] / seq["udp"]["median"]
+    out.append(f"- (i) at-most-once / plain UDP = {amo_i:.2f} (bar: <= 1.10: "
+               f"{'met' if amo_i <= 1.10 else 'not met'})")
+    for mode in ("fresh", "shared"):
+        cells = per_mode[mode]
+        speedup = cells["tcp-per-call"]["median"] / cells["amo"]["median"]
+        out.append(f"- (ii, {mode}) TCP per call / at-most-once = {speedup:.2f} "
+                   f"(bar: >= 2: {'met' if speedup >= 2 else 'not met'})")
+    return out
+
+
+def main(args: argparse.Namespace) -> int:
+    n = args.calls if args.calls is not None else (50 if args.smoke else 1000)
+    runs = args.runs if args.runs is not None else (1 if args.smoke else 3)
+    if not 10 <= n <= 100_000:
+        raise UsageError("--calls", f"must be in 10..100000, got {n}")
+    if not 1 <= runs <= 20:
+        raise UsageError("--runs", f"must be in 1..20, got {runs}")
+    if args.loops is None:
+        loops = ["asyncio", "uvloop"] if install_uvloop() else ["asyncio"]
+    else:
+        loops = [x.strip() for x in args.loops.split(",") if x.strip()]
+        for name in loops:
+            if name not in ("asyncio", "uvloop"):
+                raise UsageError("--loops", f"unknown loop {name!r} (asyncio, uvloop)")
+        if "uvloop" in loops and not install_uvloop():
+            raise UsageError("--loops", "uvloop is not installed (pip install 'timebound[uvloop]')")
+    with_grpc = not args.no_grpc
+    if with_grpc:
+        try:
+            import grpc  # noqa: F401
+        except ImportError:
+            raise UsageError("bench", "grpcio is not installed (pip install 'timebound[bench]'"
+                                      " or pass --no-grpc)") from None
+    started = time.perf_counter()
+    results = run_bench(n, runs, loops, with_grpc)
+    table = format_table(results, n, runs)
+    command = "timebound rpc bench" + (" --smoke" if args.smoke else "") + (
+        f" --calls {args.calls}" if args.calls else "") + (f" --runs {args.runs}" if args.runs else "")
+    text = (f"# At-most-once RPC benchmark (SCMP Figs. 3-2, 3-3)\n\n"
+            f"Command: `{command}`; Python {platform.python_version()}, "
+            f"{os.cpu_count()} CPUs, {platform.machine()}; took "
+            f"{time.perf_counter() - started:.1f} s.\n\n{table}\n")
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "rpc_bench.md")
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+    with open(os.path.join(args.out, "rpc_bench.json.tmp"), "w", encoding="utf-8") as handle:
+        json.dump({"calls": n, "runs": runs, "results": results}, handle, indent=1)
+    os.replace(os.path.join(args.out, "rpc_bench.json.tmp"), os.path.join(args.out, "rpc_bench.json"))
+    print(text)
+    print(f"written: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--serve", choices=("asyncio", "uvloop"), required=True)
+    parser.add_argument("--grpc", dest="grpc", action="store_true")
+    parser.add_argument("--no-grpc", dest="grpc", action="store_false")
+    ns = parser.parse_args()
+    with asyncio.Runner(loop_factory=lambda: new_event_loop(ns.serve == "uvloop")) as r:
+        r.run(_serve(ns.grpc))

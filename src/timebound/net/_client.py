@@ -1,0 +1,186 @@
+"""``RpcClient``: the asyncio driver of ``timebound.core.rpc.RpcCaller``.
+
+One UDP socket per client, many outstanding calls on it: each call takes an idle
+connection id ``<client id>.<uid>`` (client id: 64 random bits in hex, made once per
+client; uid: a counter) and gives it back when the call ends, so a client calling
+sequentially reuses one connection, as SunRPC's single-threaded client does in the
+paper. The core decides timestamps (never backwards, unique per connection),
+retransmissions, truncation after an ACK and REPLY-ACKs; this driver only sends what
+it returns and re-arms one timer at ``next_deadline()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from typing import Any
+
+from timebound.core.rpc import GaveUp, Policy
+from timebound.core.rpc._live import Answered, CallerOutput, Rejected, RpcCaller, Status
+from timebound.core.wire import FrameCodec
+from timebound.net._clock import Clock, seconds
+from timebound.net._errors import CallRejected, CallTimeout, RemoteError
+from timebound.net._keys import keyring
+
+#: Default retransmission schedule: 20 ms, doubling, at most 1 s apart.
+DEFAULT_INTERVAL = 0.02
+DEFAULT_MAX_INTERVAL = 1.0
+#: A REPLY-ACK waits this long for a next call on its connection that makes it moot.
+DEFAULT_REPLY_ACK_DELAY = 0.05
+
+
+class _Protocol(asyncio.DatagramProtocol):
+    def __init__(self, client: RpcClient) -> None:
+        self.client = client
+
+    def datagram_received(self, data: bytes, addr: Any) -> None:
+        self.client._datagram(data)
+
+    def error_received(self, exc: Exception) -> None:
+        # ICMP port unreachable while the server is down: retransmissions go on.
+        self.client.socket_errors += 1
+
+
+class RpcClient:
+    """``async with RpcClient((host, port), key=None) as client:
+    reply = await client.call("proc", b"payload", timeout=2.0)``."""
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        *,
+        key: bytes | str | None = None,
+        clock: Clock | None = None,
+        interval: float = DEFAULT_INTERVAL,
+        max_interval: float = DEFAULT_MAX_INTERVAL,
+        backoff: int = 2,
+        client_id: str | None = None,
+        local_addr: tuple[str, int] | None = None,
+        reply_ack_delay: float = DEFAULT_REPLY_ACK_DELAY,
+    ) -> None:
+        self.address = address
+        self.clock = clock or Clock()
+        self.client_id = client_id or secrets.token_hex(8)
+        policy = Policy(interval=max(1, seconds(interval)), give_up_after=seconds(3600),
+                        backoff=backoff, max_interval=max(seconds(max_interval),
+                                                          max(1, seconds(interval))))
+        self.caller = RpcCaller(self.client_id, policy, FrameCodec(keyring(key)),
+                                reply_ack_delay=seconds(reply_ack_delay))
+        self.local_addr = local_addr
+        self.socket_errors = 0
+        self._transport: asyncio.DatagramTransport | None = None
+        self._waiting: dict[str, asyncio.Future[Answered | Rejected | GaveUp]] = {}
+        self._idle: list[str] = []
+        self._uids = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._armed: int | None = None
+
+    async def __aenter__(self) -> RpcClient:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    async def open(self) -> None:
+        loop = asyncio.get_running_loop()
+        transport, _ = await loop.create_datagram_endpoint(
+            lambda: _Protocol(self), remote_addr=self.address, local_addr=self.local_addr)
+        self._transport = transport
+
+    def close(self) -> None:
+        self._send(self.caller.flush_reply_acks())
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for fut in self._waiting.values():
+            if not fut.done():
+                fut.cancel()
+        self._waiting.clear()
+        if self._transport is not None:
+            self._transport.close()
+            self._transport = None
+
+    async def call(self, proc: str, payload: bytes = b"", *, timeout: float = 2.0,
+                   new_connection: bool = False) -> bytes:
+        """Run ``proc(payload)`` at most once on the server and return its result.
+
+        ``new_connection``: use a connection id never used before (as a new client
+        would; the benchmark's shared-socket mode). Raises ``CallTimeout`` (outcome unknown: ran at most once), ``CallRejected``
+        (``.reason``) or ``RemoteError`` (the handler raised; it ran once).
+        """
+        transport = self._transport
+        if transport is None:
+            raise RuntimeError("client is not open (use async with)")
+        conn = self._idle.pop() if self._idle and not new_connection else self._new_conn()
+        _ts, frames = self.caller.call(proc, payload, now=self.clock.now(), conn=conn)
+        fut: asyncio.Future[Answered | Rejected | GaveUp] = (
+            asyncio.get_running_loop().create_future())
+        self._waiting[conn] = fut
+        for frame in frames:
+            transport.sendto(frame)
+        deadline = self.caller.next_deadline()
+        if self._armed is None or (deadline is not None and deadline < self._armed):
+            self._rearm()
+        try:
+            async with asyncio.timeout(timeout):
+                outcome = await fut
+        except TimeoutError:
+            self.caller.abandon(conn)
+            raise CallTimeout(f"no answer to {proc!r} within {timeout} s; "
+                              "it ran at most once") from None
+        finally:
+            self._waiting.pop(conn, None)
+            self._idle.append(conn)
+        if isinstance(outcome, Answered):
+            if outcome.status is Status.OK:
+                return outcome.data
+            message = outcome.data.decode("utf-8", "replace")
+            raise RemoteError(message, no_procedure=outcome.status is Status.NO_PROCEDURE)
+        if isinstance(outcome, Rejected):
+            raise CallRejected(str(outcome.reason))
+        raise CallTimeout(f"{proc!r} gave up after retransmissions; it ran at most once")
+
+    # -- driving the core ----------------------------------------------------
+
+    def _new_conn(self) -> str:
+        self._uids += 1
+        return f"{self.client_id}.{self._uids}"
+
+    def _datagram(self, data: bytes) -> None:
+        out = self.caller.receive(data, now=self.clock.now())
+        self._act(out)
+
+    def _act(self, out: CallerOutput) -> None:
+        for outcome in out.outcomes:
+            fut = self._waiting.get(outcome.conn)
+            if fut is not None and not fut.done():
+                fut.set_result(outcome)
+        if out.datagrams:
+            self._send(out.datagrams)
+        deadline = self.caller.next_deadline()
+        if deadline is not None and (self._armed is None or deadline < self._armed):
+            self._rearm()
+
+    def _send(self, datagrams: tuple[bytes, ...]) -> None:
+        if self._transport is not None:
+            for d in datagrams:
+                self._transport.sendto(d)
+
+    def _rearm(self) -> None:
+        """One timer at the caller's next deadline (an early wake-up does no harm)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        deadline = self._armed = self.caller.next_deadline()
+        if deadline is None or self._transport is None:
+            return
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, (deadline - self.clock.now()) / 1e6)
+        self._timer = loop.call_at(loop.time() + delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._armed = None
+        self._act(self.caller.handle_timer(now=self.clock.now()))
+        self._rearm()

@@ -1,0 +1,273 @@
+"""``RpcServer``: the asyncio driver of ``timebound.core.rpc.RpcService``.
+
+After aioquic's ``asyncio/server.py``: one ``DatagramProtocol`` hands every datagram
+and the clock's ``now`` to the sans-IO service, sends the frames it returns, runs
+the procedures it starts, and re-arms one timer at ``next_deadline()``. No protocol
+rule lives here: duplicates, refusals, ACKs, reply retransmission, garbage
+collection, ``latest`` on stable storage and authentication are all the core's.
+
+Handlers are ``def f(payload: bytes) -> bytes`` (run inline: null calls cost no task)
+or ``async def`` (one task per call). An exception becomes a REPLY with an error
+status (``RemoteError`` at the client); the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import json
+import signal
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from timebound.core.atmostonce import ReceiverConfig, StableLatest
+from timebound.core.rpc import Outgoing
+from timebound.core.rpc._live import Invocation, RpcService, ServiceOutput, Status
+from timebound.core.wire import FrameCodec
+from timebound.errors import UsageError
+from timebound.net._clock import Clock, seconds
+from timebound.net._keys import keyring
+from timebound.storage import FileStorage
+
+Handler = Callable[[bytes], bytes] | Callable[[bytes], Awaitable[bytes]]
+Address = Any  # (host, port) or (host, port, flowinfo, scope_id)
+
+#: The built-in procedure answering the server's counters as JSON.
+STATS_PROCEDURE = "timebound.stats"
+
+#: Defaults of the receiver (ticks are microseconds): the paper's five minutes.
+DEFAULT_RHO = seconds(300)
+DEFAULT_GC_EVERY = seconds(1)
+DEFAULT_BETA = seconds(2)
+DEFAULT_LATEST_EVERY = seconds(1)
+
+
+def handlers_of(target: object) -> dict[str, Handler]:
+    """A dict of handlers, or an object's public methods (``uvicorn module:app``)."""
+    if isinstance(target, Mapping):
+        table = dict(target)
+    else:
+        table = {name: getattr(target, name) for name in dir(target)
+                 if not name.startswith("_") and callable(getattr(target, name))}
+    for name, fn in table.items():
+        if not isinstance(name, str) or not name or len(name.encode("utf-8")) > 255:
+            raise UsageError("handlers", f"procedure name {name!r} must be 1..255 UTF-8 bytes")
+        if not callable(fn):
+            raise UsageError("handlers", f"handler {name!r} is not callable")
+    return table
+
+
+def default_receiver() -> ReceiverConfig:
+    return ReceiverConfig("fixed", rho=DEFAULT_RHO, gc_every=DEFAULT_GC_EVERY,
+                          resilient=True, beta=DEFAULT_BETA, latest_every=DEFAULT_LATEST_EVERY)
+
+
+class _Protocol(asyncio.DatagramProtocol):
+    def __init__(self, server: RpcServer) -> None:
+        self.server = server
+
+    def datagram_received(self, data: bytes, addr: Address) -> None:
+        self.server._datagram(data, addr)
+
+    def error_received(self, exc: Exception) -> None:
+        self.server.socket_errors += 1
+
+
+class RpcServer:
+    """An at-most-once RPC server on one UDP socket. ``async with server:`` serves.
+
+    ``receiver`` (a core ``ReceiverConfig``, ticks in µs) names the SCMP receiver;
+    ``storage`` is the file holding ``latest`` (None: memory only, so a restarted
+    process could run a call twice: give a file for crash safety). ``key`` and
+    ``previous_key`` (accepted ``previous_key_grace`` seconds) turn on HMAC frames.
+    """
+
+    def __init__(
+        self,
+        handlers: Mapping[str, Handler] | object,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        storage: str | None = None,
+        key: bytes | str | None = None,
+        previous_key: bytes | str | None = None,
+        previous_key_grace: float = 3600.0,
+        receiver: ReceiverConfig | None = None,
+        kappa: int = 0,
+        capacity: int | None = None,
+        high_water: int | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.handlers = handlers_of(handlers)
+        self.host = host
+        self.port = port
+        self.clock = clock or Clock()
+        config = receiver or default_receiver()
+        if not config.resilient:
+            config = dataclasses.replace(config, resilient=True, beta=DEFAULT_BETA,
+                                         latest_every=DEFAULT_LATEST_EVERY)
+        assert config.beta is not None and config.latest_every is not None
+        now = self.clock.now()
+        ring = keyring(key, previous_key, now + seconds(previous_key_grace))
+        self.storage = FileStorage(storage) if storage is not None else None
+        from timebound.core.atmostonce import MemoryStorage
+
+        store = self.storage if self.storage is not None else MemoryStorage()
+        self.service: RpcService[Address] = RpcService(
+            FrameCodec(ring), estimator=config.new_estimator(),
+            gc_every=None if config.estimator == "limited" else config.gc_every,
+            resilience=StableLatest(store, config.beta, config.latest_every),
+            kappa=kappa, capacity=capacity, high_water=high_water, start=now,
+        )
+        self.config = config
+        self.socket_errors = 0
+        self.handler_errors = 0
+        self._transport: asyncio.DatagramTransport | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._armed: int | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closed: asyncio.Event | None = None
+        self.address: tuple[str, int] = (host, port)
+
+    # -- lifetime ------------------------------------------------------------
+
+    async def __aenter__(self) -> RpcServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        transport, _ = await loop.create_datagram_endpoint(
+            lambda: _Protocol(self), local_addr=(self.host, self.port))
+        self._transport = transport
+        sockname = transport.get_extra_info("sockname")
+        self.address = (sockname[0], sockname[1])
+        self._closed = asyncio.Event()
+        self._rearm()
+
+    async def close(self) -> None:
+        """Stop serving: fire due timers (``latest`` stays on storage), close."""
+        if self._transport is None:
+            return
+        self.service.handle_timer(now=self.clock.now())
+        if self._timer is not None:
+            self._timer.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        self._transport.close()
+        self._transport = None
+        if self._closed is not None:
+            self._closed.set()
+
+    async def serve_forever(self, *, signals: bool = True) -> None:
+        """Serve until SIGTERM/SIGINT (with ``signals``) or ``close()``."""
+        assert self._closed is not None, "start() first"
+        loop = asyncio.get_running_loop()
+        if signals:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, lambda: asyncio.ensure_future(self.close()))
+        try:
+            await self._closed.wait()
+        finally:
+            if signals:
+                for sig in (signal.SIGTERM, signal.SIGINT):
+                    loop.remove_signal_handler(sig)
+
+    def statistics(self) -> dict[str, int | None]:
+        stats = dataclasses.asdict(self.service.statistics())
+        stats["socket_errors"] = self.socket_errors
+        stats["handler_errors"] = self.handler_errors
+        return stats
+
+    # -- driving the core ----------------------------------------------------
+
+    def _datagram(self, data: bytes, addr: Address) -> None:
+        out = self.service.receive(data, addr, now=self.clock.now())
+        if out.sends:
+            self._send(out.sends)
+        for run in out.runs:
+            self._run(run)
+        if self._armed is None:
+            self._rearm()
+
+    def _send(self, sends: tuple[Outgoing[Address], ...]) -> None:
+        transport = self._transport
+        if transport is None:
+            return
+        for o in sends:
+            transport.sendto(o.datagram, o.peer)
+
+    def _run(self, run: Invocation[Address]) -> None:
+        if run.proc == STATS_PROCEDURE:
+            self._finish(run, Status.OK, json.dumps(self.statistics()).encode("utf-8"))
+            return
+        fn = self.handlers.get(run.proc)
+        if fn is None:
+            self._finish(run, Status.NO_PROCEDURE, f"no procedure {run.proc!r}".encode())
+            return
+        try:
+            result = fn(run.args)
+        except Exception as exc:  # noqa: BLE001 - a handler's failure is the caller's
+            self._failed(run, exc)
+            return
+        if inspect.isawaitable(result):
+            task = asyncio.ensure_future(self._await(run, result))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            return
+        self._result(run, result)
+
+    async def _await(self, run: Invocation[Address], pending: Awaitable[bytes]) -> None:
+        try:
+            result = await pending
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            self._failed(run, exc)
+            return
+        self._result(run, result)
+
+    def _result(self, run: Invocation[Address], result: object) -> None:
+        if isinstance(result, bytes | bytearray | memoryview):
+            self._finish(run, Status.OK, bytes(result))
+        elif result is None:
+            self._finish(run, Status.OK, b"")
+        else:
+            self.handler_errors += 1
+            self._finish(run, Status.ERROR,
+                         f"handler returned {type(result).__name__}, not bytes".encode())
+
+    def _failed(self, run: Invocation[Address], exc: BaseException) -> None:
+        self.handler_errors += 1
+        self._finish(run, Status.ERROR, f"{type(exc).__name__}: {exc}".encode()[:60000])
+
+    def _finish(self, run: Invocation[Address], status: Status, data: bytes) -> None:
+        if self._transport is None:
+            return
+        out: ServiceOutput[Address] = self.service.complete(
+            run, status, data, now=self.clock.now())
+        self._send(out.sends)
+
+    def _rearm(self) -> None:
+        deadline = self.service.next_deadline()
+        if deadline == self._armed:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._armed = deadline
+        if deadline is None or self._transport is None:
+            return
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, (deadline - self.clock.now()) / 1e6)
+        self._timer = loop.call_at(loop.time() + delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._armed = None
+        self.service.handle_timer(now=self.clock.now())
+        self._rearm()
