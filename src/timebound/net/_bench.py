@@ -358,7 +358,9 @@ def main(args: argparse.Namespace) -> int:
         f" --calls {args.calls}" if args.calls else "") + (f" --runs {args.runs}" if args.runs else "")
     text = (f"# At-most-once RPC benchmark (SCMP Figs. 3-2, 3-3)\n\n"
             f"Command: `{command}`; Python {platform.python_version()}, "
-            f"{os.cpu_count()} CPUs, {platform.machine()}; took "
+            f"{os.cpu_count()} CPUs, {platform.machine()}; load average "
+            f"{os.getloadavg()[0]:.1f} at the end (other work on the machine inflates "
+            f"every row, Python-heavy rows most); took "
             f"{time.perf_counter() - started:.1f} s.\n\n{table}\n")
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "rpc_bench.md")
