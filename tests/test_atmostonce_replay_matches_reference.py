@@ -9,8 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.atmostonce_reference import Options, reference_replay
-from timebound.replay._framework import Row
-from timebound.replay.atmostonce import AtMostOnceReplayer, add_arguments
+from timebound.adapters import Row
+from timebound.replay.atmostonce import add_arguments
+from timebound.replay.atmostonce import build as build_replayer
 
 
 def replay(rows: list[dict], o: Options) -> list[dict]:
@@ -25,7 +26,7 @@ def replay(rows: list[dict], o: Options) -> list[dict]:
     if o.resilient:
         argv.append("--resilient")
     argv += ["--classes", str(o.classes)]
-    replayer = AtMostOnceReplayer(parser.parse_args(argv))
+    replayer = build_replayer(parser.parse_args(argv))
     out: list[dict] = []
     for line, row in enumerate(rows, start=1):
         out.extend(replayer.feed(Row("t", line, row)))

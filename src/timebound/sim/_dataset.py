@@ -30,6 +30,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from timebound.contract import INPUT_TABLES, METRICS, SIM_TABLES, dataset_columns
 from timebound.errors import UsageError
 
 ROW_GROUP = 131_072
@@ -42,55 +43,13 @@ _TYPES = {
     "list<int64>": pa.list_(pa.int64()),
 }
 
-#: Protocol input tables: the replay input columns plus run/seq/ground truth and the
-#: per-run option columns (named like the replay options' argparse dests).
+#: Every table the simulator writes, ``(column, type)`` in order, from the contract
+#: (``timebound.contract``): the protocol input tables (input columns plus run/seq/ground
+#: truth and the option columns the simulator sets), ``metrics`` and the ``sim_*``
+#: decision tables.
 SCHEMAS: dict[str, list[tuple[str, str]]] = {
-    "messages": [
-        ("run", "string"), ("seq", "int64"), ("type", "string"), ("receiver", "string"),
-        ("conn", "string"), ("ts", "int64"), ("at", "int64"), ("down", "int64"),
-        ("original", "bool"),
-        ("estimator", "string"), ("rho", "int64"), ("gc_every", "int64"),
-        ("window", "int64"), ("spikes", "int64"), ("p", "int64"), ("resilient", "bool"),
-        ("beta", "int64"), ("latest_every", "int64"), ("recovery_grace", "int64"),
-    ],
-    "events": [
-        ("run", "string"), ("seq", "int64"), ("type", "string"), ("proc", "string"),
-        ("rt", "int64"), ("msg", "string"), ("epsilon", "int64"), ("variant", "string"),
-    ],
-    "arrivals": [
-        ("run", "string"), ("seq", "int64"), ("merger", "string"), ("msg", "string"),
-        ("proc", "string"), ("at", "int64"), ("r", "int64"), ("c", "int64"),
-        ("kn", "list<int64>"), ("epsilon", "int64"), ("delta", "int64"),
-        ("variant", "string"),
-    ],
-    "channel": [
-        ("run", "string"), ("seq", "int64"), ("channel", "string"), ("type", "string"),
-        ("id", "string"), ("kind", "string"),
-    ],
-    "acks": [
-        ("run", "string"), ("seq", "int64"), ("type", "string"), ("node", "string"),
-        ("from", "string"), ("ts", "int64"), ("at", "int64"), ("id", "string"),
-        ("ack", "string"), ("acks", "string"), ("senders", "string"),
-        ("receivers", "string"),
-    ],
-    "metrics": [
-        ("run", "string"), ("protocol", "string"), ("measure", "string"),
-        ("value", "double"), ("t", "int64"),
-    ],
-    "sim_messages": [
-        ("run", "string"), ("seq", "int64"), ("verdict", "string"), ("rho", "int64"),
-        ("entries", "int64"),
-    ],
-    "sim_channel": [
-        ("run", "string"), ("channel", "string"), ("id", "string"), ("action", "string"),
-    ],
-    "sim_arrivals": [
-        ("run", "string"), ("merger", "string"), ("msg", "string"), ("proc", "string"),
-        ("action", "string"), ("time", "int64"),
-    ],
-    "sim_acks": [
-        ("run", "string"), ("seq", "int64"), ("delivered", "bool"), ("stable", "list<int64>"),
-    ],
+    name: dataset_columns(name, simulated=True)
+    for name in (*INPUT_TABLES, METRICS.name, *SIM_TABLES)
 }
 
 
@@ -168,7 +127,7 @@ class DatasetWriter:
             writer.close()
             counts[name] = writer.count
         with open(os.path.join(self.tmp, "manifest.json"), "w", encoding="utf-8") as fh:
-            json.dump(manifest, fh, indent=2, sort_keys=True)
+            json.dump(manifest, fh, indent=2, sort_keys=True, allow_nan=False)
             fh.write("\n")
         if os.path.exists(self.out_dir):
             old = self.tmp + ".old"

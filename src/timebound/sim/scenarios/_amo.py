@@ -2,11 +2,14 @@
 
 Clients send messages ``(conn, ts)`` -- ``ts`` from the client's guarded clock, one
 connection per client -- to servers through the retransmitting transport; every copy
-the network delivers is handed to the server's core ``Receiver`` exactly as the replay
-adapter does (``advance(at)`` then ``receive(conn, ts, at)``, ``at`` the server's
-guarded clock), and recorded as a ``messages`` row (with ``original`` = first copy
+the network delivers is handed to the shared row adapter
+(``timebound.adapters.atmostonce.AtMostOnceAdapter.decide``, the replay's own path:
+the server's core ``Receiver`` runs its timers to ``at``, the server's guarded clock,
+then decides), and recorded as a ``messages`` row (with ``original`` = first copy
 delivered) plus a ``sim_messages`` row with the core's verdict, estimate and table
-size. Crashes are ``crash`` rows and ``Receiver.crash(at, down)`` calls. The transport
+size. Crashes are ``crash`` rows fed to the same adapter. The loss measures are the
+contract's (``timebound.contract``: ``lost`` = original rows refused ``stale`` or
+``early``; ``lost_per_accepted`` = lost / accepted rows), the pipeline's definitions. The transport
 acknowledges every copy taken while the server is up, whatever the verdict (the
 acknowledgment is the transport's, not SCMP's), so the network trace does not depend
 on the receiver's decisions: runs that differ only in rho see identical traffic.
@@ -20,7 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from timebound.core.atmostonce import ReceiverConfig
+from timebound.adapters import Row
+from timebound.adapters.atmostonce import AtMostOnceAdapter, AtMostOnceOptions
+from timebound.contract import LOST_VERDICTS
+from timebound.core.atmostonce import ClassifiedReceiver, ReceiverConfig, crc32_classifier
 from timebound.sim._clocks import Clock
 from timebound.sim._dataset import DatasetWriter
 from timebound.sim._engine import URGENT, Engine
@@ -34,13 +40,18 @@ START = 10_000_000
 
 #: The option columns of ``messages``, in table order (the core's ReceiverConfig fields).
 OPTION_FIELDS = ("estimator", "rho", "gc_every", "window", "spikes", "p", "resilient",
-                 "beta", "latest_every", "recovery_grace")
+                 "beta", "latest_every", "recovery_grace", "reorder_window")
+
+#: Options written as null when they hold their default (the figures' behaviour).
+_NULL_DEFAULTS = {"recovery_grace": 0, "reorder_window": 1}
 
 
 def option_values(opts: ReceiverConfig) -> tuple[Any, ...]:
-    """A run's option columns; a recovery pause of 0 is the default, written as null."""
-    return tuple((getattr(opts, name) or None) if name == "recovery_grace"
-                 else getattr(opts, name) for name in OPTION_FIELDS)
+    """A run's option columns; a recovery pause of 0 and a reorder window of 1 are the
+    defaults, written as null."""
+    values = (getattr(opts, name) for name in OPTION_FIELDS)
+    return tuple(None if _NULL_DEFAULTS.get(name, object()) == value else value
+                 for name, value in zip(OPTION_FIELDS, values))
 
 
 def option_params(opts: ReceiverConfig) -> dict[str, Any]:
@@ -113,8 +124,14 @@ class AmoRun:
         self.max_lifetime = 0
         self._columns = option_values(opts)
         self.transport = Reliable(self.engine, net.timeout, net.retries)
-        self.servers = [opts.new_receiver() for _ in range(net.servers)]
+        self.adapter = AtMostOnceAdapter(AtMostOnceOptions(opts, 1))
         self.server_names = [f"s{i + 1}" for i in range(net.servers)]
+        for name in self.server_names:
+            self.adapter.adopt(name, ClassifiedReceiver([opts.new_receiver()], crc32_classifier(1)),
+                               None)
+        #: Each server's core receiver (the adapter's, one hash class).
+        self.servers = [node.receivers[0] for node in
+                        (self.adapter.node(name) for name in self.server_names) if node]
         seed = rng.getrandbits(48)
         phase = rng.randrange(max(net.resync, 1))
         self.server_clocks = [
@@ -168,35 +185,33 @@ class AmoRun:
                             (client, left - 1))
 
     def _crash(self, index: int) -> None:
-        receiver = self.servers[index]
+        name = self.server_names[index]
         at = self.server_clocks[index].monotonic(self.engine.now)
-        receiver.advance(at)
+        receiver = self.servers[index]
+        receiver.handle_timer(now=at)
         if receiver.down:
             return
-        receiver.crash(at, self.net.crash_down)
-        self.crashed = True
         self.seq += 1
+        self.adapter.feed(Row(self.run, self.seq, {"type": "crash", "receiver": name,
+                                                   "at": at, "down": self.net.crash_down}))
+        self.crashed = True
         self.messages.add((self.run, self.seq, "crash", self.server_names[index], None, None,
                            at, self.net.crash_down, None) + self._columns)
 
     def _arrive(self, packet: Packet) -> bool:
         msg: Message = packet.payload
-        receiver = self.servers[msg.server]
+        name = self.server_names[msg.server]
         at = self.server_clocks[msg.server].monotonic(self.engine.now)
-        receiver.advance(at)
         original = packet.arrivals == 1
         self.seq += 1
         seq = self.seq
-        self.messages.add((self.run, seq, "msg", self.server_names[msg.server], msg.conn,
+        self.messages.add((self.run, seq, "msg", name, msg.conn,
                            msg.ts, at, None, original) + self._columns)
-        if receiver.down:
-            receiver.receive(msg.conn, msg.ts, at)
+        verdict, rho, entries = self.adapter.decide(self.run, seq, name, msg.conn, msg.ts, at)
+        if rho is None or entries is None:  # down: not decided
             self.decisions.add((self.run, seq, "down", None, None))
             self._count("down")
             return False
-        rho = receiver.estimate
-        verdict = receiver.receive(msg.conn, msg.ts, at).value
-        entries = receiver.entries
         self.decisions.add((self.run, seq, verdict, rho, entries))
         self._count(verdict)
         if verdict in ("accepted", "duplicate", "stale"):
@@ -204,13 +219,12 @@ class AmoRun:
                 self.max_lifetime = at - msg.ts
         if verdict == "accepted":
             msg.accepted += 1
-        elif verdict in ("stale", "early"):
+            self.accepted += 1
+        elif verdict in LOST_VERDICTS:
             msg.refused += 1
         if original:
             self.originals += 1
-            if verdict == "accepted":
-                self.accepted += 1
-            elif verdict in ("stale", "early"):
+            if verdict in LOST_VERDICTS:
                 self.lost += 1
         self.entries_sum += entries
         self.entries_rows += 1
@@ -236,7 +250,7 @@ class AmoRun:
         out: list[tuple[str, float, int | None]] = [
             ("messages_sent", float(sent), None),
             ("rows", float(self.seq), None),
-            ("originals_delivered", float(self.originals), None),
+            ("originals", float(self.originals), None),
             ("lost", float(self.lost), None),
             ("lost_rate", self.lost / self.originals if self.originals else 0.0, None),
             ("lost_per_accepted", self.lost / self.accepted if self.accepted else 0.0, None),
