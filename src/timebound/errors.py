@@ -62,3 +62,14 @@ class TableFullError(TimeboundError):
 
 class StorageError(TimeboundError):
     """Stable storage could not be read or written."""
+
+
+class MissingExtra(TimeboundError):
+    """A command needs an optional dependency group (a pip "extra") that is not installed."""
+
+    def __init__(self, command: str, extra: str, module: str) -> None:
+        self.command = command
+        self.extra = extra
+        self.module = module
+        super().__init__(f"{command} needs {module}, which is not installed: "
+                         f"pip install 'timebound[{extra}]'")
