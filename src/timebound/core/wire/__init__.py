@@ -13,6 +13,9 @@ pub-sub add their own kinds on the same header, keys and counters.
 from timebound.core.wire._frame import (
     FLAG_AUTH,
     HEADER_BYTES,
+    KIND_CHANNEL,
+    KIND_GROUP,
+    KIND_PUBSUB,
     KIND_RPC,
     MAX_DATAGRAM,
     MIN_KEY_BYTES,
@@ -29,6 +32,9 @@ from timebound.core.wire._frame import (
 __all__ = [
     "FLAG_AUTH",
     "HEADER_BYTES",
+    "KIND_CHANNEL",
+    "KIND_GROUP",
+    "KIND_PUBSUB",
     "KIND_RPC",
     "MAX_DATAGRAM",
     "MIN_KEY_BYTES",

@@ -58,6 +58,12 @@ MAX_DATAGRAM = 65507
 FLAG_AUTH = 0x01
 #: Frame kind of the at-most-once RPC (``timebound.core.rpc``).
 KIND_RPC = 1
+#: Frame kind of slotted-FIFO channels (``timebound.core.channel``).
+KIND_CHANNEL = 2
+#: Frame kind of stable multicast groups (``timebound.core.group``).
+KIND_GROUP = 3
+#: Frame kind of causal pub-sub (``timebound.core.pubsub``).
+KIND_PUBSUB = 4
 #: Shortest accepted key, in bytes (128 bits).
 MIN_KEY_BYTES = 16
 

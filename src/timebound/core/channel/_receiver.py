@@ -1,0 +1,323 @@
+"""The receiving end of slotted-FIFO channels: SCMP opening, dedup, acks, Fig. 4.
+
+Theory of operation
+-------------------
+One ``ChannelReceiver`` serves every channel that senders open towards one socket.
+A datagram goes through three layers, all here and all pure:
+
+1. *Opening* (SCMP section 3). A session is named by ``(conn, ts)``. The first
+   datagram of a session (the OPEN, sequence number 0) is an at-most-once message:
+   it goes through the SCMP ``Receiver`` given to the constructor, and only it does
+   (the paper: SCMP is sensitive to reordering, so applying it to later datagrams of
+   the stream would reject them). ACCEPTED starts the session; an OPEN of the live
+   session again (a retransmission) is handled as a duplicate segment and
+   re-acknowledged; DUPLICATE for a session no longer held (forgotten, or of another
+   ``ts``) is a replay and is dropped (``replayed``) -- so a late or replayed opening
+   never starts a second session. STALE, EARLY, DOWN, RECOVERING and FULL are answered
+   with REFUSE (stale, early, down, down, overloaded; STALE while the clock has not
+   passed the ``upper`` recovered from stable storage is reported as down, as the
+   RPC does). A DATA datagram of an unknown session is dropped (``unknown_session``):
+   the sender retransmits the reliable ones once its OPEN is in.
+2. *Transport* (the slotted paper's "message numeration at TL"). Per session, the
+   sequence numbers received at or above the sender's ``floor`` are remembered, so a
+   duplicate datagram is suppressed (``duplicates``) and never reaches the slotted
+   receiver; below the floor everything is old (a late unreliable datagram is lost,
+   which its kind allows). Sequence numbers ``MAX_WINDOW`` or more above the floor
+   are dropped (``out_of_window``), so memory per session is bounded. Every reliable
+   datagram (and the OPEN) is acknowledged at once, duplicates too: ``cum`` plus the
+   datagram's own number and the smallest other reliable numbers received above
+   ``cum``.
+3. *Slotted FIFO* (Fig. 4): each new datagram is handed, in arrival order, to the
+   session's ``SlottedReceiver``, whose deliveries come out as ``Delivery`` records.
+
+Sessions idle for ``idle`` ticks are forgotten (``expired``); with ``max_sessions``
+the least recently active session is evicted to admit a new one (``evicted``).
+Either way SCMP still guards the opening: its table or ``upper`` refuses a replay.
+
+Verbs: ``receive(datagram, peer, *, now)``, ``handle_timer(*, now)``,
+``next_deadline()``, ``statistics()``. Tests: ``tests/test_net_channel_core.py``.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from timebound.core.atmostonce import Receiver, Verdict
+from timebound.core.channel._sender import MAX_WINDOW
+from timebound.core.channel._wire import (
+    MAX_SACK,
+    Segment,
+    decode,
+    encode_ack,
+    encode_refuse,
+)
+from timebound.core.rpc import Outgoing
+from timebound.core.slotted import Deliver, Discard, Kind, SlottedReceiver
+from timebound.core.wire import KIND_CHANNEL, FrameCodec, Key
+from timebound.errors import MalformedDatagram, ProtocolUsageError
+
+P = TypeVar("P", bound=Hashable)
+
+#: Default idle time before a session is forgotten, ticks (µs): 5 minutes.
+DEFAULT_IDLE = 300_000_000
+#: Default most sessions held at once.
+DEFAULT_MAX_SESSIONS = 1024
+
+_REFUSALS = {Verdict.STALE: 1, Verdict.EARLY: 2, Verdict.DOWN: 3, Verdict.RECOVERING: 3,
+             Verdict.FULL: 4}
+_REASON_NAMES = {1: "stale", 2: "early", 3: "down", 4: "overloaded"}
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery(Generic[P]):
+    """One message handed to the application, in slotted-FIFO order."""
+
+    peer: P
+    conn: str
+    id: int  # the sender's sequence number (0-based send order on the channel)
+    kind: Kind
+    slot: int
+    data: bytes
+    arrived: int
+    delivered: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelReceiverOutput(Generic[P]):
+    sends: tuple[Outgoing[P], ...] = ()
+    deliveries: tuple[Delivery[P], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelReceiverStatistics:
+    datagrams: int
+    opens: int
+    sessions: int
+    refused: dict[str, int]
+    replayed: int
+    duplicates: int
+    out_of_window: int
+    unknown_session: int
+    delivered: dict[str, int]
+    discarded: dict[str, int]
+    buffered: int
+    max_buffered: int
+    acks: int
+    expired: int
+    evicted: int
+    malformed: int
+    unauthenticated: int
+
+
+class _Session(Generic[P]):
+    __slots__ = ("peer", "ts", "floor", "cum", "seen", "reliable", "slotted", "active",
+                 "key")
+
+    def __init__(self, peer: P, ts: int, now: int, f_hold: int | None,
+                 key: Key | None) -> None:
+        self.peer = peer
+        self.ts = ts
+        self.floor = 0
+        self.cum = 0
+        self.seen: set[int] = set()
+        self.reliable: set[int] = set()
+        self.slotted: SlottedReceiver[tuple[int, bytes]] = SlottedReceiver(now, f_hold=f_hold)
+        self.active = now
+        self.key = key
+
+
+class ChannelReceiver(Generic[P]):
+    """Every channel towards one endpoint (sans-IO): frames in, deliveries and acks out."""
+
+    def __init__(self, codec: FrameCodec, scmp: Receiver, *, idle: int = DEFAULT_IDLE,
+                 max_sessions: int = DEFAULT_MAX_SESSIONS, f_hold: int | None = None,
+                 start: int = 0) -> None:
+        if idle < 1:
+            raise ProtocolUsageError(f"idle must be >= 1, got {idle}")
+        if max_sessions < 1:
+            raise ProtocolUsageError(f"max_sessions must be >= 1, got {max_sessions}")
+        self.codec = codec
+        self.scmp = scmp
+        self.idle = idle
+        self.max_sessions = max_sessions
+        self.f_hold = f_hold
+        self.down_until = scmp.upper
+        self._now = start
+        self._sessions: OrderedDict[str, _Session[P]] = OrderedDict()  # by activity
+        self._datagrams = self._opens = self._replayed = self._duplicates = 0
+        self._out_of_window = self._unknown = self._acks = 0
+        self._expired = self._evicted = self._malformed = 0
+        self._refused = dict.fromkeys(_REASON_NAMES.values(), 0)
+        self._delivered = {kind.value: 0 for kind in Kind}
+        self._discarded: dict[str, int] = {}
+        self._past_buffered = 0
+        self._max_buffered = 0
+
+    # -- queries -----------------------------------------------------------------
+
+    @property
+    def sessions(self) -> int:
+        return len(self._sessions)
+
+    def next_deadline(self) -> int | None:
+        deadlines = [d for d in (self.scmp.next_deadline(),) if d is not None]
+        if self._sessions:
+            oldest = next(iter(self._sessions.values()))
+            deadlines.append(oldest.active + self.idle)
+            if self.f_hold is not None:
+                deadlines.extend(d for s in self._sessions.values()
+                                 if (d := s.slotted.next_deadline()) is not None)
+        return min(deadlines) if deadlines else None
+
+    def statistics(self) -> ChannelReceiverStatistics:
+        discarded = dict(self._discarded)
+        buffered = 0
+        for s in self._sessions.values():
+            st = s.slotted.statistics()
+            buffered += st.buffered
+            for reason, n in st.discarded.items():
+                discarded[reason] = discarded.get(reason, 0) + n
+        return ChannelReceiverStatistics(
+            datagrams=self._datagrams, opens=self._opens, sessions=len(self._sessions),
+            refused=dict(self._refused), replayed=self._replayed,
+            duplicates=self._duplicates, out_of_window=self._out_of_window,
+            unknown_session=self._unknown, delivered=dict(self._delivered),
+            discarded=discarded, buffered=buffered,
+            max_buffered=max(self._max_buffered, buffered), acks=self._acks,
+            expired=self._expired, evicted=self._evicted,
+            malformed=self.codec.malformed + self._malformed,
+            unauthenticated=self.codec.unauthenticated,
+        )
+
+    # -- inputs ------------------------------------------------------------------
+
+    def receive(self, datagram: bytes, peer: P, *, now: int) -> ChannelReceiverOutput[P]:
+        self._now = max(self._now, now)
+        now = self._now
+        self._datagrams += 1
+        opened = self.codec.open(datagram, now=now)
+        if opened is None:
+            return ChannelReceiverOutput()
+        if opened.kind != KIND_CHANNEL:
+            self._malformed += 1
+            return ChannelReceiverOutput()
+        try:
+            msg = decode(opened.body)
+        except MalformedDatagram:
+            self._malformed += 1
+            return ChannelReceiverOutput()
+        if not isinstance(msg, Segment):
+            return ChannelReceiverOutput()  # acks and refusals go to senders
+        session = self._sessions.get(msg.conn)
+        if session is not None and session.ts == msg.ts:
+            return self._segment(session, msg, now)
+        if not msg.opening:
+            self._unknown += 1
+            return ChannelReceiverOutput()
+        verdict = self.scmp.receive(msg.conn, msg.ts, now=now)
+        if verdict is Verdict.ACCEPTED:
+            self._opens += 1
+            if session is not None:
+                self._retire(msg.conn)  # the sender reused its id for a newer session
+            while len(self._sessions) >= self.max_sessions:
+                self._retire(next(iter(self._sessions)))
+                self._evicted += 1
+            session = _Session(peer, msg.ts, now, self.f_hold, opened.key)
+            self._sessions[msg.conn] = session
+            return self._segment(session, msg, now)
+        if verdict is Verdict.DUPLICATE:
+            self._replayed += 1
+            return ChannelReceiverOutput()
+        reason = _REFUSALS[verdict]
+        if reason == 1 and now <= self.down_until:
+            reason = 3
+        self._refused[_REASON_NAMES[reason]] += 1
+        frame = self.codec.seal(KIND_CHANNEL, encode_refuse(msg.conn, msg.ts, reason),
+                                opened.key)
+        return ChannelReceiverOutput(sends=(Outgoing(peer, frame),))
+
+    def handle_timer(self, *, now: int) -> ChannelReceiverOutput[P]:
+        self._now = max(self._now, now)
+        now = self._now
+        self.scmp.handle_timer(now=now)
+        sessions = self._sessions
+        while sessions:
+            conn, oldest = next(iter(sessions.items()))
+            if oldest.active + self.idle > now:
+                break
+            self._retire(conn)
+            self._expired += 1
+        if self.f_hold is None:
+            return ChannelReceiverOutput()
+        out: list[Delivery[P]] = []
+        for conn, s in sessions.items():
+            if s.slotted.next_deadline() is not None:
+                self._actions(conn, s, s.slotted.handle_timer(now=now), out)
+        return ChannelReceiverOutput(deliveries=tuple(out))
+
+    # -- internals ---------------------------------------------------------------
+
+    def _segment(self, s: _Session[P], seg: Segment, now: int) -> ChannelReceiverOutput[P]:
+        s.active = now
+        self._sessions.move_to_end(seg.conn)
+        reliable = seg.stamp.kind.reliable or seg.seq == 0
+        seq = seg.seq
+        if seg.floor > s.floor:
+            s.floor = seg.floor
+            s.seen = {x for x in s.seen if x >= seg.floor}
+            s.reliable = {x for x in s.reliable if x >= seg.floor}
+            if s.cum < s.floor:
+                s.cum = s.floor
+            while s.cum in s.seen:
+                s.cum += 1
+        if seq < s.floor or seq in s.seen:
+            self._duplicates += 1
+            return ChannelReceiverOutput(sends=self._ack(s, seg, seq) if reliable else ())
+        if seq >= s.floor + MAX_WINDOW:
+            self._out_of_window += 1
+            return ChannelReceiverOutput()
+        s.seen.add(seq)
+        if reliable:
+            s.reliable.add(seq)
+        while s.cum in s.seen:
+            s.cum += 1
+        out: list[Delivery[P]] = []
+        actions = s.slotted.receive((seq, seg.data), seg.stamp, now=now)
+        self._actions(seg.conn, s, actions, out)
+        buffered = s.slotted.buffered
+        if buffered > self._max_buffered:
+            self._max_buffered = buffered
+        sends = self._ack(s, seg, seq) if reliable else ()
+        return ChannelReceiverOutput(sends, tuple(out))
+
+    def _actions(self, conn: str, s: _Session[P],
+                 actions: list[Deliver[tuple[int, bytes]] | Discard[tuple[int, bytes]]],
+                 out: list[Delivery[P]]) -> None:
+        for act in actions:
+            if isinstance(act, Deliver):
+                seq, data = act.message
+                self._delivered[act.stamp.kind.value] += 1
+                out.append(Delivery(s.peer, conn, seq, act.stamp.kind, act.stamp.slot, data,
+                                    act.arrived, act.delivered))
+
+    def _ack(self, s: _Session[P], seg: Segment, seq: int) -> tuple[Outgoing[P], ...]:
+        cum = s.cum
+        above = [x for x in s.reliable if x > cum and x != seq]
+        sack = heapq.nsmallest(MAX_SACK - 1, above) if len(above) >= MAX_SACK else above
+        if seq > cum:  # a duplicate below cum needs no selective entry
+            sack.append(seq)
+        sack.sort()
+        self._acks += 1
+        frame = self.codec.seal(KIND_CHANNEL, encode_ack(seg.conn, s.ts, cum, tuple(sack)),
+                                s.key)
+        return (Outgoing(s.peer, frame),)
+
+    def _retire(self, conn: str) -> None:
+        s = self._sessions.pop(conn)
+        st = s.slotted.statistics()
+        for reason, n in st.discarded.items():
+            self._discarded[reason] = self._discarded.get(reason, 0) + n

@@ -1,0 +1,363 @@
+"""Slotted-FIFO channels over UDP: the asyncio drivers of ``timebound.core.channel``.
+
+``Channel`` is the sending end (``await channel.send(data, "FR")``), ``ChannelListener``
+the receiving end (``async for delivery in listener``). As in ``RpcServer``, one
+``DatagramProtocol`` per endpoint hands every datagram and the clock's ``now`` (µs)
+to the core, sends what it returns and re-arms one timer at ``next_deadline()``; the
+opening through SCMP, sequence numbers, acknowledgments, retransmission, duplicate
+suppression and slotted delivery are all the core's.
+
+Back-pressure, both ways: ``send`` waits while the core's send window is full, and a
+listener whose application stops reading (``max_queue`` deliveries waiting) drops
+incoming datagrams unacknowledged (``overruns``), so the sender's window fills and
+its ``send`` waits in turn. Memory stays bounded on both sides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import secrets
+import signal
+from collections.abc import AsyncIterator
+from typing import Any, cast
+
+from timebound.core.atmostonce import MemoryStorage, Receiver, ReceiverConfig, StableLatest
+from timebound.core.channel import (
+    DEFAULT_IDLE,
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_WINDOW,
+    ChannelReceiver,
+    ChannelSender,
+    Delivery,
+)
+from timebound.core.rpc import Outgoing
+from timebound.core.slotted import Kind
+from timebound.core.wire import FrameCodec
+from timebound.errors import TimeboundError, UsageError
+from timebound.net._clock import Clock, seconds
+from timebound.net._keys import keyring
+from timebound.net._server import DEFAULT_BETA, DEFAULT_LATEST_EVERY, default_receiver
+from timebound.storage import FileStorage
+
+Address = Any
+#: Most deliveries a listener queues for its application before it drops datagrams.
+DEFAULT_MAX_QUEUE = 10_000
+
+
+class ChannelFailed(TimeboundError):
+    """The channel ended: ``reason`` is ``stale``, ``early``, ``down`` or ``overloaded``
+    (the receiver refused the opening) or ``timeout`` (no acknowledgment for
+    ``give_up`` seconds). Reliable data sent before may or may not have arrived."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"channel failed: {reason}")
+
+
+def as_kind(kind: Kind | str) -> Kind:
+    if isinstance(kind, Kind):
+        return kind
+    try:
+        return Kind(kind.upper())
+    except ValueError:
+        raise UsageError("kind", f"must be FR, R, F or N, got {kind!r}") from None
+
+
+class _Timer:
+    """One loop timer armed at an absolute core deadline (µs of ``clock``)."""
+
+    def __init__(self, clock: Clock, fire: Any) -> None:
+        self.clock = clock
+        self.fire = fire
+        self.handle: asyncio.TimerHandle | None = None
+        self.armed: int | None = None
+
+    def arm(self, deadline: int | None) -> None:
+        if deadline == self.armed and (deadline is None or self.handle is not None):
+            return
+        self.cancel()
+        self.armed = deadline
+        if deadline is None:
+            return
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, (deadline - self.clock.now()) / 1e6)
+        self.handle = loop.call_at(loop.time() + delay, self._fire)
+
+    def _fire(self) -> None:
+        self.handle = None
+        self.armed = None
+        self.fire()
+
+    def cancel(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+        self.handle = None
+        self.armed = None
+
+
+class _Protocol(asyncio.DatagramProtocol):
+    def __init__(self, owner: Channel | ChannelListener) -> None:
+        self.owner = owner
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.owner._transport = cast(asyncio.DatagramTransport, transport)
+
+    def datagram_received(self, data: bytes, addr: Address) -> None:
+        self.owner._datagram(data, addr)
+
+    def error_received(self, exc: Exception) -> None:
+        self.owner.socket_errors += 1
+
+
+class Channel:
+    """The sending end of one slotted-FIFO channel to ``address``.
+
+    ``async with Channel(("127.0.0.1", port)) as ch: await ch.send(b"x", "FR")``;
+    leaving the block waits (``drain``) until every reliable message is acknowledged.
+    ``window`` bounds the messages in flight; ``give_up`` (seconds) ends the channel
+    when nothing is acknowledged for that long.
+    """
+
+    def __init__(self, address: tuple[str, int], *, key: bytes | str | None = None,
+                 clock: Clock | None = None, window: int = DEFAULT_WINDOW,
+                 min_rto: float = 0.02, max_rto: float = 1.0, give_up: float = 10.0,
+                 conn: str | None = None, drain_timeout: float = 30.0) -> None:
+        self.address = address
+        self.clock = clock or Clock()
+        self.conn = conn or secrets.token_hex(8)
+        self.core = ChannelSender(self.conn, max(1, self.clock.now()),
+                                  FrameCodec(keyring(key)), window=window,
+                                  min_rto=max(1, seconds(min_rto)),
+                                  max_rto=max(1, seconds(max_rto)), give_up=seconds(give_up))
+        self.drain_timeout = drain_timeout
+        self.socket_errors = 0
+        self._transport: asyncio.DatagramTransport | None = None
+        self._timer = _Timer(self.clock, self._on_timer)
+        self._progress: asyncio.Event | None = None
+
+    async def __aenter__(self) -> Channel:
+        await self.open()
+        return self
+
+    async def __aexit__(self, exc_type: object, *exc: object) -> None:
+        try:
+            if exc_type is None:
+                await self.drain(timeout=self.drain_timeout)
+        finally:
+            self.close()
+
+    async def open(self) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.create_datagram_endpoint(lambda: _Protocol(self),
+                                            remote_addr=self.address)
+        self._progress = asyncio.Event()
+
+    def close(self) -> None:
+        self._timer.cancel()
+        if self._transport is not None:
+            self._transport.close()
+            self._transport = None
+        if self._progress is not None:
+            self._progress.set()
+
+    async def send(self, data: bytes, kind: Kind | str = Kind.R) -> int:
+        """Send ``data`` as ``kind`` (FR, R, F, N); waits while the window is full.
+        Returns the message's id (its sequence number). ``ChannelFailed`` if the
+        channel ended."""
+        k = as_kind(kind)
+        core = self.core
+        while not core.can_send():
+            self._check()
+            await self._wait_progress()
+        self._check()
+        seq, frame = core.send(bytes(data), k, now=self.clock.now())
+        self._sendto(frame)
+        self._timer.arm(core.next_deadline())
+        return seq
+
+    async def drain(self, timeout: float | None = None) -> None:
+        """Wait until every reliable message sent is acknowledged."""
+        async with asyncio.timeout(timeout):
+            while self.core.unacked:
+                self._check()
+                await self._wait_progress()
+        self._check()
+
+    def statistics(self) -> dict[str, Any]:
+        stats = dataclasses.asdict(self.core.statistics())
+        stats["socket_errors"] = self.socket_errors
+        return stats
+
+    # -- internals -------------------------------------------------------------------
+
+    def _check(self) -> None:
+        if self.core.failed is not None:
+            raise ChannelFailed(self.core.failed)
+        if self._transport is None:
+            raise ChannelFailed("closed")
+
+    async def _wait_progress(self) -> None:
+        assert self._progress is not None, "open() first"
+        self._progress.clear()
+        await self._progress.wait()
+
+    def _sendto(self, frame: bytes) -> None:
+        if self._transport is not None:
+            self._transport.sendto(frame)
+
+    def _datagram(self, data: bytes, addr: Address) -> None:
+        core = self.core
+        before = (core.unacked, core.failed)
+        core.receive(data, now=self.clock.now())
+        if (core.unacked, core.failed) != before and self._progress is not None:
+            self._progress.set()
+        self._timer.arm(core.next_deadline())
+
+    def _on_timer(self) -> None:
+        core = self.core
+        for frame in core.handle_timer(now=self.clock.now()):
+            self._sendto(frame)
+        if core.failed is not None and self._progress is not None:
+            self._progress.set()
+        self._timer.arm(core.next_deadline())
+
+
+class ChannelListener:
+    """The receiving end of every channel opened towards ``host:port``.
+
+    ``async for d in listener`` yields ``Delivery`` records (``kind``, ``slot``, ``id``,
+    ``data``, ``conn``, ``peer``) in slotted-FIFO order per channel. ``storage`` keeps
+    SCMP's ``latest`` in a file so a restarted listener refuses replayed openings;
+    ``receiver`` is the SCMP receiver's ``ReceiverConfig`` (µs; default: fixed rho
+    300 s, resilient).
+    """
+
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0,
+                 key: bytes | str | None = None, previous_key: bytes | str | None = None,
+                 previous_key_grace: float = 3600.0, storage: str | None = None,
+                 receiver: ReceiverConfig | None = None, idle: float | None = None,
+                 max_sessions: int = DEFAULT_MAX_SESSIONS, f_hold: float | None = None,
+                 max_queue: int = DEFAULT_MAX_QUEUE, clock: Clock | None = None) -> None:
+        if max_queue < 1:
+            raise UsageError("max_queue", f"must be >= 1, got {max_queue}")
+        self.host = host
+        self.port = port
+        self.clock = clock or Clock()
+        now = self.clock.now()
+        config = receiver or default_receiver()
+        if not config.resilient:
+            config = dataclasses.replace(config, resilient=True, beta=DEFAULT_BETA,
+                                         latest_every=DEFAULT_LATEST_EVERY)
+        assert config.beta is not None and config.latest_every is not None
+        store = FileStorage(storage) if storage is not None else MemoryStorage()
+        scmp = Receiver(config.new_estimator(),
+                        gc_every=None if config.estimator == "limited" else config.gc_every,
+                        resilience=StableLatest(store, config.beta, config.latest_every),
+                        start=now)
+        ring = keyring(key, previous_key, now + seconds(previous_key_grace))
+        self.core: ChannelReceiver[Address] = ChannelReceiver(
+            FrameCodec(ring), scmp, idle=DEFAULT_IDLE if idle is None else seconds(idle),
+            max_sessions=max_sessions, f_hold=None if f_hold is None else seconds(f_hold),
+            start=now)
+        self.max_queue = max_queue
+        self.socket_errors = 0
+        self.overruns = 0
+        self.address: tuple[str, int] = (host, port)
+        self._transport: asyncio.DatagramTransport | None = None
+        self._queue: asyncio.Queue[Delivery[Address] | None] | None = None
+        self._timer = _Timer(self.clock, self._on_timer)
+        self._closed: asyncio.Event | None = None
+
+    async def __aenter__(self) -> ChannelListener:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._queue = asyncio.Queue()
+        self._closed = asyncio.Event()
+        transport, _ = await loop.create_datagram_endpoint(
+            lambda: _Protocol(self), local_addr=(self.host, self.port))
+        name = transport.get_extra_info("sockname")
+        self.address = (name[0], name[1])
+        self._timer.arm(self.core.next_deadline())
+
+    def close(self) -> None:
+        if self._transport is None:
+            return
+        self.core.handle_timer(now=self.clock.now())
+        self._timer.cancel()
+        self._transport.close()
+        self._transport = None
+        if self._queue is not None:
+            self._queue.put_nowait(None)
+        if self._closed is not None:
+            self._closed.set()
+
+    async def get(self) -> Delivery[Address]:
+        """The next delivery; ``StopAsyncIteration`` once closed."""
+        assert self._queue is not None, "start() first"
+        item = await self._queue.get()
+        if item is None:
+            self._queue.put_nowait(None)
+            raise StopAsyncIteration
+        return item
+
+    def __aiter__(self) -> AsyncIterator[Delivery[Address]]:
+        return self
+
+    async def __anext__(self) -> Delivery[Address]:
+        return await self.get()
+
+    async def wait_closed(self, *, signals: bool = False) -> None:
+        """Until ``close()`` (or SIGTERM/SIGINT with ``signals``)."""
+        assert self._closed is not None, "start() first"
+        loop = asyncio.get_running_loop()
+        if signals:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self.close)
+        try:
+            await self._closed.wait()
+        finally:
+            if signals:
+                for sig in (signal.SIGTERM, signal.SIGINT):
+                    loop.remove_signal_handler(sig)
+
+    def statistics(self) -> dict[str, Any]:
+        stats = dataclasses.asdict(self.core.statistics())
+        stats["socket_errors"] = self.socket_errors
+        stats["overruns"] = self.overruns
+        return stats
+
+    # -- internals -------------------------------------------------------------------
+
+    def _datagram(self, data: bytes, addr: Address) -> None:
+        queue = self._queue
+        if queue is None or self._transport is None:
+            return
+        if queue.qsize() >= self.max_queue:
+            self.overruns += 1  # unacknowledged: the sender retransmits, its window fills
+            return
+        out = self.core.receive(data, addr, now=self.clock.now())
+        self._send(out.sends)
+        for d in out.deliveries:
+            queue.put_nowait(d)
+        self._timer.arm(self.core.next_deadline())
+
+    def _send(self, sends: tuple[Outgoing[Address], ...]) -> None:
+        transport = self._transport
+        if transport is not None:
+            for o in sends:
+                transport.sendto(o.datagram, o.peer)
+
+    def _on_timer(self) -> None:
+        if self._transport is None or self._queue is None:
+            return
+        out = self.core.handle_timer(now=self.clock.now())
+        for d in out.deliveries:
+            self._queue.put_nowait(d)
+        self._timer.arm(self.core.next_deadline())

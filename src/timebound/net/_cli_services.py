@@ -1,0 +1,230 @@
+"""``timebound channel recv|send`` (and the group and pub-sub commands).
+
+Every bad input is one line ``timebound: error: ...`` and exit status 2. Readiness
+lines (``listening on udp://HOST:PORT``) go to stderr so that stdout holds only the
+JSON lines the commands promise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+from timebound.errors import UsageError
+from timebound.net.cli import _key, _port, format_address, parse_target
+
+#: Largest --window of a channel sender.
+MAX_CLI_WINDOW = 65536
+#: Largest --count / --timeout.
+MAX_COUNT = 10**9
+MAX_SECONDS = 86400.0
+
+
+def _int_in(text: str, option: str, low: int, high: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(option, f"must be an integer, got {text!r}") from None
+    if not low <= value <= high:
+        raise UsageError(option, f"must be in [{low}, {high}], got {value}")
+    return value
+
+
+def _seconds_in(value: float | None, option: str, low: float = 0.0,
+                high: float = MAX_SECONDS) -> float | None:
+    if value is None:
+        return None
+    if not low < value <= high:
+        raise UsageError(option, f"must be in ({low:g}, {high:g}] s, got {value}")
+    return value
+
+
+def add_service_parsers(commands: Any) -> None:
+    """``timebound channel``, ``group`` and ``pubsub`` (one line in timebound.cli)."""
+    add_channel_parser(commands)
+
+
+def add_channel_parser(commands: Any) -> None:
+    channel = commands.add_parser(
+        "channel", help="slotted-FIFO channels over UDP: recv, send",
+        description="One channel carries four kinds of send: FR (FIFO, reliable; the "
+                    "slot delimiters), R (reliable), F (FIFO within its slot, "
+                    "unreliable), N (neither). The first datagram opens the channel "
+                    "through SCMP (no handshake). Guide: docs/net.md.")
+    sub = channel.add_subparsers(dest="channel_command", metavar="COMMAND", required=True)
+
+    recv = sub.add_parser(
+        "recv", help="print one JSON line per delivery",
+        description="Receive every channel opened towards --host:--port and print one "
+                    "JSON line per delivery: {\"kind\", \"slot\", \"id\", \"data\"} (id: "
+                    "the message's number on its channel, from 0). 'listening on "
+                    "udp://HOST:PORT' goes to stderr when ready; SIGTERM/SIGINT stop it.")
+    recv.add_argument("--port", type=int, required=True, help="UDP port 0..65535 (0: any)")
+    recv.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    recv.add_argument("--key-file", metavar="F", help="shared key (>= 16 bytes)")
+    recv.add_argument("--storage", metavar="PATH",
+                      help="file keeping SCMP's latest, so a restart refuses replayed openings")
+    recv.add_argument("--count", type=int, default=None, metavar="N",
+                      help=f"exit after N deliveries, 1..{MAX_COUNT}")
+    recv.add_argument("--f-hold-ms", type=float, default=None, metavar="MS",
+                      help="deliver an F waiting behind a gap after MS ms (default: at "
+                           "its slot's end)")
+    recv.add_argument("--stats", action="store_true", help="counters to stderr at exit")
+    recv.set_defaults(handler=run_channel_recv)
+
+    send = sub.add_parser(
+        "send", help="send lines 'KIND DATA' read from stdin",
+        description="Read lines 'KIND DATA' (KIND: FR, R, F or N; DATA: the rest of the "
+                    "line, UTF-8) from stdin and send each on one channel to HOST:PORT; "
+                    "at end of input wait until every reliable message is acknowledged. "
+                    "Exit 0; 1 if the channel failed (refused or no acknowledgment); 2 on "
+                    "a bad line.")
+    send.add_argument("target", metavar="HOST:PORT")
+    send.add_argument("--key-file", metavar="F", help="shared key (>= 16 bytes)")
+    send.add_argument("--window", type=int, default=256, metavar="N",
+                      help=f"messages in flight, 1..{MAX_CLI_WINDOW} (default 256)")
+    send.add_argument("--timeout", type=float, default=10.0, metavar="S",
+                      help="give up after S seconds without acknowledgment (default 10)")
+    send.add_argument("--stats", action="store_true", help="counters to stderr at exit")
+    send.set_defaults(handler=run_channel_send)
+
+
+def delivery_line(kind: str, slot: int, ident: int, data: bytes) -> str:
+    return json.dumps({"kind": kind, "slot": slot, "id": ident,
+                       "data": data.decode("utf-8", "replace")})
+
+
+def run_channel_recv(args: argparse.Namespace) -> int:
+    from timebound.net._channel import ChannelListener
+    from timebound.net._loop import run
+
+    _port(args.port, "--port")
+    if args.count is not None:
+        _int_in(str(args.count), "--count", 1, MAX_COUNT)
+    hold = args.f_hold_ms
+    if hold is not None and not 0.0 <= hold <= MAX_SECONDS * 1000:
+        raise UsageError("--f-hold-ms", f"must be in [0, {MAX_SECONDS * 1000:g}], got {hold}")
+    key = _key(args)
+    listener = ChannelListener(host=args.host, port=args.port, key=key, storage=args.storage,
+                               f_hold=None if hold is None else hold / 1000.0)
+
+    async def main() -> None:
+        try:
+            await listener.start()
+        except OSError as exc:
+            raise UsageError("--host/--port", f"cannot bind {args.host}:{args.port}: "
+                                              f"{exc.strerror or exc}") from None
+        print(f"listening on udp://{format_address(listener.address)}", file=sys.stderr,
+              flush=True)
+        loop = asyncio.get_running_loop()
+        import signal
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, listener.close)
+        seen = 0
+        out = sys.stdout
+        try:
+            async for d in listener:
+                out.write(delivery_line(d.kind.value, d.slot, d.id, d.data) + "\n")
+                seen += 1
+                if args.count is not None and seen >= args.count:
+                    break
+                if listener._queue is not None and listener._queue.empty():
+                    out.flush()
+            out.flush()
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+            listener.close()
+            if args.stats:
+                print(json.dumps(listener.statistics(), sort_keys=True), file=sys.stderr)
+
+    run(main())
+    return 0
+
+
+def stdin_lines(loop: asyncio.AbstractEventLoop) -> asyncio.Queue[str]:
+    """Lines of stdin, read by a daemon thread ('' at end of input), so that the loop
+    keeps retransmitting while input is slow and exit never waits for stdin."""
+    import threading
+
+    queue: asyncio.Queue[str] = asyncio.Queue(maxsize=1024)
+
+    def read() -> None:
+        import concurrent.futures
+
+        for line in sys.stdin:
+            future = asyncio.run_coroutine_threadsafe(queue.put(line), loop)
+            try:
+                future.result()
+            except (RuntimeError, concurrent.futures.CancelledError):
+                return
+        try:
+            asyncio.run_coroutine_threadsafe(queue.put(""), loop)
+        except RuntimeError:
+            return
+
+    threading.Thread(target=read, name="stdin", daemon=True).start()
+    return queue
+
+
+def parse_kind_line(line: str, number: int) -> tuple[str, bytes]:
+    text = line.rstrip("\n").rstrip("\r")
+    kind, _, data = text.partition(" ")
+    if kind.upper() not in ("FR", "R", "F", "N"):
+        raise UsageError(f"stdin:{number}", f"field 'kind': must be FR, R, F or N, "
+                                            f"got {kind!r}")
+    return kind.upper(), data.encode("utf-8")
+
+
+def run_channel_send(args: argparse.Namespace) -> int:
+    from timebound.net._channel import Channel, ChannelFailed
+    from timebound.net._loop import run
+
+    target = parse_target(args.target)
+    _int_in(str(args.window), "--window", 1, MAX_CLI_WINDOW)
+    _seconds_in(args.timeout, "--timeout")
+    key = _key(args)
+    channel = Channel(target, key=key, window=args.window, give_up=args.timeout)
+    bad: list[UsageError] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            await channel.open()
+        except OSError as exc:
+            raise UsageError("HOST:PORT", f"cannot reach {args.target}: "
+                                          f"{exc.strerror or exc}") from None
+        lines = stdin_lines(loop)
+        try:
+            number = 0
+            while True:
+                line = await lines.get()
+                if not line:
+                    break
+                number += 1
+                if not line.strip():
+                    continue
+                try:
+                    kind, data = parse_kind_line(line, number)
+                except UsageError as exc:
+                    bad.append(exc)
+                    break
+                await channel.send(data, kind)
+            await channel.drain(timeout=None)
+        finally:
+            channel.close()
+            if args.stats:
+                print(json.dumps(channel.statistics(), sort_keys=True), file=sys.stderr)
+
+    try:
+        run(main())
+    except ChannelFailed as exc:
+        print(f"timebound: {exc}", file=sys.stderr)
+        return 1
+    if bad:
+        raise bad[0]
+    return 0
