@@ -157,6 +157,22 @@ def check_writable(path: str, option: str) -> None:
     os.unlink(probe)
 
 
+def check_writable_folder(path: str, option: str) -> None:
+    """Fail now if a folder cannot be created beside ``path`` (where the temporary
+    output folder goes before it is renamed to ``path``)."""
+    parent = os.path.dirname(os.path.abspath(path)) or "."
+    if not os.path.isdir(parent):
+        raise UsageError(option, f"folder '{parent}' does not exist")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(option, f"'{path}' exists and is not a folder")
+    try:
+        probe = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.", suffix=".probe",
+                                 dir=parent)
+    except OSError as exc:
+        raise UsageError(option, f"cannot write '{path}': {exc.strerror}") from None
+    os.rmdir(probe)
+
+
 def atomic_write_text(path: str, text: str, option: str) -> None:
     """Write ``text`` to ``path`` whole or not at all (temporary file, fsync, rename)."""
     check_writable(path, option)
