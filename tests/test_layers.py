@@ -1,35 +1,128 @@
-"""Imports go downward only: ``timebound.core`` imports nothing of ours but ``core``
-and ``timebound.errors``, and nothing that does I/O, reads clocks or draws randomness."""
+"""Imports go downward only (TEAM.md / DESIGN.md layering), checked on EVERY module of
+``src/timebound``:
+
+- leaves: ``timebound.errors`` (nothing of ours), ``timebound.contract`` (errors only);
+- ``timebound.core``: only core and errors, and no stdlib module that does I/O, reads
+  clocks or draws randomness;
+- the shared layer ``timebound.adapters``: only core, errors and contract (+ pure
+  stdlib; no pyarrow, pyspark, numpy...);
+- leaf helpers ``timebound.storage`` (errors, core) and ``timebound._safety``,
+  ``timebound.claims`` (errors, contract);
+- drivers ``replay``, ``sim``, ``pipeline``, ``net``, ``stream``: adapters, contract,
+  core, errors and the leaf helpers, and themselves -- never another driver, never
+  ``report``, ``cli``, ``demo`` or ``sweep``;
+- ``timebound.report``: never core or adapters (it reads metrics tables);
+- top: ``cli``, ``demo``, ``sweep`` (orchestration) and the package ``__init__``.
+
+Every module must belong to a layer: a new top-level module or package fails here
+until it is given one.
+"""
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import timebound
 
 PACKAGE = Path(timebound.__file__).parent
-CORE = PACKAGE / "core"
+
 FORBIDDEN_IN_CORE = {
     "socket", "asyncio", "time", "random", "threading", "os", "io", "secrets",
     "datetime", "subprocess", "multiprocessing", "pyarrow", "pyspark", "pandas",
-    "selectors", "uuid", "pathlib", "tempfile", "shutil",
+    "selectors", "uuid", "pathlib", "tempfile", "shutil", "numpy", "signal",
+}
+
+LEAF_HELPERS = {"storage", "_safety", "claims"}
+DRIVERS = {"replay", "sim", "pipeline", "net", "stream"}
+TOP = {"cli", "demo", "sweep", "__init__"}
+
+#: layer -> the timebound layers it may import (besides itself).
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "contract": {"errors"},
+    "core": {"errors"},
+    "adapters": {"core", "errors", "contract"},
+    "storage": {"errors", "core"},
+    "_safety": {"errors", "contract"},
+    "claims": {"errors", "contract"},
+    "examples": set(),
+    "report": {"errors", "contract", "claims", "_safety"},
+    **{driver: {"adapters", "contract", "core", "errors", *LEAF_HELPERS} for driver in DRIVERS},
 }
 
 
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
 def _imports(path: Path) -> list[str]:
+    """Absolute names of every module ``path`` imports (lazy and TYPE_CHECKING imports
+    included; relative imports resolved)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    here = _module_name(path).split(".")
+    if path.name != "__init__.py":
+        here = here[:-1]  # the package a plain module is in
     names: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.append(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            names.append(module)
+            # ``from timebound import adapters`` imports the layer ``adapters``
+            if module == "timebound":
+                names.extend(f"timebound.{alias.name}" for alias in node.names)
     return names
 
 
+def _layer(name: str) -> str:
+    """The layer of a module ``timebound.x...``: ``x`` (``__init__`` for the package)."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _modules() -> list[Path]:
+    modules = sorted(PACKAGE.rglob("*.py"))
+    assert len(modules) > 50, "the walk found too few modules"
+    return modules
+
+
+def test_every_module_has_a_layer() -> None:
+    known = set(ALLOWED) | TOP
+    for module in _modules():
+        layer = _layer(_module_name(module))
+        assert layer in known, (
+            f"{module.relative_to(PACKAGE)}: new top-level module or package '{layer}' "
+            "has no layer in tests/test_layers.py (add it to ALLOWED or TOP)")
+
+
+def test_imports_go_downward_only() -> None:
+    problems: list[str] = []
+    for module in _modules():
+        layer = _layer(_module_name(module))
+        if layer in TOP:
+            continue
+        allowed = ALLOWED[layer] | {layer}
+        for name in _imports(module):
+            if name.split(".")[0] != "timebound" or name == "timebound":
+                continue
+            target = _layer(name)
+            if target not in allowed:
+                problems.append(f"{module.relative_to(PACKAGE)} ({layer}) imports {name}")
+    assert not problems, "imports that run back up the house:\n" + "\n".join(problems)
+
+
 def test_core_imports_only_core_errors_and_pure_stdlib() -> None:
-    modules = sorted(CORE.rglob("*.py"))
+    modules = sorted((PACKAGE / "core").rglob("*.py"))
     assert modules, "core has no modules"
     for module in modules:
         for name in _imports(module):
@@ -42,18 +135,38 @@ def test_core_imports_only_core_errors_and_pure_stdlib() -> None:
                 assert top not in FORBIDDEN_IN_CORE, f"{module.relative_to(PACKAGE)} imports {name}"
 
 
+def test_leaves_and_shared_layer_import_only_the_standard_library() -> None:
+    """contract, errors and adapters run anywhere a core runs: no third-party import."""
+    roots = [PACKAGE / "contract.py", PACKAGE / "errors.py",
+             *sorted((PACKAGE / "adapters").rglob("*.py"))]
+    for module in roots:
+        for name in _imports(module):
+            top = name.split(".")[0]
+            assert top == "timebound" or top in sys.stdlib_module_names or top == "__future__", (
+                f"{module.relative_to(PACKAGE)} imports {name} (not the standard library)")
+
+
 def test_report_does_not_import_protocol_objects() -> None:
     report = PACKAGE / "report"
-    for module in sorted(report.rglob("*.py")) if report.exists() else []:
+    for module in sorted(report.rglob("*.py")):
         for name in _imports(module):
-            assert not name.startswith("timebound.core"), f"{module} imports {name}"
+            assert not name.startswith(("timebound.core", "timebound.adapters")), (
+                f"{module} imports {name}")
 
 
-def test_no_layer_imports_upward() -> None:
-    """Drivers may import core; core and errors never import a driver."""
-    drivers = {"replay", "net", "sim", "pipeline", "report", "cli", "demo"}
-    for module in sorted((PACKAGE / "core").rglob("*.py")):
+def test_no_driver_imports_another_driver_or_the_cli() -> None:
+    for module in _modules():
+        layer = _layer(_module_name(module))
+        if layer not in DRIVERS:
+            continue
         for name in _imports(module):
-            parts = name.split(".")
-            if parts[0] == "timebound" and len(parts) > 1:
-                assert parts[1] not in drivers, f"{module} imports driver {name}"
+            target = _layer(name) if name.startswith("timebound.") else None
+            assert target is None or target == layer or target not in DRIVERS | TOP, (
+                f"{module.relative_to(PACKAGE)} imports {name}")
+
+
+def test_the_walk_sees_relative_and_lazy_imports(tmp_path: Path) -> None:
+    """The checker itself: a lazy import inside a function is found."""
+    probe = PACKAGE / "sim" / "_replay.py"
+    assert "timebound.adapters" in _imports(probe)
+    assert _layer("timebound.sim._replay") == "sim" and _layer("timebound") == "__init__"

@@ -13,8 +13,10 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from timebound.cli import main
+from timebound.errors import UsageError
 from timebound.pipeline import _group
 from timebound.pipeline.schemas import OPTIONAL, OPTIONS, REQUIRED
 
@@ -94,9 +96,12 @@ def test_worker_errors_come_back_typed() -> None:
     assert str(rebuilt) == "messages[run 'a']:7: field 'ts': must be >= 1, got 0"
 
 
-def test_command_defaults_overlay_only_known_dests() -> None:
-    from timebound.replay.merge import COMMAND
+def test_typed_options_read_only_known_dests_and_default_the_rest() -> None:
+    from timebound.adapters import MERGE
+    from timebound.adapters.merge import MergeOptions
 
-    opts = _group.command_defaults(COMMAND, {"epsilon": 2, "rho": 5, "delta": None})
-    assert opts["epsilon"] == 2 and opts["delta"] is None and "rho" not in opts
-    assert opts["variant"] == "rckn"
+    assert MERGE.option_columns == ("epsilon", "delta", "variant")
+    opts = MERGE.options({"epsilon": 2, "rho": 5, "delta": 0})
+    assert opts == MergeOptions(epsilon=2, delta=0, variant="rckn")
+    with pytest.raises(UsageError, match="--delta"):
+        MERGE.options({"epsilon": 2, "rho": 5, "delta": None})

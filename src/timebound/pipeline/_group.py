@@ -2,14 +2,15 @@
 
 Per-run options: the pipeline's command-line options are the defaults; an option
 column of the table (named like the replay option's argparse dest, constant within a
-run) overrides them for its run. Each run's options are checked on the driver by
-building the replay command's ``Replayer`` once (a bad one is a ``UsageError`` naming
-the option and the run) before any task starts.
+run: ``timebound.contract.OPTIONS``) overrides them for its run. Each run's values are
+turned into the protocol's typed options (``timebound.adapters``: the same object the
+replay builds from its command line) on the driver before any task starts; a bad one
+is a ``UsageError`` naming the option and the run. No argparse here.
 
 Per-group replay: a Spark group (a run, a run's merger, a receiver's hash class...) is
-handed to the *same* ``Replayer`` class ``timebound replay`` uses, rows sorted by
-``seq`` (never by arrival order after a shuffle), each wrapped in the replay's ``Row``
-so malformed rows fail exactly as in the replay. No protocol rule lives here.
+handed to the *same* row adapter ``timebound replay`` uses, rows sorted by ``seq``
+(never by arrival order after a shuffle), each wrapped in the adapters' ``Row`` so
+malformed rows fail exactly as in the replay. No protocol rule lives here.
 
 Errors: a ``TimeboundError`` raised in a Python worker reaches the driver as an opaque
 Spark exception; ``guarded`` wraps it in a marked message and ``translate_errors``
@@ -18,22 +19,23 @@ rebuilds the typed error on the driver, so the CLI exits 2 with the same one lin
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import pyarrow as pa
 
+from timebound.adapters import AdapterSpec, Row, RowAdapter
 from timebound.errors import SchemaError, TimeboundError, TraceError, UsageError
-from timebound.pipeline.schemas import OPTIONS
-from timebound.replay import ReplayCommand, Replayer, Row
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
+
+OptionsT = TypeVar("OptionsT")
 
 MARK = "@@timebound-error@@"
 _MARKED = re.compile(re.escape(MARK) + r"(.*?)" + re.escape(MARK), re.S)
@@ -42,29 +44,29 @@ _MARKED = re.compile(re.escape(MARK) + r"(.*?)" + re.escape(MARK), re.S)
 # -- options ----------------------------------------------------------------------
 
 
-def command_defaults(command: ReplayCommand, given: Mapping[str, Any]) -> dict[str, Any]:
-    """The replay command's option defaults, overlaid with the ``given`` values (not None)
-    of the dests it knows."""
-    parser = argparse.ArgumentParser(add_help=False)
-    command.add_arguments(parser)
-    base = vars(parser.parse_args(["--input", "-", "--output", "-"]))
-    for dest, value in given.items():
-        if dest in base and value is not None and dest not in ("input", "output"):
-            base[dest] = value
-    return base
+@dataclass(frozen=True)
+class Operator(Generic[OptionsT]):
+    """One protocol's Spark operator: its input table, its row adapter (``spec``), the
+    option defaults the pipeline adds to the replay's (``defaults``, for every run;
+    ``run_defaults(df)``, per run from the data) and ``operate(df, options)``, which
+    returns the decision table given each run's typed options."""
+
+    table: str
+    spec: AdapterSpec[OptionsT, Any]
+    operate: Callable[[DataFrame, Mapping[str, OptionsT]], DataFrame]
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    run_defaults: Callable[[DataFrame], Mapping[str, Mapping[str, Any]]] | None = None
 
 
-def build_replayer(command: ReplayCommand, options: Mapping[str, Any]) -> Replayer:
-    return command.build(argparse.Namespace(**options))
-
-
-def run_options(df: DataFrame, table: str, command: ReplayCommand,
-                defaults: Mapping[str, Any],
+def run_options(df: DataFrame, table: str, spec: AdapterSpec[Any, Any],
+                given: Mapping[str, Any],
                 per_run_defaults: Mapping[str, Mapping[str, Any]] | None = None,
                 ) -> dict[str, dict[str, Any]]:
-    """``run -> options`` for every run of ``df``, validated. ``per_run_defaults`` adds
-    defaults for one run (below its option columns)."""
-    columns = [f.name for f in OPTIONS[table].fields if f.name in df.columns]
+    """``run -> option values`` for every run of ``df``, each validated by building the
+    protocol's typed options (a bad one is a UsageError naming the option and the run).
+    Precedence: the table's option columns, then ``given`` (the command line), then
+    ``per_run_defaults`` of the run."""
+    columns = [c for c in spec.option_columns if c in df.columns]
     rows = df.select("run", *columns).distinct().collect()
     per_run: dict[str, dict[str, Any]] = {}
     for row in rows:
@@ -75,19 +77,26 @@ def run_options(df: DataFrame, table: str, command: ReplayCommand,
                            and not (row[c] is None and c not in other))
             raise SchemaError(table, changed, f"not constant within run {run!r}")
         per_run[run] = {c: row[c] for c in columns if row[c] is not None}
+    known = set(spec.option_columns)
     resolved: dict[str, dict[str, Any]] = {}
     for run, overrides in sorted(per_run.items(), key=lambda item: str(item[0])):
-        options = dict(defaults)
+        options = {k: v for k, v in given.items() if k in known and v is not None}
         for dest, value in (per_run_defaults or {}).get(run, {}).items():
             if options.get(dest) is None:
                 options[dest] = value
         options.update(overrides)
         try:
-            build_replayer(command, options)
+            spec.options(options)
         except UsageError as exc:
             raise UsageError(f"{exc.option} (run {run!r})", exc.reason) from None
         resolved[run] = options
     return resolved
+
+
+def typed_options(spec: AdapterSpec[OptionsT, Any], values: Mapping[str, Mapping[str, Any]]
+                  ) -> dict[str, OptionsT]:
+    """Each run's typed options (``values`` as ``run_options`` returns them)."""
+    return {run: spec.options(options) for run, options in values.items()}
 
 
 # -- groups -----------------------------------------------------------------------
@@ -99,7 +108,7 @@ def sorted_rows(table: pa.Table) -> list[dict[str, Any]]:
     return [{k: v for k, v in row.items() if v is not None} for row in rows]
 
 
-def replay_rows(replayer: Replayer, rows: list[dict[str, Any]], source: str,
+def replay_rows(replayer: RowAdapter, rows: list[dict[str, Any]], source: str,
                 line: Callable[[int, dict[str, Any]], int] | None = None,
                 ) -> Iterator[tuple[dict[str, Any] | None, list[Mapping[str, Any]]]]:
     """Feed ``rows`` to ``replayer``: yields ``(row, outputs)`` per row, then
@@ -116,7 +125,7 @@ def arrow_schema(schema: StructType) -> pa.Schema:
     return to_arrow_schema(schema)
 
 
-def to_arrow(rows: list[dict[str, Any]], schema: StructType) -> pa.Table:
+def to_arrow(rows: Sequence[Mapping[str, Any]], schema: StructType) -> pa.Table:
     # from_pylist reads only the schema's keys and takes a missing key as null
     return pa.Table.from_pylist(rows, schema=arrow_schema(schema))
 

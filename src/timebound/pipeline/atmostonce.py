@@ -7,7 +7,7 @@ is the same function as ``timebound.core.atmostonce.crc32_class``; every group c
 that on each of its rows, so a disagreement could never pass silently
 (tests/test_pipeline_atmostonce.py pins it on non-ASCII ids). A crash row is copied to
 every class of its receiver, as the replay's ``ClassifiedReceiver`` applies a crash to
-every class. Each group runs the replay's own ``AtMostOnceReplayer`` (with the run's
+every class. Each group runs the shared ``AtMostOnceAdapter`` (with the run's
 K, so the row is routed by the core's classifier) over its rows sorted by ``seq``.
 
 ``at`` never decreasing per receiver is verified inside each group; with K > 1 the
@@ -17,18 +17,18 @@ checks the whole receiver first (``check_time_order``), naming the first bad row
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from timebound.core.atmostonce import crc32_class
+from timebound.adapters import ATMOSTONCE
+from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.errors import TraceError
-from timebound.pipeline import _group
+from timebound.pipeline import _columnar, _group
 from timebound.pipeline.schemas import DECISION_EXTRA
-from timebound.replay import Row
-from timebound.replay.atmostonce import COMMAND, well_formed
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -36,11 +36,11 @@ if TYPE_CHECKING:  # pragma: no cover
 TABLE = "messages"
 
 
-def _classes(options: dict[str, Any]) -> int:
-    return int(options.get("classes") or 1)
+def _classes(options: AtMostOnceOptions) -> int:
+    return options.classes
 
 
-def with_classes(df: DataFrame, options: dict[str, dict[str, Any]]) -> DataFrame:
+def with_classes(df: DataFrame, options: Mapping[str, AtMostOnceOptions]) -> DataFrame:
     """Add ``cls``; crash rows are exploded to every class of their run's K."""
     pairs: list[Any] = []
     for run, opts in options.items():
@@ -63,7 +63,7 @@ def check_time_order(df: DataFrame) -> None:
                          f"({row['at']} < {row['prev']})")
 
 
-def operate(df: DataFrame, options: dict[str, dict[str, Any]]) -> DataFrame:
+def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions]) -> DataFrame:
     """Decision table of ``messages``: input columns + verdict, rho, entries, cls."""
     schema = _group.out_schema(df.schema, DECISION_EXTRA[TABLE])
     if any(_classes(opts) > 1 for opts in options.values()):
@@ -76,41 +76,14 @@ def operate(df: DataFrame, options: dict[str, dict[str, Any]]) -> DataFrame:
     def group(key: tuple[pa.Scalar, ...], table: pa.Table) -> pa.Table:
         run, cls = key[0].as_py(), key[2].as_py()
         k = _classes(options[run])
-        replayer = _group.build_replayer(COMMAND, options[run])
+        replayer = ATMOSTONCE.adapter(options[run])
         source = f"{TABLE}[run {run!r}]"
-        table = table.sort_by([("seq", "ascending")]).drop_columns(["cls"])
-        # Column-wise: the replayer's own per-message path (``decide``) on plain
-        # values, the input columns passed through as Arrow arrays. Crash rows and
-        # malformed rows take the row path (``feed``), which names the bad field.
-        kinds, names, conns, stamps, times, seqs = (
-            table.column(c).to_pylist() for c in ("type", "receiver", "conn", "ts", "at", "seq"))
-        keep: list[int] = []
-        verdicts: list[str] = []
-        rhos: list[int | None] = []
-        entries: list[int | None] = []
-        for i, (kind, name, conn, ts, at, seq) in enumerate(
-                zip(kinds, names, conns, stamps, times, seqs)):
-            if kind == "msg" and well_formed(name, conn, ts, at):
-                if k > 1 and crc32_class(conn, k) != cls:
-                    raise AssertionError(f"Spark crc32 class {cls} differs from the core's "
-                                         f"for conn {conn!r}")
-                verdict, rho, size = replayer.decide(source, seq, name, conn, ts, at)
-            else:
-                row = {n: v for n, v in table.slice(i, 1).to_pylist()[0].items() if v is not None}
-                produced = list(replayer.feed(Row(source, seq, row)))
-                if not produced:
-                    continue  # a crash row: no decision
-                verdict, rho, size = (produced[0][c] for c in ("verdict", "rho", "entries"))
-            keep.append(i)
-            verdicts.append(verdict)
-            rhos.append(rho)
-            entries.append(size)
-        decided = {"verdict": verdicts, "rho": rhos, "entries": entries, "cls": [cls] * len(keep)}
-        taken = table.take(pa.array(keep, type=pa.int64()))
-        return pa.Table.from_arrays(
-            [pa.array(decided[f.name], f.type) if f.name in decided
-             else taken.column(f.name).cast(f.type) for f in arrow_schema],
-            schema=arrow_schema)
+        # Column-wise (pipeline/_columnar.py): the replayer decides, its core
+        # receivers driven over Arrow columns; crash and malformed rows take its row path.
+        return _columnar.atmostonce_group(replayer, source, table, cls, k, arrow_schema)
 
     return with_classes(df, options).groupBy("run", "receiver", "cls") \
         .applyInArrow(group, schema)
+
+
+OPERATOR = _group.Operator(TABLE, ATMOSTONCE, operate)

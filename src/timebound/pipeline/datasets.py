@@ -81,8 +81,26 @@ def validate(df: DataFrame, table: str) -> DataFrame:
     return df
 
 
+def check_parquet_files(table: str, path: str) -> None:
+    """Read every part file's footer with pyarrow first, so that a truncated or foreign
+    file is a SchemaError naming that file (Spark's own error names neither)."""
+    import pyarrow.parquet as pq
+
+    for root, _dirs, files in os.walk(path):
+        for name in sorted(files):
+            if name.startswith((".", "_")):
+                continue  # Spark's _SUCCESS and .crc files
+            part = os.path.join(root, name)
+            try:
+                pq.read_metadata(part)
+            except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
+                raise SchemaError(table, "<table>", f"cannot read '{part}' as Parquet: "
+                                  f"{exc}") from None
+
+
 def read_table(spark: SparkSession, dataset: str, table: str) -> DataFrame:
     path = os.path.join(dataset, table)
+    check_parquet_files(table, path)
     try:
         df = spark.read.parquet(path)
     except Exception as exc:  # AnalysisException: empty folder, not Parquet

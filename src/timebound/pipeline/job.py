@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
+from timebound._safety import check_writable_folder, follow_umask, guard_output
 from timebound.errors import UsageError
 from timebound.pipeline import _group, atmostonce, causal, merge, slotted, stability
 from timebound.pipeline.datasets import (
+    check_parquet_files,
     present_tables,
     read_manifest,
     read_table,
@@ -32,27 +34,19 @@ from timebound.pipeline.datasets import (
 from timebound.pipeline.metrics import metrics
 from timebound.pipeline.schemas import PROTOCOLS
 from timebound.pipeline.session import build_session, size_shuffles
-from timebound.replay import ReplayCommand
-from timebound.replay import atmostonce as replay_atmostonce
-from timebound.replay import causal as replay_causal
-from timebound.replay import merge as replay_merge
-from timebound.replay import slotted as replay_slotted
-from timebound.replay import stability as replay_stability
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-#: table -> (replay command, operator module).
-OPERATORS: dict[str, tuple[ReplayCommand, Any]] = {
-    "messages": (replay_atmostonce.COMMAND, atmostonce),
-    "events": (replay_causal.COMMAND, causal),
-    "arrivals": (replay_merge.COMMAND, merge),
-    "channel": (replay_slotted.COMMAND, slotted),
-    "acks": (replay_stability.COMMAND, stability),
+#: table -> its operator (input table, row adapter, defaults, ``operate``).
+OPERATORS: dict[str, _group.Operator[Any]] = {
+    op.table: op for op in (atmostonce.OPERATOR, causal.OPERATOR, merge.OPERATOR,
+                            slotted.OPERATOR, stability.OPERATOR)
 }
 
-#: Pipeline defaults beyond the replay's (the replay requires these explicitly).
-PIPELINE_DEFAULTS: dict[str, dict[str, Any]] = {"acks": {"acks": "timestamp"}}
+#: What the pipeline writes in DIR (an existing DIR holding anything else is refused).
+OUTPUT_NAMES = (*PROTOCOLS, "metrics", "manifest.json", "summary.json", "report.html")
+
 
 
 def _stderr(line: str) -> None:
@@ -61,12 +55,27 @@ def _stderr(line: str) -> None:
 
 def resolve_options(df: DataFrame, table: str, given: Mapping[str, Any]
                     ) -> dict[str, dict[str, Any]]:
-    command, _module = OPERATORS[table]
-    defaults = _group.command_defaults(command, {**PIPELINE_DEFAULTS.get(table, {}), **given})
-    if table != "acks":
-        return _group.run_options(df, table, command, defaults)
-    # stability: senders/receivers default to the run's own nodes (see stability.py)
-    return _group.run_options(df, table, command, defaults, stability.default_groups(df))
+    """``run -> option values`` of ``table`` (option columns over the command line over
+    the operator's defaults), validated."""
+    op = OPERATORS[table]
+    defaults = {**op.defaults, **{k: v for k, v in given.items() if v is not None}}
+    per_run = op.run_defaults(df) if op.run_defaults is not None else None
+    resolved = _group.run_options(df, table, op.spec, defaults, per_run)
+    refuse_overridden(table, given, resolved)
+    return resolved
+
+
+def refuse_overridden(table: str, given: Mapping[str, Any],
+                      resolved: Mapping[str, Mapping[str, Any]]) -> None:
+    """An option given on the command line that a run's option column overrides with a
+    different value is a contradiction: refused (UsageError), never silently ignored."""
+    for run, options in resolved.items():
+        for dest, value in given.items():
+            if value is not None and dest in options and options[dest] != value:
+                flag = "--" + dest.replace("_", "-")
+                raise UsageError(flag, f"contradicts the dataset: table {table} sets "
+                                 f"{dest} = {options[dest]!r} for run {run!r} (option "
+                                 f"columns override the command line; drop {flag})")
 
 
 def run_pipeline(
@@ -89,13 +98,20 @@ def run_pipeline(
     parent = os.path.dirname(out)
     if not os.path.isdir(parent):
         raise UsageError("--out", f"folder '{parent}' does not exist")
+    guard_output(out, [dataset], "--out", folder=True, marker="summary.json",
+                 ours=OUTPUT_NAMES)
+    check_writable_folder(out, "--out")
+    for table in tables:  # before Spark starts: a bad part file is named at once
+        check_parquet_files(table, os.path.join(dataset, table))
     manifest = read_manifest(dataset)
+    scenario = str(manifest.get("scenario") or os.path.basename(os.path.abspath(dataset)))
     started = time.perf_counter()
     if spark is None:
         spark = build_session(master, dict(conf or {}))
     partitions = size_shuffles(spark, table_bytes(dataset, tables), dict(conf or {}))
     inputs = {table: read_table(spark, dataset, table) for table in tables}
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.tmp-", dir=parent)
+    follow_umask(tmp)
     summary: dict[str, Any] = {"dataset": os.path.abspath(dataset), "protocols": {},
                                "shuffle_partitions": partitions}
     try:
@@ -103,18 +119,20 @@ def run_pipeline(
         for index, table in enumerate(tables, start=1):
             protocol = PROTOCOLS[table]
             t0 = time.perf_counter()
-            progress(f"pipeline [{index}/{len(tables)}] {protocol}: reading {table}")
+            progress(f"pipeline {scenario} [{index}/{len(tables)}] {protocol}: "
+                     f"reading {table}")
             with _group.translate_errors():
                 per_run = resolve_options(inputs[table], table, options)
-                _command, module = OPERATORS[table]
-                result = module.operate(inputs[table], per_run)
+                op = OPERATORS[table]
+                result = op.operate(inputs[table], _group.typed_options(op.spec, per_run))
                 result.write.parquet(os.path.join(tmp, table))
             decisions[table] = spark.read.parquet(os.path.join(tmp, table))
             rows = decisions[table].count()
             seconds = time.perf_counter() - t0
             summary["protocols"][protocol] = {"table": table, "runs": len(per_run),
                                               "decisions": rows, "seconds": round(seconds, 2)}
-            progress(f"pipeline [{index}/{len(tables)}] {protocol}: {len(per_run)} run(s), "
+            progress(f"pipeline {scenario} [{index}/{len(tables)}] {protocol}: "
+                     f"{len(per_run)} run(s), "
                      f"{rows} decision rows -> {table}/ ({seconds:.1f} s)")
         t0 = time.perf_counter()
         with _group.translate_errors():
@@ -123,7 +141,7 @@ def run_pipeline(
         m = spark.read.parquet(os.path.join(tmp, "metrics"))
         summary["metrics_rows"] = m.count()
         summary["headline"] = _headline(m)
-        progress(f"pipeline: metrics: {summary['metrics_rows']} rows "
+        progress(f"pipeline {scenario}: metrics: {summary['metrics_rows']} rows "
                  f"({time.perf_counter() - t0:.1f} s)")
         if manifest:
             shutil.copyfile(os.path.join(dataset, "manifest.json"),

@@ -1,5 +1,5 @@
 """Batch causal deterministic merge: one group per (run, merger), the replay's
-``MergeReplayer`` inside (a merger's decisions depend only on its own arrivals).
+``MergeAdapter`` inside (a merger's decisions depend only on its own arrivals).
 
 Decision rows are the replay's output rows plus ``run``, ``seq`` (the row's position
 in that merger's output, from 0: the replay's order within the merger) and ``at`` (the
@@ -8,13 +8,15 @@ first arrival time of the row's message at that merger, so buffering = time - at
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from timebound.adapters import MERGE
+from timebound.adapters.merge import MergeOptions
 from timebound.pipeline import _group
 from timebound.pipeline.schemas import MERGE_DECISIONS
-from timebound.replay.merge import COMMAND
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -22,15 +24,15 @@ if TYPE_CHECKING:  # pragma: no cover
 TABLE = "arrivals"
 
 
-def operate(df: DataFrame, options: dict[str, dict[str, Any]]) -> DataFrame:
+def operate(df: DataFrame, options: Mapping[str, MergeOptions]) -> DataFrame:
     schema = MERGE_DECISIONS
 
     @_group.guarded
     def group(key: tuple[pa.Scalar, ...], table: pa.Table) -> pa.Table:
         run = key[0].as_py()
-        replayer = _group.build_replayer(COMMAND, options[run])
+        replayer = MERGE.adapter(options[run])
         first_at: dict[tuple[str, str], int] = {}
-        out: list[dict[str, Any]] = []
+        out: list[Mapping[str, Any]] = []
         for data, produced in _group.replay_rows(
                 replayer, _group.sorted_rows(table), f"{TABLE}[run {run!r}]"):
             if data is not None:
@@ -42,3 +44,6 @@ def operate(df: DataFrame, options: dict[str, dict[str, Any]]) -> DataFrame:
         return _group.to_arrow(rows, schema)
 
     return df.groupBy("run", "merger").applyInArrow(group, schema)
+
+
+OPERATOR = _group.Operator(TABLE, MERGE, operate)

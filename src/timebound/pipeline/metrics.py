@@ -5,8 +5,10 @@ point of a time series, then the start of its bucket of ``at``). One function pe
 decision table; each returns a DataFrame of that shape. Measures:
 
 - atmostonce: ``messages``, ``verdict.<v>``, ``lost`` / ``originals`` / ``lost_rate``
-  (``stale`` on ``original`` rows, where the dataset has ground truth),
-  ``lost_per_accepted`` (the adaptive paper's L/A), ``table_mean`` (mean table size
+  / ``lost_per_accepted`` (the adaptive paper's L/A), where the dataset has ground
+  truth (``original``) -- defined once in ``timebound.contract`` and computed the same
+  way by the simulator: ``lost`` = original rows refused ``stale`` or ``early``,
+  ``originals`` = original rows not ``down``; ``table_mean`` (mean table size
   seen by messages), ``at_most_once_violations`` (copies of one (receiver, conn, ts)
   accepted more than once: must be 0),
   ``lifetime_p50/p99`` (at - ts), ``estimate_final`` (largest estimate in force on a
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from timebound.contract import LOST_VERDICTS, UNDECIDED_VERDICT
 from timebound.pipeline.schemas import METRICS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -73,12 +76,12 @@ def _pct(column: str, p: float) -> Column:
 def atmostonce(d: DataFrame) -> list[DataFrame]:
     p = "atmostonce"
     msgs = d.where(F.col("type") == "msg")
-    lost = (F.col("verdict") == "stale") & F.col("original")
+    lost = F.col("verdict").isin(*LOST_VERDICTS) & F.col("original")
+    judged = F.col("original") & (F.col("verdict") != UNDECIDED_VERDICT)
     lifetimes = msgs.withColumn("lifetime", F.col("at") - F.col("ts"))
     wide = lifetimes.groupBy("run").agg(
         F.count("*").alias("messages"),
-        F.sum(F.when(F.col("original"), 1).when(F.col("original").isNotNull(), 0))
-        .alias("originals"),
+        F.sum(F.when(judged, 1).when(F.col("original").isNotNull(), 0)).alias("originals"),
         F.sum(F.when(lost, 1).when(F.col("original").isNotNull(), 0)).alias("lost"),
         F.sum(F.when(F.col("verdict") == "accepted", 1).otherwise(0)).alias("_accepted"),
         _pct("lifetime", 0.5).alias("lifetime_p50"),

@@ -1,13 +1,16 @@
-"""Every table schema of the pipeline, as Spark ``StructType``s (the trace-dataset
-contract of CONTRIBUTING.md).
+"""Every table schema of the pipeline, as Spark ``StructType``s, built from the one
+contract (``timebound.contract``; CONTRIBUTING.md "The trace-dataset contract").
 
 For each input table: the columns every dataset must carry (``REQUIRED``), the ones it
 may leave out (``OPTIONAL``: added as nulls when absent, e.g. ``down`` in a trace
 without crashes), and the per-run option columns of its protocol (``OPTIONS``: named
-like the replay options' argparse dests; constant within a run when present).
+like the replay options' argparse dests; constant within a run when present). Then the
+decision tables and ``METRICS``. Nothing here is typed by hand.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from pyspark.sql.types import (
     ArrayType,
@@ -21,69 +24,45 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from timebound import contract
+
 S = StringType()
 L = LongType()
 B = BooleanType()
 LIST = ArrayType(L, containsNull=True)
+
+#: Contract type name -> Spark type.
+SPARK_TYPES: dict[str, DataType] = {
+    "string": S, "int64": L, "bool": B, "double": DoubleType(), "list<int64>": LIST,
+    "map<string,int64>": MapType(S, L),
+}
 
 
 def struct(*columns: tuple[str, DataType]) -> StructType:
     return StructType([StructField(name, kind, nullable=True) for name, kind in columns])
 
 
-#: table -> protocol (replay command name).
-PROTOCOLS: dict[str, str] = {
-    "messages": "atmostonce",
-    "events": "causal",
-    "arrivals": "merge",
-    "channel": "slotted",
-    "acks": "stability",
-}
-TABLES: dict[str, str] = {protocol: table for table, protocol in PROTOCOLS.items()}
+def _struct(columns: Iterable[contract.Column | contract.OptionColumn]) -> StructType:
+    return struct(*[(c.name, SPARK_TYPES[c.type]) for c in columns])
+
+
+#: table -> protocol (replay command name), and back.
+PROTOCOLS: dict[str, str] = dict(contract.PROTOCOLS)
+TABLES: dict[str, str] = dict(contract.TABLES)
 
 REQUIRED: dict[str, StructType] = {
-    "messages": struct(("run", S), ("seq", L), ("type", S), ("receiver", S), ("conn", S),
-                       ("ts", L), ("at", L)),
-    "events": struct(("run", S), ("seq", L), ("type", S), ("proc", S), ("rt", L)),
-    "arrivals": struct(("run", S), ("seq", L), ("merger", S), ("msg", S), ("proc", S),
-                       ("at", L), ("r", L), ("c", L)),
-    "channel": struct(("run", S), ("seq", L), ("channel", S), ("type", S), ("id", S)),
-    "acks": struct(("run", S), ("seq", L), ("type", S), ("node", S), ("at", L)),
-}
-
+    name: _struct(t.required) for name, t in contract.INPUT_TABLES.items()}
 OPTIONAL: dict[str, StructType] = {
-    "messages": struct(("down", L), ("original", B)),
-    "events": struct(("msg", S)),
-    "arrivals": struct(("kn", LIST)),
-    "channel": struct(("kind", S)),
-    "acks": struct(("from", S), ("ts", L), ("id", S), ("ack", S)),
-}
-
+    name: _struct(t.optional) for name, t in contract.INPUT_TABLES.items()}
 OPTIONS: dict[str, StructType] = {
-    "messages": struct(("estimator", S), ("rho", L), ("gc_every", L), ("window", L),
-                       ("spikes", L), ("p", L), ("resilient", B), ("beta", L),
-                       ("latest_every", L), ("recovery_grace", L), ("classes", L)),
-    "events": struct(("epsilon", L), ("variant", S), ("n", L)),
-    "arrivals": struct(("epsilon", L), ("delta", L), ("variant", S)),
-    "channel": struct(),
-    "acks": struct(("acks", S), ("senders", S), ("receivers", S)),
-}
+    name: _struct(t.options) for name, t in contract.INPUT_TABLES.items()}
 
 #: Columns each operator adds to its input columns in the decision table.
 DECISION_EXTRA: dict[str, StructType] = {
-    # the replay's output columns ...
-    "messages": struct(("verdict", S), ("rho", L), ("entries", L), ("cls", L)),
-    "events": struct(("r", L), ("c", L), ("kn", LIST)),
-    "acks": struct(("delivered", B), ("value", L), ("value_vector", MapType(S, L)),
-                   ("stable", LIST), ("ack_bytes", L)),
-}
+    name: _struct(columns) for name, columns in contract.DECISION_EXTRA.items()}
 
 #: Decision tables not shaped like their input (their rows are the receiver's actions).
-MERGE_DECISIONS = struct(("run", S), ("merger", S), ("seq", L), ("msg", S), ("proc", S),
-                         ("action", S), ("time", L), ("at", L))
-SLOTTED_DECISIONS = struct(("run", S), ("channel", S), ("seq", L), ("id", S), ("action", S),
-                           ("kind", S), ("reason", S), ("arrived", L), ("step", L),
-                           ("buffered", L))
+MERGE_DECISIONS = _struct(contract.DECISION_TABLES["arrivals"])
+SLOTTED_DECISIONS = _struct(contract.DECISION_TABLES["channel"])
 
-METRICS = struct(("run", S), ("protocol", S), ("measure", S), ("value", DoubleType()),
-                 ("t", L))
+METRICS = _struct(contract.METRICS.columns)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -45,6 +46,18 @@ def parse_conf(items: Sequence[str]) -> dict[str, str]:
     return conf
 
 
+#: Spark's master URL forms (spark-submit --master).
+_MASTER = re.compile(r"local(\[(\*|[1-9]\d*)(,\s*[1-9]\d*)?\])?|local-cluster\[.+\]"
+                     r"|(spark|mesos|k8s)://\S+|yarn")
+
+
+def check_master(master: str | None) -> None:
+    """A ``--master`` Spark would accept, checked before anything starts (UsageError)."""
+    if master is not None and not _MASTER.fullmatch(master):
+        raise UsageError("--master", f"{master!r} is not a Spark master URL (local, "
+                         "local[N], local[*], spark://HOST:PORT, yarn, k8s://URL, ...)")
+
+
 def build_session(
     master: str | None = None,
     conf: dict[str, str] | None = None,
@@ -52,17 +65,24 @@ def build_session(
     app_name: str = "timebound",
 ) -> SparkSession:
     """Build (or reuse) the SparkSession."""
+    check_master(master)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     settings = dict(DEFAULT_CONF)
     settings.update(conf or {})
+    level = settings.pop("timebound.logLevel", "WARN")  # ours, not Spark's
     builder = SparkSession.builder.appName(app_name).master(master or DEFAULT_MASTER)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(settings.get("timebound.logLevel", "WARN"))
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:  # Py4J/JVM start-up errors: one line naming the master
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise UsageError("--master", f"Spark did not start with master "
+                         f"{master or DEFAULT_MASTER!r}: {first}") from None
+    spark.sparkContext.setLogLevel(level)
     return spark
 
 
@@ -71,7 +91,11 @@ def size_shuffles(spark: SparkSession, input_bytes: int, user_conf: dict[str, st
     set it): one partition per 32 MiB, at least the default parallelism, at most 2000."""
     key = "spark.sql.shuffle.partitions"
     if key in user_conf:
-        return int(user_conf[key])
+        try:
+            return int(user_conf[key])
+        except ValueError:
+            raise UsageError("--conf", f"{key} must be an integer, got "
+                             f"{user_conf[key]!r}") from None
     parallelism = spark.sparkContext.defaultParallelism
     wanted = max(parallelism, math.ceil(input_bytes / BYTES_PER_PARTITION))
     partitions = min(MAX_PARTITIONS, wanted)

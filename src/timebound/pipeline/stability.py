@@ -1,4 +1,4 @@
-"""Batch message stability: one group per run, the replay's ``StabilityReplayer``.
+"""Batch message stability: one group per run, the shared ``StabilityAdapter``.
 
 Decision rows are the replay's (every input column plus ``delivered``, ``value``,
 ``stable``) with one change of shape: ``value`` is the timestamp ack (int64) and
@@ -12,14 +12,16 @@ or ``ack`` rows of the run (in order of first appearance).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql import functions as F
 
+from timebound.adapters import STABILITY
+from timebound.adapters.stability import StabilityAdapter, StabilityOptions
 from timebound.pipeline import _group
 from timebound.pipeline.schemas import DECISION_EXTRA
-from timebound.replay.stability import COMMAND
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -46,13 +48,13 @@ def default_groups(df: DataFrame) -> dict[str, dict[str, str]]:
     return result
 
 
-def operate(df: DataFrame, options: dict[str, dict[str, Any]]) -> DataFrame:
+def operate(df: DataFrame, options: Mapping[str, StabilityOptions]) -> DataFrame:
     schema = _group.out_schema(df.schema, DECISION_EXTRA[TABLE])
 
     @_group.guarded
     def group(key: tuple[pa.Scalar, ...], table: pa.Table) -> pa.Table:
         run = key[0].as_py()
-        replayer: Any = _group.build_replayer(COMMAND, options[run])
+        replayer: StabilityAdapter = STABILITY.adapter(options[run])
         out: list[dict[str, Any]] = []
         for data, produced in _group.replay_rows(
                 replayer, _group.sorted_rows(table), f"{TABLE}[run {run!r}]"):
@@ -66,3 +68,9 @@ def operate(df: DataFrame, options: dict[str, dict[str, Any]]) -> DataFrame:
         return _group.to_arrow(out, schema)
 
     return df.groupBy("run").applyInArrow(group, schema)
+
+
+#: ``--acks timestamp`` when neither the command line nor a column names the scheme;
+#: senders and receivers default to the run's own nodes (``default_groups``).
+OPERATOR = _group.Operator(TABLE, STABILITY, operate, defaults={"acks": "timestamp"},
+                           run_defaults=default_groups)

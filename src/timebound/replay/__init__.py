@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import importlib
 
-from timebound.replay._framework import ReplayCommand, Replayer, Row, replay_rows
+from timebound.adapters import Row
+from timebound.replay._framework import ReplayCommand, Replayer, replay_rows
 
 #: protocol name -> module that defines ``COMMAND``.
 REGISTRY: dict[str, str] = {

@@ -21,6 +21,7 @@ from typing import IO, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from timebound._safety import follow_umask
 from timebound.errors import TraceError, UsageError
 
 #: Rows per Parquet record batch, read or written.
@@ -130,9 +131,12 @@ class OutputWriter:
         folder = os.path.dirname(os.path.abspath(self._path))
         if not os.path.isdir(folder):
             raise UsageError("--output", f"folder '{folder}' does not exist")
-        fd, self._tmp = tempfile.mkstemp(
-            prefix=f".{os.path.basename(self._path)}.", suffix=".tmp", dir=folder
-        )
+        try:
+            fd, self._tmp = tempfile.mkstemp(
+                prefix=f".{os.path.basename(self._path)}.", suffix=".tmp", dir=folder
+            )
+        except OSError as exc:
+            raise UsageError("--output", f"cannot write '{self._path}': {exc.strerror}") from None
         if self._fmt == "jsonl":
             self._handle = os.fdopen(fd, "w", encoding="utf-8")
         else:
@@ -194,7 +198,11 @@ class OutputWriter:
         if self._fmt == "parquet":
             if not self._columns:
                 self._columns = dict.fromkeys(self._known)
-            self._convert_spool()
+            try:
+                self._convert_spool()
+            except (pa.ArrowException, OverflowError) as exc:
+                # e.g. a pass-through field beyond int64, or of mixed types across rows
+                raise UsageError("--output", f"cannot store the rows as Parquet: {exc}") from None
             with open(self._tmp, "rb") as published:
                 os.fsync(published.fileno())
         else:
@@ -202,6 +210,7 @@ class OutputWriter:
             os.fsync(self._handle.fileno())
         self._handle.close()
         self._handle = None
+        follow_umask(self._tmp)
         os.replace(self._tmp, self._path)
         self._tmp = None
 

@@ -1,89 +1,29 @@
 """``timebound replay slotted``: one slotted-FIFO channel over a trace.
 
-A thin adapter: ``send`` rows go through ``SlottedSender`` (which stamps them, Fig. 3),
-``arrive`` rows through ``SlottedReceiver`` (Fig. 4, event-driven). The trace has no
-clock, so the receiver's ``now`` is the row's line number; delays in the summary are
-therefore in rows.
+The command line of the slotted replay; the rows go to the shared row adapter
+``timebound.adapters.slotted.SlottedAdapter``. The trace has no clock, so the
+receiver's ``now`` is the row's line number; delays in the summary are in rows.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable, Mapping
-from typing import Any
 
-from timebound.core.slotted import Deliver, Kind, SlottedReceiver, SlottedSender, Stamp
-from timebound.replay._framework import ReplayCommand, Row, add_io_arguments
+from timebound.adapters.slotted import KINDS, SlottedAdapter, SlottedOptions
+from timebound.contract import REPLAY_OUTPUTS
+from timebound.replay._framework import ReplayCommand, add_io_arguments
 
-KINDS = [kind.value for kind in Kind]
-
-
-class SlottedReplayer:
-    def __init__(self) -> None:
-        self._sender = SlottedSender()
-        self._receiver: SlottedReceiver[str] = SlottedReceiver()
-        self._stamps: dict[str, Stamp] = {}
-        self._arrived: set[str] = set()
-        #: The core's actions (``Deliver`` / ``Discard``) caused by the last row fed,
-        #: in output order: drivers that record more than the replay's columns
-        #: (the Spark operator) read them here instead of recomputing anything.
-        self.last_actions: list[Any] = []
-
-    @property
-    def receiver(self) -> SlottedReceiver[str]:
-        return self._receiver
-
-    def feed(self, row: Row) -> Iterable[Mapping[str, Any]]:
-        self.last_actions = []
-        kind = row.choice("type", ["send", "arrive"])
-        ident = row.str("id")
-        if kind == "send":
-            send_kind = Kind(row.choice("kind", KINDS))
-            if ident in self._stamps:
-                raise row.error("id", f"'{ident}' is sent twice")
-            self._stamps[ident] = self._sender.send(send_kind)
-            return ()
-        stamp = self._stamps.get(ident)
-        if stamp is None:
-            raise row.error("id", f"'{ident}' arrives before its send row")
-        if ident in self._arrived:
-            raise row.error("id", f"'{ident}' arrives twice")
-        self._arrived.add(ident)
-        actions = self._receiver.receive(ident, stamp, now=row.line)
-        self.last_actions = list(actions)
-        return [
-            {"id": act.message, "action": "deliver" if isinstance(act, Deliver) else "discard"}
-            for act in actions
-        ]
-
-    def finish(self) -> Iterable[Mapping[str, Any]]:
-        return ()
-
-    def summary(self) -> list[tuple[str, object]]:
-        stats = self._receiver.statistics()
-        rows: list[tuple[str, object]] = [
-            ("messages sent", len(self._stamps)),
-            ("arrived", len(self._arrived)),
-            ("slots closed", stats.slot),
-        ]
-        for kind in KINDS:
-            delivered = stats.delivered[kind]
-            mean = stats.delay_sum[kind] / delivered if delivered else 0.0
-            rows.append((f"{kind} delivered (mean delay, rows)",
-                         f"{delivered} / {stats.arrived[kind]} arrived ({mean:.2f})"))
-        for reason, count in stats.discarded.items():
-            rows.append((f"discarded: {reason}", count))
-        rows.append(("still buffered at end", stats.buffered))
-        rows.append(("max buffered", stats.max_buffered))
-        return rows
+#: The old name of the adapter.
+SlottedReplayer = SlottedAdapter
+__all__ = ["COMMAND", "KINDS", "SlottedReplayer"]
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     add_io_arguments(parser)
 
 
-def _build(args: argparse.Namespace) -> SlottedReplayer:
-    return SlottedReplayer()
+def _build(args: argparse.Namespace) -> SlottedAdapter:
+    return SlottedAdapter(SlottedOptions.from_args(args))
 
 
 COMMAND = ReplayCommand(
@@ -103,6 +43,6 @@ COMMAND = ReplayCommand(
     ),
     add_arguments=_add_arguments,
     build=_build,
-    output_types={"id": "string", "action": "string"},
+    output_types=REPLAY_OUTPUTS["slotted"],
     example_file="slotted.jsonl",
 )
