@@ -7,6 +7,11 @@ sequentially reuses one connection, as SunRPC's single-threaded client does in t
 paper. The core decides timestamps (never backwards, unique per connection),
 retransmissions, truncation after an ACK and REPLY-ACKs; this driver only sends what
 it returns and re-arms one timer at ``next_deadline()``.
+
+Per call the driver makes one future and no timer: a call's timeout is a deadline
+kept beside the core's, and the one timer (re-armed only when a deadline comes
+earlier than the one it is armed for, as aioquic does) fires at the earliest of
+them. A wake-up with nothing due is harmless.
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ DEFAULT_INTERVAL = 0.02
 DEFAULT_MAX_INTERVAL = 1.0
 #: A REPLY-ACK waits this long for a next call on its connection that makes it moot.
 DEFAULT_REPLY_ACK_DELAY = 0.05
+#: Replies shorter than this (result bytes, status included) get no REPLY-ACK: the
+#: hint would cost more than the stored bytes it lets the server drop early.
+DEFAULT_REPLY_ACK_MIN_BYTES = 64
 
 
 class _Protocol(asyncio.DatagramProtocol):
@@ -43,7 +51,12 @@ class _Protocol(asyncio.DatagramProtocol):
 
 class RpcClient:
     """``async with RpcClient((host, port), key=None) as client:
-    reply = await client.call("proc", b"payload", timeout=2.0)``."""
+    reply = await client.call("proc", b"payload", timeout=2.0)``.
+
+    ``interval``/``max_interval``/``backoff``: the retransmission schedule (s);
+    ``reply_ack_delay`` (s): a REPLY-ACK waits this long for a next call on its
+    connection, which makes it moot; ``reply_ack_min_bytes``: shorter replies get
+    no REPLY-ACK (``RpcCaller``); 0 sends one for every reply."""
 
     def __init__(
         self,
@@ -57,6 +70,7 @@ class RpcClient:
         client_id: str | None = None,
         local_addr: tuple[str, int] | None = None,
         reply_ack_delay: float = DEFAULT_REPLY_ACK_DELAY,
+        reply_ack_min_bytes: int = DEFAULT_REPLY_ACK_MIN_BYTES,
     ) -> None:
         self.address = address
         self.clock = clock or Clock()
@@ -65,15 +79,19 @@ class RpcClient:
                         backoff=backoff, max_interval=max(seconds(max_interval),
                                                           max(1, seconds(interval))))
         self.caller = RpcCaller(self.client_id, policy, FrameCodec(keyring(key)),
-                                reply_ack_delay=seconds(reply_ack_delay))
+                                reply_ack_delay=seconds(reply_ack_delay),
+                                reply_ack_min_bytes=reply_ack_min_bytes)
         self.local_addr = local_addr
         self.socket_errors = 0
         self._transport: asyncio.DatagramTransport | None = None
-        self._waiting: dict[str, asyncio.Future[Answered | Rejected | GaveUp]] = {}
+        # conn -> (the caller's future, the tick its timeout expires)
+        self._waiting: dict[str, tuple[asyncio.Future[Answered | Rejected | GaveUp | None],
+                                       int]] = {}
         self._idle: list[str] = []
         self._uids = 0
         self._timer: asyncio.TimerHandle | None = None
         self._armed: int | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def __aenter__(self) -> RpcClient:
         await self.open()
@@ -83,7 +101,7 @@ class RpcClient:
         self.close()
 
     async def open(self) -> None:
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         transport, _ = await loop.create_datagram_endpoint(
             lambda: _Protocol(self), remote_addr=self.address, local_addr=self.local_addr)
         self._transport = transport
@@ -93,7 +111,7 @@ class RpcClient:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        for fut in self._waiting.values():
+        for fut, _expires in self._waiting.values():
             if not fut.done():
                 fut.cancel()
         self._waiting.clear()
@@ -106,39 +124,56 @@ class RpcClient:
         """Run ``proc(payload)`` at most once on the server and return its result.
 
         ``new_connection``: use a connection id never used before (as a new client
-        would; the benchmark's shared-socket mode). Raises ``CallTimeout`` (outcome unknown: ran at most once), ``CallRejected``
-        (``.reason``) or ``RemoteError`` (the handler raised; it ran once).
+        would; the benchmark's shared-socket mode). Raises ``CallTimeout`` (outcome
+        unknown: ran at most once), ``CallRejected`` (``.reason``) or ``RemoteError``
+        (the handler raised; it ran once).
         """
         transport = self._transport
         if transport is None:
             raise RuntimeError("client is not open (use async with)")
-        conn = self._idle.pop() if self._idle and not new_connection else self._new_conn()
-        _ts, frames = self.caller.call(proc, payload, now=self.clock.now(), conn=conn)
-        fut: asyncio.Future[Answered | Rejected | GaveUp] = (
-            asyncio.get_running_loop().create_future())
-        self._waiting[conn] = fut
+        if not timeout > 0:
+            raise ValueError(f"timeout must be > 0 s, got {timeout}")
+        idle = self._idle
+        conn = idle.pop() if idle and not new_connection else self._new_conn()
+        now = self.clock.now()
+        try:
+            _ts, frames = self.caller.call(proc, payload, now=now, conn=conn)
+        except BaseException:
+            idle.append(conn)
+            raise
+        loop = self._loop
+        assert loop is not None
+        fut: asyncio.Future[Answered | Rejected | GaveUp | None] = loop.create_future()
+        expires = now + seconds(timeout)
+        self._waiting[conn] = (fut, expires)
         for frame in frames:
             transport.sendto(frame)
-        deadline = self.caller.next_deadline()
-        if self._armed is None or (deadline is not None and deadline < self._armed):
+        armed = self._armed
+        if armed is None or expires < armed:
             self._rearm()
+        else:
+            deadline = self.caller.next_deadline()
+            if deadline is not None and deadline < armed:
+                self._rearm()
         try:
-            async with asyncio.timeout(timeout):
-                outcome = await fut
-        except TimeoutError:
+            outcome = await fut
+        except BaseException:  # cancelled: the call stays at most once, unanswered
             self.caller.abandon(conn)
-            raise CallTimeout(f"no answer to {proc!r} within {timeout} s; "
-                              "it ran at most once") from None
+            raise
         finally:
             self._waiting.pop(conn, None)
-            self._idle.append(conn)
-        if isinstance(outcome, Answered):
+            idle.append(conn)
+        if type(outcome) is Answered:
             if outcome.status is Status.OK:
                 return outcome.data
             message = outcome.data.decode("utf-8", "replace")
             raise RemoteError(message, no_procedure=outcome.status is Status.NO_PROCEDURE)
-        if isinstance(outcome, Rejected):
+        if type(outcome) is Rejected:
             raise CallRejected(str(outcome.reason))
+        if outcome is None:
+            self.caller.abandon(conn)
+            raise CallTimeout(f"no answer to {proc!r} within {timeout} s; "
+                              "it ran at most once")
         raise CallTimeout(f"{proc!r} gave up after retransmissions; it ran at most once")
 
     # -- driving the core ----------------------------------------------------
@@ -149,13 +184,15 @@ class RpcClient:
 
     def _datagram(self, data: bytes) -> None:
         out = self.caller.receive(data, now=self.clock.now())
-        self._act(out)
+        if out.outcomes or out.datagrams:
+            self._act(out)
 
     def _act(self, out: CallerOutput) -> None:
+        waiting = self._waiting
         for outcome in out.outcomes:
-            fut = self._waiting.get(outcome.conn)
-            if fut is not None and not fut.done():
-                fut.set_result(outcome)
+            entry = waiting.get(outcome.conn)
+            if entry is not None and not entry[0].done():
+                entry[0].set_result(outcome)
         if out.datagrams:
             self._send(out.datagrams)
         deadline = self.caller.next_deadline()
@@ -167,20 +204,38 @@ class RpcClient:
             for d in datagrams:
                 self._transport.sendto(d)
 
+    def _next_wakeup(self) -> int | None:
+        deadline = self.caller.next_deadline()
+        for _fut, expires in self._waiting.values():
+            if deadline is None or expires < deadline:
+                deadline = expires
+        return deadline
+
     def _rearm(self) -> None:
-        """One timer at the caller's next deadline (an early wake-up does no harm)."""
+        """One timer at the earliest deadline (an early wake-up does no harm)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        deadline = self._armed = self.caller.next_deadline()
+        deadline = self._armed = self._next_wakeup()
         if deadline is None or self._transport is None:
             return
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        assert loop is not None
         delay = max(0.0, (deadline - self.clock.now()) / 1e6)
         self._timer = loop.call_at(loop.time() + delay, self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer = None
         self._armed = None
-        self._act(self.caller.handle_timer(now=self.clock.now()))
+        now = self.clock.now()
+        for fut, expires in list(self._waiting.values()):
+            if expires <= now and not fut.done():
+                fut.set_result(None)  # timed out: the call ends with CallTimeout
+        out = self.caller.handle_timer(now=now)
+        for outcome in out.outcomes:
+            entry = self._waiting.get(outcome.conn)
+            if entry is not None and not entry[0].done():
+                entry[0].set_result(outcome)
+        if out.datagrams:
+            self._send(out.datagrams)
         self._rearm()

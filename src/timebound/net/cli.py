@@ -16,8 +16,7 @@ import os
 import sys
 from typing import Any
 
-from timebound.adapters.atmostonce import add_receiver_arguments
-from timebound.adapters.atmostonce import receiver_config as shared_receiver_config
+from timebound.adapters.atmostonce import AtMostOnceOptions, add_receiver_arguments
 from timebound.core.atmostonce import ReceiverConfig
 from timebound.errors import StorageError, UsageError
 
@@ -131,13 +130,21 @@ def add_receiver_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--kappa", type=int, default=0, metavar="K",
                    help="keep replies at least K (rho' = max(rho, K); default 0)")
     g.add_argument("--capacity", type=int, metavar="N",
-                   help="most connection-table entries (default unbounded)")
+                   help="most connection-table entries per class (default unbounded)")
 
 
 def receiver_config(args: argparse.Namespace) -> ReceiverConfig:
-    """The ``ReceiverConfig`` the options name. A server with ``--storage`` is always
-    resilient; missing values take the live defaults (rho 300 s, GC every 1 s,
-    beta 2 s, latest every 1 s)."""
+    """The ``ReceiverConfig`` the options name (``receiver_options`` without the
+    classes)."""
+    return receiver_options(args)[0]
+
+
+def receiver_options(args: argparse.Namespace) -> tuple[ReceiverConfig, int]:
+    """The ``ReceiverConfig`` and the number of classes the options name. A server
+    with ``--storage`` is always resilient; missing values take the live defaults
+    (rho 300 s, GC every 1 s, beta 2 s, latest every 1 s); ``--recovery-grace``,
+    ``--reorder-window`` and ``--classes`` go to the receiver as given (ranges of
+    ``timebound replay atmostonce``)."""
     from timebound.net._server import (
         DEFAULT_BETA,
         DEFAULT_GC_EVERY,
@@ -146,11 +153,6 @@ def receiver_config(args: argparse.Namespace) -> ReceiverConfig:
     )
 
     values = dict(vars(args))
-    if values.get("classes") not in (None, 1):
-        raise UsageError("--classes", "the RPC server has one receiver class; use 1")
-    if values.get("recovery_grace") not in (None, 0):
-        raise UsageError("--recovery-grace", "not supported by the RPC server (use --kappa "
-                                             "and --capacity to keep entries longer)")
     if args.kappa < 0:
         raise UsageError("--kappa", f"must be >= 0, got {args.kappa}")
     if args.capacity is not None and args.capacity < 1:
@@ -165,7 +167,8 @@ def receiver_config(args: argparse.Namespace) -> ReceiverConfig:
         values["beta"] = DEFAULT_BETA
     if values.get("latest_every") is None:
         values["latest_every"] = DEFAULT_LATEST_EVERY
-    return shared_receiver_config(values)
+    options = AtMostOnceOptions.from_values(values)
+    return options.receiver, options.classes
 
 
 def parse_target(text: str, option: str = "HOST:PORT") -> tuple[str, int]:
@@ -243,7 +246,7 @@ def run_serve(args: argparse.Namespace) -> int:
                                                "(pip install 'timebound[net]')") from None
     if not 0.0 <= args.previous_key_grace <= 10 * 365 * 86400:
         raise UsageError("--previous-key-grace", "must be in [0, 10 years] s")
-    config = receiver_config(args)
+    config, classes = receiver_options(args)
     key = _key(args)
     previous = _key(args, "previous_key_file")
     if previous is not None and key is None:
@@ -253,7 +256,7 @@ def run_serve(args: argparse.Namespace) -> int:
         server = RpcServer(handlers, host=args.host, port=args.port, storage=args.storage,
                            key=key, previous_key=previous,
                            previous_key_grace=args.previous_key_grace, receiver=config,
-                           kappa=args.kappa, capacity=args.capacity)
+                           classes=classes, kappa=args.kappa, capacity=args.capacity)
     except StorageError as exc:
         raise UsageError("--storage", str(exc)) from None
 

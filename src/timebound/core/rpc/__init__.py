@@ -2,9 +2,11 @@
 
 - messages ``Call`` (full or truncated), ``Ack``, ``Reply``, ``ReplyAck`` with a
   compact binary ``encode()`` and ``decode()`` (``MalformedDatagram`` on garbage);
-- ``Server``: the SCMP ``Receiver`` as duplicate filter plus the per-connection
-  IDLE / COMPUTING / REPLYING state; ``handle`` returns datagrams to send and calls
-  to start, ``complete`` returns the REPLY;
+- ``Server``: the SCMP ``Receiver`` (or a ``ClassifiedReceiver``, ``receiver=``) as
+  duplicate filter plus the per-connection IDLE / COMPUTING / REPLYING state;
+  ``receive`` returns datagrams to send and calls to start, ``complete`` returns the
+  REPLY; extension points ``on_refused`` (answer what Fig. 3-1 ignores) and
+  ``wrap`` (frame every datagram it sends);
 - ``Client``: retransmission schedule (``Policy``), truncated retransmissions once
   ACKed, give-up; outcomes ``Completed`` and ``GaveUp``.
 """

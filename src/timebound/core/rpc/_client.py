@@ -35,13 +35,24 @@ Choices where the paper leaves room
 - *Every REPLY is answered with a REPLY-ACK*, also a repeated reply or one for a call
   already finished or abandoned: a repeat means the server did not get the first
   REPLY-ACK, and the server ignores a REPLY-ACK that does not match its entry.
+  Except, with ``reply_ack_min_bytes`` (default 0: none), a reply shorter than that
+  gets no REPLY-ACK: the hint only lets the server drop the stored reply before GC
+  drops it with the entry, and for a short reply the datagram costs more than the
+  bytes it frees ("only these two messages are needed", section 3.1).
 - ACKs and REPLYs for calls that are not outstanding change nothing else; malformed
   datagrams and CALL/REPLY-ACK messages are counted and dropped.
 - The give-up outcome says whether the server had ACKed the call (``acked``): an
   unacked give-up may still have run once, an acked one probably did or will.
 
-Verbs (aioquic's): ``call(payload, *, now, conn=None)``, ``receive(datagram, *,
-now)``, ``handle_timer(*, now)``, ``next_deadline()``, ``statistics()``.
+Hot path: a connection's id is checked and encoded once (its message header is
+kept); datagrams are read with ``_messages.parse`` and written with
+``_messages.frame``, without message objects.
+
+Verbs (aioquic's): ``call(payload, *, now, conn=None)`` (``start``: the same
+without the ``Calling`` record), ``receive(datagram, *,
+now)``, ``handle_timer(*, now)``, ``next_deadline()``, ``statistics()``; and
+``abandon(conn, ts=None)`` for a layer above that learnt a call's fate another way
+(its caller stopped waiting, or the server refused it).
 ``handle(datagram, now)`` is the old name of ``receive``, kept as an alias.
 """
 
@@ -49,7 +60,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from timebound.core.rpc._messages import Ack, Call, Reply, ReplyAck, decode
+from timebound.core.rpc._messages import (
+    ACK_TYPE,
+    CALL_TYPE,
+    MAX_BODY_BYTES,
+    MAX_TS,
+    REPLY_ACK_TYPE,
+    REPLY_TYPE,
+    TRUNCATED_TYPE,
+    frame,
+    head,
+    parse,
+)
 from timebound.errors import MalformedDatagram, ProtocolUsageError
 
 
@@ -148,19 +170,28 @@ class _Pending:
         return min(self.next_send, self.give_up_at)
 
 
+_NOTHING = ClientOutput()
+
+
 class Client:
     """One RPC client talking to one server over any number of connections."""
 
-    def __init__(self, name: str, policy: Policy) -> None:
+    def __init__(self, name: str, policy: Policy, *, reply_ack_min_bytes: int = 0) -> None:
         if not name:
             raise ProtocolUsageError("client name (default connection id) must not be empty")
+        if reply_ack_min_bytes < 0:
+            raise ProtocolUsageError(
+                f"reply_ack_min_bytes must be >= 0, got {reply_ack_min_bytes}")
         self.name = name
         self.policy = policy
+        self.reply_ack_min_bytes = reply_ack_min_bytes
         self._pending: dict[str, _Pending] = {}
         self._last_ts: dict[str, int] = {}
+        self._heads: dict[str, bytes] = {}  # conn -> CALL header (type, length, id)
+        self._calls = self._completed = 0
         self._counts = dict.fromkeys(
-            ("calls", "completed", "gave_up", "retransmissions", "truncated",
-             "clock_bumps", "ignored", "malformed"), 0)
+            ("gave_up", "retransmissions", "truncated", "clock_bumps", "ignored",
+             "malformed"), 0)
 
     # -- queries -------------------------------------------------------------
 
@@ -169,13 +200,17 @@ class Client:
 
     def next_deadline(self) -> int | None:
         """The earliest retransmission or give-up time, or None when idle."""
-        if not self._pending:
+        pending = self._pending
+        if not pending:
             return None
-        return min(p.due() for p in self._pending.values())
+        if len(pending) == 1:
+            for p in pending.values():
+                return p.due()
+        return min(p.due() for p in pending.values())
 
     def statistics(self) -> ClientStatistics:
-        c = self._counts
-        return ClientStatistics(outstanding=len(self._pending), **c)
+        return ClientStatistics(outstanding=len(self._pending), calls=self._calls,
+                                completed=self._completed, **self._counts)
 
     # -- inputs --------------------------------------------------------------
 
@@ -188,17 +223,40 @@ class Client:
         new call is never mistaken by the server for a duplicate of an older one.
         """
         conn = self.name if conn is None else conn
+        ts, datagram = self.start(payload, now=now, conn=conn)
+        return Calling(CallId(conn, ts), (datagram,))
+
+    def start(self, payload: bytes, *, now: int, conn: str) -> tuple[int, bytes]:
+        """``call`` without its record: the call's timestamp and its CALL datagram."""
         if conn in self._pending:
             raise ProtocolUsageError(f"connection {conn!r} already has an outstanding call")
-        last = self._last_ts.get(conn, 0)
-        ts = max(now, last + 1, 1)
+        prefix = self._heads.get(conn)
+        if prefix is None:
+            prefix = head(CALL_TYPE, conn)  # validates conn
+            last = 0
+        else:
+            last = self._last_ts[conn]
+        ts = now if now > last and now >= 1 else max(now, last + 1, 1)
+        if ts > MAX_TS:
+            raise ProtocolUsageError(f"timestamp must be in [1, 2**64), got {ts}")
+        if len(payload) > MAX_BODY_BYTES:
+            raise ProtocolUsageError(f"body longer than {MAX_BODY_BYTES} bytes")
         if ts != now:
             self._counts["clock_bumps"] += 1
-        message = Call(conn, ts, payload)  # validates conn and ts
+        self._heads[conn] = prefix
         self._last_ts[conn] = ts
         self._pending[conn] = _Pending(ts, payload, now, self.policy)
-        self._counts["calls"] += 1
-        return Calling(CallId(conn, ts), (message.encode(),))
+        self._calls += 1
+        return ts, frame(prefix, ts, payload)
+
+    def abandon(self, conn: str, ts: int | None = None) -> bool:
+        """Forget the outstanding call on ``conn`` (only if its timestamp is ``ts``,
+        when given): no more retransmissions, no outcome. Whether there was one."""
+        pending = self._pending.get(conn)
+        if pending is None or (ts is not None and pending.ts != ts):
+            return False
+        del self._pending[conn]
+        return True
 
     def handle(self, datagram: bytes, now: int) -> ClientOutput:
         """Alias of ``receive(datagram, now=now)`` (the old name)."""
@@ -207,29 +265,44 @@ class Client:
     def receive(self, datagram: bytes, *, now: int) -> ClientOutput:
         """A datagram from the server arrived at client time ``now``."""
         try:
-            message = decode(datagram)
+            kind, conn, ts, body = parse(datagram)
         except MalformedDatagram:
             self._counts["malformed"] += 1
-            return ClientOutput()
-        if isinstance(message, Reply):
-            ack = (ReplyAck(message.conn, message.ts).encode(),)
-            pending = self._pending.get(message.conn)
-            if pending is None or pending.ts != message.ts:
+            return _NOTHING
+        if kind == REPLY_TYPE:
+            assert body is not None
+            if len(body) < self.reply_ack_min_bytes:
+                # Not worth a REPLY-ACK (see the module doc).
+                pending = self._pending.get(conn)
+                if pending is None or pending.ts != ts:
+                    self._counts["ignored"] += 1
+                    return _NOTHING
+                del self._pending[conn]
+                self._completed += 1
+                return ClientOutput((), (Completed(conn, ts, body),))
+            prefix = self._heads.get(conn)
+            if prefix is None:
+                prefix = head(REPLY_ACK_TYPE, conn)
+            else:
+                prefix = bytes((REPLY_ACK_TYPE,)) + prefix[1:]
+            ack = (frame(prefix, ts),)
+            pending = self._pending.get(conn)
+            if pending is None or pending.ts != ts:
                 self._counts["ignored"] += 1
-                return ClientOutput(datagrams=ack)
-            del self._pending[message.conn]
-            self._counts["completed"] += 1
-            return ClientOutput(ack, (Completed(message.conn, message.ts, message.result),))
-        if isinstance(message, Ack):
-            pending = self._pending.get(message.conn)
-            if pending is None or pending.ts != message.ts:
+                return ClientOutput(ack)
+            del self._pending[conn]
+            self._completed += 1
+            return ClientOutput(ack, (Completed(conn, ts, body),))
+        if kind == ACK_TYPE:
+            pending = self._pending.get(conn)
+            if pending is None or pending.ts != ts:
                 self._counts["ignored"] += 1
-                return ClientOutput()
+                return _NOTHING
             pending.acked = True
             pending.give_up_at = max(pending.give_up_at, now + self.policy.give_up_after)
-            return ClientOutput()
+            return _NOTHING
         self._counts["ignored"] += 1  # CALL and REPLY-ACK go to servers
-        return ClientOutput()
+        return _NOTHING
 
     def handle_timer(self, *, now: int) -> ClientOutput:
         """Retransmit what is due by ``now`` and give up on calls out of time."""
@@ -243,10 +316,16 @@ class Client:
                 self._counts["gave_up"] += 1
                 outcomes.append(GaveUp(conn, p.ts, p.acked))
                 continue
-            datagrams.append(Call(conn, p.ts, None if p.acked else p.payload).encode())
+            prefix = self._heads[conn]
+            if p.acked:
+                datagrams.append(frame(bytes((TRUNCATED_TYPE,)) + prefix[1:], p.ts))
+            else:
+                datagrams.append(frame(prefix, p.ts, p.payload))
             self._counts["retransmissions"] += 1
             self._counts["truncated"] += p.acked
             while p.next_send <= now:
                 p.interval = self.policy.after(p.interval)
                 p.next_send += p.interval
+        if not datagrams and not outcomes:
+            return _NOTHING
         return ClientOutput(tuple(datagrams), tuple(outcomes))

@@ -25,7 +25,13 @@ driver (``timebound.net``) holds no protocol rule:
   before the crash (calls stamped after the recovered bound, i.e. about restart +
   beta, are accepted). A truncated CALL (a probe) for a call the server no longer
   holds is refused the same way. Choice: duplicates of IDLE entries and late copies
-  of older calls stay unanswered, as in Fig. 3-1.
+  of older calls stay unanswered, as in Fig. 3-1. The core ``Server`` decides what
+  is refused and calls its public ``on_refused`` hook; ``RpcService._refuse`` only
+  names the reason and writes the REFUSE. Frames are sealed through the server's
+  ``wrap`` hook.
+- *Receivers.* ``build_receiver`` makes the server's receiver from a
+  ``ReceiverConfig`` (recovery grace, reorder window) with K hash classes, one
+  storage per class, and a table capacity per class.
 - *Keys.* ``RpcService`` answers each request with the key that authenticated it
   (remembered per peer only while it is the previous key of a rotation), so clients
   still on the previous key read their replies during the grace period.
@@ -45,10 +51,21 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from timebound.core.atmostonce import Estimator, Resilience, Verdict
+from timebound.core.atmostonce import (
+    ClassifiedReceiver,
+    Estimator,
+    Receiver,
+    ReceiverConfig,
+    ReceiverStatistics,
+    Resilience,
+    StableLatest,
+    StableStorage,
+    Verdict,
+    crc32_classifier,
+)
 from timebound.core.rpc._client import Client, Completed, GaveUp, Policy
-from timebound.core.rpc._messages import MAX_CONN_BYTES, Call
-from timebound.core.rpc._server import Outgoing, Server, ServerOutput, StartCall, _Entry
+from timebound.core.rpc._messages import Call
+from timebound.core.rpc._server import AnyReceiver, Outgoing, Server, StartCall
 from timebound.core.wire import KIND_RPC, FrameCodec, Key
 from timebound.errors import MalformedDatagram, ProtocolUsageError
 
@@ -151,67 +168,57 @@ def decode_refusal(message: bytes) -> tuple[str, int, Reason]:
     return conn, ts, Reason(reason)
 
 
-def _call_payload_ok(message: bytes) -> bool:
-    """A CALL message's payload starts with a well-formed procedure name (the rest
-    of the message is checked by ``_messages.decode``)."""
+def _call_procedure(message: bytes) -> str | None:
+    """The procedure named by a CALL message's payload, or None if the payload does
+    not start with a well-formed name (the rest of the message is checked by
+    ``_messages.parse``)."""
     size = len(message)
     if size < 2:
-        return False
+        return None
     at = 2 + message[1] + 8 + 4
     if size <= at:
-        return False
+        return None
     n = message[at]
     if n == 0 or size < at + 1 + n:
-        return False
+        return None
     try:
-        message[at + 1:at + 1 + n].decode("utf-8")
+        return message[at + 1:at + 1 + n].decode("utf-8")
     except UnicodeDecodeError:
-        return False
-    return True
+        return None
 
 
 # -- server ----------------------------------------------------------------------
 
 
-class _RefusingServer(Server[P]):
-    """Fig. 3-1 (``Server``) that answers refused CALLs and unknown probes with REFUSE."""
+def build_receiver(config: ReceiverConfig, storages: list[StableStorage], *, start: int,
+                   capacity: int | None = None,
+                   high_water: int | None = None) -> Receiver | ClassifiedReceiver:
+    """The receiver ``config`` names, with one class per storage in ``storages``
+    (``crc32(utf-8 conn) mod K`` classes, as ``timebound replay atmostonce
+    --classes K``; one storage: a plain ``Receiver``). ``capacity`` and
+    ``high_water`` bound each class's table. A resilient config keeps each class's
+    ``latest`` in its own storage."""
+    if not storages:
+        raise ProtocolUsageError("at least one storage (one class) is needed")
+    if config.resilient and (config.beta is None or config.latest_every is None):
+        raise ProtocolUsageError("a resilient receiver needs beta and latest_every")
 
-    down_until = 0  # the upper recovered from stable storage (see the module doc)
-    refused: dict[Reason, int]
+    def one(storage: StableStorage) -> Receiver:
+        resilience = None
+        if config.resilient:
+            assert config.beta is not None and config.latest_every is not None
+            resilience = StableLatest(storage, config.beta, config.latest_every)
+        return Receiver(
+            config.new_estimator(),
+            gc_every=None if config.estimator == "limited" else config.gc_every,
+            resilience=resilience, capacity=capacity, high_water=high_water, start=start,
+            recovery_grace=config.recovery_grace, reorder_window=config.reorder_window,
+        )
 
-    def _refuse(self, msg: Call, verdict: Verdict, now: int, peer: P) -> ServerOutput[P]:
-        reason = _REASONS[verdict]
-        if reason is Reason.STALE and now <= self.down_until:
-            reason = Reason.DOWN
-        self.refused[reason] += 1
-        return ServerOutput(sends=(Outgoing(peer, encode_refusal(msg.conn, msg.ts, reason)),))
-
-    def _call(self, msg: Call, payload: bytes, now: int, peer: P) -> ServerOutput[P]:
-        verdict = self.receiver.receive(msg.conn, msg.ts, now=now)
-        if verdict is Verdict.ACCEPTED:
-            return self._accepted(msg, payload, peer)
-        if verdict is Verdict.DUPLICATE:
-            return self._duplicate(msg, peer)
-        self._counts["ignored"] += 1
-        return self._refuse(msg, verdict, now, peer)
-
-    def _accepted(self, msg: Call, payload: bytes, peer: P) -> ServerOutput[P]:
-        # Same as Server._call's ACCEPTED branch (the receiver already decided).
-        self._entries[msg.conn] = _Entry(msg.ts, peer)
-        self._counts["started"] += 1
-        return ServerOutput(starts=(StartCall(msg.conn, msg.ts, payload, peer, self.epoch),))
-
-    def _probe(self, msg: Call, now: int, peer: P) -> ServerOutput[P]:
-        self.receiver.handle_timer(now=now)
-        if self.receiver.down:
-            self._counts["ignored"] += 1
-            return self._refuse(msg, Verdict.DOWN, now, peer)
-        entry = self._entry(msg.conn)
-        if entry is None or entry.ts < msg.ts:
-            # The server does not hold this call (a crash or an eviction lost it).
-            self._counts["ignored"] += 1
-            return self._refuse(msg, Verdict.STALE, now, peer)
-        return self._duplicate(msg, peer)
+    receivers = [one(storage) for storage in storages]
+    if len(receivers) == 1:
+        return receivers[0]
+    return ClassifiedReceiver(receivers, crc32_classifier(len(receivers)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +267,9 @@ class RpcService(Generic[P]):
     """A live at-most-once RPC server: frames in, frames and procedures out.
 
     The keyword options are ``Server``'s (``rho`` or ``estimator``, ``kappa``,
-    ``gc_every``, ``resilience``, ``capacity``, ``high_water``, ``start``).
+    ``gc_every``, ``resilience``, ``capacity``, ``high_water``, ``start``, or a ready
+    ``receiver``: a ``Receiver`` or a ``ClassifiedReceiver``). Refusals go through
+    the server's ``on_refused`` extension point.
     """
 
     def __init__(
@@ -275,14 +284,17 @@ class RpcService(Generic[P]):
         capacity: int | None = None,
         high_water: int | None = None,
         start: int = 0,
+        receiver: AnyReceiver | None = None,
     ) -> None:
         self.codec = codec
-        self.server: _RefusingServer[P] = _RefusingServer(
+        self.server: Server[P] = Server(
             rho=rho, kappa=kappa, estimator=estimator, gc_every=gc_every,
             resilience=resilience, capacity=capacity, high_water=high_water, start=start,
+            receiver=receiver, on_refused=self._refuse, wrap=self._wrap,
         )
-        self.server.refused = dict.fromkeys(Reason, 0)
-        self.server.down_until = self.server.receiver.upper
+        self.refused: dict[Reason, int] = dict.fromkeys(Reason, 0)
+        #: The ``upper`` recovered from stable storage (see the module doc).
+        self.down_until = self._upper()
         self.calls = 0
         self._malformed = 0
         self._peer_keys: dict[P, Key] = {}
@@ -295,14 +307,21 @@ class RpcService(Generic[P]):
     def statistics(self) -> ServiceStatistics:
         s = self.server.statistics()
         r = s.receiver
-        refused = self.server.refused
+        if isinstance(r, ReceiverStatistics):
+            estimate, upper, latest = r.estimate, r.upper, r.latest
+        else:  # classes: the largest of each
+            estimate = max(c.estimate for c in r.classes)
+            upper = max(c.upper for c in r.classes)
+            latests = [c.latest for c in r.classes if c.latest is not None]
+            latest = max(latests) if latests else None
+        refused = self.refused
         return ServiceStatistics(
             calls=self.calls, executions=s.started, duplicates=r.duplicate,
             stale=refused[Reason.STALE], early=refused[Reason.EARLY],
             down=refused[Reason.DOWN], overloaded=refused[Reason.OVERLOADED],
             acks=s.acks, replies=s.replies, replies_retransmitted=s.retransmitted,
             reply_acks=s.reply_acks, table_size=r.entries, computing=s.computing,
-            estimate=r.estimate, upper=r.upper, latest=r.latest,
+            estimate=estimate, upper=upper, latest=latest,
             malformed=self.codec.malformed + self._malformed + s.malformed,
             unauthenticated=self.codec.unauthenticated,
             late_completions=s.late_completions,
@@ -314,32 +333,46 @@ class RpcService(Generic[P]):
         """A datagram from ``peer`` at server time ``now``."""
         opened = self.codec.open(datagram, now=now)
         if opened is None:
-            return ServiceOutput()
+            return _NOTHING  # type: ignore[return-value]
         kind, message, key = opened
         if kind != KIND_RPC or not message:
             self._malformed += 1
-            return ServiceOutput()
-        if message[0] == _CALL_TYPE:
-            if not _call_payload_ok(message):
+            return _NOTHING  # type: ignore[return-value]
+        first = message[0]
+        proc = None
+        if first == _CALL_TYPE:
+            proc = _call_procedure(message)
+            if proc is None:
                 self._malformed += 1
-                return ServiceOutput()
+                return _NOTHING  # type: ignore[return-value]
             self.calls += 1
-        elif message[0] == _TRUNCATED_TYPE:
+        elif first == _TRUNCATED_TYPE:
             self.calls += 1
-        self._note_key(peer, key)
+        if key is not None:
+            self._note_key(peer, key)
         out = self.server.receive(message, peer, now=now)
-        runs: tuple[Invocation[P], ...] = ()
-        if out.starts:
-            runs = tuple(
-                Invocation(*decode_call_payload(start.payload), start) for start in out.starts
-            )
-        return ServiceOutput(self._seal(out.sends), runs)
+        starts = out.starts
+        if starts:
+            if len(starts) == 1 and proc is not None:
+                start = starts[0]  # the CALL just checked: its name is ``proc``
+                payload = start.payload
+                runs: tuple[Invocation[P], ...] = (
+                    Invocation(proc, payload[1 + payload[0]:], start),)
+            else:
+                runs = tuple(
+                    Invocation(*decode_call_payload(start.payload), start) for start in starts)
+            return ServiceOutput(out.sends, runs)
+        if out.sends:
+            return ServiceOutput(out.sends)
+        return _NOTHING  # type: ignore[return-value]
 
     def complete(self, run: Invocation[P], status: Status, data: bytes, *,
                  now: int) -> ServiceOutput[P]:
         """``run`` finished at ``now`` with ``status`` and ``data``."""
-        out = self.server.complete(run.start, encode_result(status, data), now=now)
-        return ServiceOutput(self._seal(out.sends))
+        out = self.server.complete(run.start, bytes((status,)) + data, now=now)
+        if not out.sends:
+            return _NOTHING  # type: ignore[return-value]
+        return ServiceOutput(out.sends)
 
     def handle_timer(self, *, now: int) -> ServiceOutput[P]:
         self.server.handle_timer(now=now)
@@ -347,13 +380,27 @@ class RpcService(Generic[P]):
         if (self._peer_keys and keyring is not None and keyring.previous_until is not None
                 and now >= keyring.previous_until):
             self._peer_keys.clear()
-        return ServiceOutput()
+        return _NOTHING  # type: ignore[return-value]
 
     # -- internals -----------------------------------------------------------
 
-    def _note_key(self, peer: P, key: Key | None) -> None:
+    def _upper(self) -> int:
+        receiver = self.server.receiver
+        if isinstance(receiver, ClassifiedReceiver):
+            return max(r.upper for r in receiver.receivers)
+        return receiver.upper
+
+    def _refuse(self, conn: str, ts: int, verdict: Verdict, now: int, peer: P) -> bytes:
+        """The server's ``on_refused`` hook: a REFUSE naming the reason."""
+        reason = _REASONS[verdict]
+        if reason is Reason.STALE and now <= self.down_until:
+            reason = Reason.DOWN
+        self.refused[reason] += 1
+        return encode_refusal(conn, ts, reason)
+
+    def _note_key(self, peer: P, key: Key) -> None:
         keyring = self.codec.keyring
-        if keyring is None or key is None:
+        if keyring is None:
             return
         if key is keyring.current:
             if self._peer_keys:
@@ -361,14 +408,16 @@ class RpcService(Generic[P]):
         else:
             self._peer_keys[peer] = key
 
-    def _seal(self, sends: tuple[Outgoing[P], ...]) -> tuple[Outgoing[P], ...]:
-        seal = self.codec.seal
+    def _wrap(self, message: bytes, peer: P) -> bytes:
+        """The server's ``wrap`` hook: the frame of ``message`` for ``peer``, under
+        the key ``peer`` last authenticated with while it is a previous key."""
         keys = self._peer_keys
-        if not keys:
-            return tuple(Outgoing(o.peer, seal(KIND_RPC, o.datagram)) for o in sends)
-        return tuple(
-            Outgoing(o.peer, seal(KIND_RPC, o.datagram, keys.get(o.peer))) for o in sends
-        )
+        if keys:
+            return self.codec.seal(KIND_RPC, message, keys.get(peer))
+        return self.codec.seal(KIND_RPC, message)
+
+
+_NOTHING: ServiceOutput[object] = ServiceOutput()
 
 
 # -- client ----------------------------------------------------------------------
@@ -402,6 +451,9 @@ class CallerOutput:
     outcomes: tuple[LiveOutcome, ...] = ()
 
 
+_NO_OUTPUT = CallerOutput()
+
+
 class RpcCaller:
     """A live at-most-once RPC client over ``Client``: frames, procedures, refusals.
 
@@ -412,73 +464,108 @@ class RpcCaller:
     sent only if no new call on its connection comes within the delay; a new call
     makes it unnecessary (Fig. 3-1: a NEW call discards the stored reply), so a
     client calling in sequence sends two datagrams per call, as plain UDP does.
+    Deferred hints fall due in the order their replies came (a hint sent a little
+    early or late is harmless), so the next one due is always the oldest: O(1).
+
+    ``reply_ack_min_bytes`` (0: every reply): no REPLY-ACK at all for a reply whose
+    result (status byte included) is shorter (``Client``'s option: the hint only
+    lets the server drop the stored reply before GC drops it with the entry). The
+    server then keeps the entry REPLYING until GC; at-most-once is unchanged.
     """
 
     def __init__(self, name: str, policy: Policy, codec: FrameCodec, *,
-                 reply_ack_delay: int = 0) -> None:
+                 reply_ack_delay: int = 0, reply_ack_min_bytes: int = 0) -> None:
         if reply_ack_delay < 0:
             raise ProtocolUsageError(f"reply_ack_delay must be >= 0, got {reply_ack_delay}")
-        self.client = Client(name, policy)
+        if reply_ack_min_bytes < 0:
+            raise ProtocolUsageError(
+                f"reply_ack_min_bytes must be >= 0, got {reply_ack_min_bytes}")
+
+        self.client = Client(name, policy, reply_ack_min_bytes=reply_ack_min_bytes)
         self.codec = codec
         self.reply_ack_delay = reply_ack_delay
         self.rejected = 0
         self.reply_acks_saved = 0
         self._malformed = 0
-        self._acks: dict[str, tuple[int, bytes]] = {}  # conn -> (due, sealed REPLY-ACK)
+        # conn -> (due, REPLY-ACK message, sealed when sent); insertion order = due order.
+        self._acks: dict[str, tuple[int, bytes]] = {}
+        self._procs: dict[str, bytes] = {}  # proc -> its payload prefix (bounded)
 
     def next_deadline(self) -> int | None:
         deadline = self.client.next_deadline()
         if self._acks:
-            due = min(d for d, _ in self._acks.values())
-            deadline = due if deadline is None else min(deadline, due)
+            for due, _ in self._acks.values():  # the oldest is the first due
+                if deadline is None or due < deadline:
+                    deadline = due
+                break
         return deadline
 
     def flush_reply_acks(self) -> tuple[bytes, ...]:
         """Every deferred REPLY-ACK, now (the client is closing)."""
-        frames = tuple(frame for _, frame in self._acks.values())
+        seal = self.codec.seal
+        frames = tuple(seal(KIND_RPC, message) for _, message in self._acks.values())
         self._acks.clear()
         return frames
 
     def call(self, proc: str, args: bytes, *, now: int, conn: str) -> tuple[int, tuple[bytes, ...]]:
         """Start ``proc(args)`` on ``conn``: its timestamp and the frames to send."""
-        if len(conn.encode("utf-8")) > MAX_CONN_BYTES:
-            raise ProtocolUsageError("connection id too long")
-        if self._acks and self._acks.pop(conn, None) is not None:
+        acks = self._acks
+        if acks and acks.pop(conn, None) is not None:
             self.reply_acks_saved += 1  # the new call tells the server (Fig. 3-1)
-        calling = self.client.call(encode_call_payload(proc, args), now=now, conn=conn)
-        seal = self.codec.seal
-        return calling.id.ts, tuple(seal(KIND_RPC, d) for d in calling.datagrams)
+        prefix = self._procs.get(proc)
+        if prefix is None:
+            prefix = encode_call_payload(proc, b"")
+            if len(self._procs) < 1024:
+                self._procs[proc] = prefix
+        ts, datagram = self.client.start(prefix + args, now=now, conn=conn)  # checks conn
+        return ts, (self.codec.seal(KIND_RPC, datagram),)
 
     def abandon(self, conn: str) -> None:
         """Forget the outstanding call on ``conn`` (its caller stopped waiting)."""
-        self.client._pending.pop(conn, None)
+        self.client.abandon(conn)
 
     def receive(self, datagram: bytes, *, now: int) -> CallerOutput:
         opened = self.codec.open(datagram, now=now)
         if opened is None:
-            return CallerOutput()
+            return _NO_OUTPUT
         kind, message, _key = opened
         if kind != KIND_RPC or not message:
             self._malformed += 1
-            return CallerOutput()
+            return _NO_OUTPUT
         if message[0] == REFUSE_TYPE:
             return self._refusal(message)
         out = self.client.receive(message, now=now)
-        frames = self._seal(out.datagrams)
-        if self.reply_ack_delay and len(out.outcomes) == 1 and len(frames) == 1:
+        outcomes = out.outcomes
+        datagrams = out.datagrams
+        if not outcomes and not datagrams:
+            return _NO_OUTPUT
+        if not datagrams:
+            return CallerOutput((), self._outcomes(outcomes))
+        if self.reply_ack_delay and len(outcomes) == 1 and len(datagrams) == 1:
             # The REPLY-ACK of a completed call waits: a next call on the connection
             # makes it unnecessary (a new CALL discards the stored reply).
-            self._acks[out.outcomes[0].conn] = (now + self.reply_ack_delay, frames[0])
-            frames = ()
-        return CallerOutput(frames, self._outcomes(out.outcomes))
+            conn = outcomes[0].conn
+            self._acks.pop(conn, None)  # keep insertion order = due order
+            self._acks[conn] = (now + self.reply_ack_delay, datagrams[0])
+            return CallerOutput((), self._outcomes(outcomes))
+        return CallerOutput(self._seal(datagrams), self._outcomes(outcomes))
 
     def handle_timer(self, *, now: int) -> CallerOutput:
         out = self.client.handle_timer(now=now)
-        frames = self._seal(out.datagrams)
-        if self._acks:
-            due = [conn for conn, (at, _) in self._acks.items() if at <= now]
-            frames += tuple(self._acks.pop(conn)[1] for conn in due)
-        return CallerOutput(frames, self._outcomes(out.outcomes))
+        frames = self._seal(out.datagrams) if out.datagrams else ()
+        acks = self._acks
+        if acks:
+            due = []
+            for conn, (at, _) in acks.items():
+                if at > now:
+                    break
+                due.append(conn)
+            if due:
+                seal = self.codec.seal
+                frames += tuple(seal(KIND_RPC, acks.pop(conn)[1]) for conn in due)
+        if not frames and not out.outcomes:
+            return _NO_OUTPUT
+        return CallerOutput(frames, self._outcomes(out.outcomes) if out.outcomes else ())
 
     @property
     def malformed(self) -> int:
@@ -489,11 +576,9 @@ class RpcCaller:
             conn, ts, reason = decode_refusal(message)
         except MalformedDatagram:
             self._malformed += 1
-            return CallerOutput()
-        pending = self.client._pending.get(conn)
-        if pending is None or pending.ts != ts:
-            return CallerOutput()
-        del self.client._pending[conn]
+            return _NO_OUTPUT
+        if not self.client.abandon(conn, ts):
+            return _NO_OUTPUT
         self.rejected += 1
         return CallerOutput(outcomes=(Rejected(conn, ts, reason),))
 
@@ -502,14 +587,25 @@ class RpcCaller:
         return tuple(seal(KIND_RPC, d) for d in datagrams)
 
     def _outcomes(self, outcomes: tuple[Completed | GaveUp, ...]) -> tuple[LiveOutcome, ...]:
+        if len(outcomes) == 1:
+            o = outcomes[0]
+            if type(o) is Completed:
+                r = o.result
+                if r and r[0] <= _LAST_STATUS:
+                    return (Answered(o.conn, o.ts, _STATUSES[r[0]], r[1:]),)
         result: list[LiveOutcome] = []
         for o in outcomes:
             if isinstance(o, Completed):
-                try:
-                    status, data = decode_result(o.result)
-                except MalformedDatagram:
-                    status, data = Status.ERROR, b"malformed reply result"
-                result.append(Answered(o.conn, o.ts, status, data))
+                r = o.result
+                if r and r[0] <= _LAST_STATUS:
+                    result.append(Answered(o.conn, o.ts, _STATUSES[r[0]], r[1:]))
+                else:
+                    result.append(Answered(o.conn, o.ts, Status.ERROR,
+                                           b"malformed reply result"))
             else:
                 result.append(o)
         return tuple(result)
+
+
+_STATUSES = tuple(Status)
+_LAST_STATUS = len(_STATUSES) - 1

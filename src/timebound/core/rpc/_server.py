@@ -69,6 +69,30 @@ Choices where the figure leaves room
 - Malformed datagrams and messages that only a client receives (ACK, REPLY) are
   counted and dropped.
 
+The receiver
+-------------
+By default the server builds one ``Receiver`` from its keyword options. A driver may
+instead hand it a ready receiver (``receiver=``): a ``Receiver`` or a
+``ClassifiedReceiver`` (section 2.4's classes, each with its own estimate, ``upper``
+and ``latest``), e.g. built by a ``ReceiverConfig`` with ``recovery_grace`` and
+``reorder_window``. The server installs its ``retain`` hook on every class; the
+GC rule above uses the estimate of the connection's own class.
+
+Extension points: refusals, framing
+-----------------------------------
+Fig. 3-1 stays silent on a CALL it refuses. A server built with ``on_refused=f``
+calls ``f(conn, ts, verdict, now, peer)`` for every full CALL the receiver refuses
+(STALE, EARLY, DOWN, RECOVERING, FULL) and for every probe of a call it does not hold
+(verdict STALE: no entry, or the entry holds an older call; DOWN while down), and
+sends the message ``f`` returns, if any, to ``peer``. The state machine is the same
+either way; the live service (``_live``) answers with a REFUSE message. A server
+built with ``wrap=g`` sends ``g(message, peer)`` instead of each message (the live
+service's versioned, authenticated frame), so no layer re-packs its outputs.
+
+Hot path: datagrams are read with ``_messages.parse`` (``decode``'s checks, no message
+objects) and REPLY/ACK messages are built from a per-entry header; outputs with
+nothing in them are one shared empty ``ServerOutput``.
+
 Verbs (aioquic's): ``receive(datagram, peer, *, now)``, ``complete(call, result, *,
 now)``, ``handle_timer(*, now)``, ``crash(*, now, down=None)``, ``restart(*, now)``,
 ``next_deadline()``, ``statistics()``. ``handle(datagram, now, peer)`` is the old
@@ -78,11 +102,13 @@ name of ``receive``, kept as an alias.
 from __future__ import annotations
 
 import enum
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from timebound.core.atmostonce import (
+    ClassifiedReceiver,
+    ClassifiedStatistics,
     Estimator,
     Fixed,
     Receiver,
@@ -90,10 +116,28 @@ from timebound.core.atmostonce import (
     Resilience,
     Verdict,
 )
-from timebound.core.rpc._messages import Ack, Call, Reply, ReplyAck, decode
+from timebound.core.rpc._messages import (
+    ACK_TYPE,
+    CALL_TYPE,
+    MAX_BODY_BYTES,
+    REPLY_ACK_TYPE,
+    REPLY_TYPE,
+    TRUNCATED_TYPE,
+    frame,
+    head,
+    parse,
+)
 from timebound.errors import MalformedDatagram, ProtocolUsageError
 
 P = TypeVar("P", bound=Hashable)
+
+#: What a server hands refusals to (see "Extension point: refusals"):
+#: ``(conn, ts, verdict, now, peer) -> message to send to peer, or None``.
+RefusalHook = Callable[[str, int, Verdict, int, P], bytes | None]
+#: What a server passes every datagram it sends through (see "Extension points"):
+#: ``(message, peer) -> datagram``.
+Wrapper = Callable[[bytes, P], bytes]
+AnyReceiver = Receiver | ClassifiedReceiver
 
 
 class ConnState(enum.Enum):
@@ -116,6 +160,11 @@ _ON_DUPLICATE: dict[ConnState, DupAction] = {
     ConnState.REPLYING: DupAction.RETRANSMIT,
     ConnState.IDLE: DupAction.IGNORE,
 }
+
+_COMPUTING = ConnState.COMPUTING
+_REPLYING = ConnState.REPLYING
+_ACCEPTED = Verdict.ACCEPTED
+_DUPLICATE = Verdict.DUPLICATE
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +194,10 @@ class ServerOutput(Generic[P]):
     starts: tuple[StartCall[P], ...] = ()
 
 
+#: The output of every input that does nothing (shared: outputs are immutable).
+_NOTHING: ServerOutput[object] = ServerOutput()
+
+
 @dataclass(frozen=True, slots=True)
 class ServerStatistics:
     """A snapshot of the RPC layer, with the receiver's own statistics."""
@@ -159,22 +212,23 @@ class ServerStatistics:
     ignored: int
     late_completions: int
     malformed: int
-    receiver: ReceiverStatistics
+    receiver: ReceiverStatistics | ClassifiedStatistics
 
 
 class _Entry(Generic[P]):
-    __slots__ = ("ts", "state", "reply", "reply_time", "peer")
+    __slots__ = ("ts", "state", "reply", "reply_time", "peer", "head")
 
-    def __init__(self, ts: int, peer: P) -> None:
+    def __init__(self, ts: int, peer: P, head: bytes) -> None:
         self.ts = ts
         self.state = ConnState.COMPUTING
         self.reply: bytes | None = None
         self.reply_time: int | None = None
         self.peer = peer
+        self.head = head  # the REPLY header of the connection (type, length, id)
 
 
 class Server(Generic[P]):
-    """One at-most-once RPC server (Fig. 3-1) over one SCMP receiver."""
+    """One at-most-once RPC server (Fig. 3-1) over one SCMP receiver (or classes)."""
 
     def __init__(
         self,
@@ -187,31 +241,54 @@ class Server(Generic[P]):
         capacity: int | None = None,
         high_water: int | None = None,
         start: int = 0,
+        receiver: AnyReceiver | None = None,
+        on_refused: RefusalHook[P] | None = None,
+        wrap: Wrapper[P] | None = None,
     ) -> None:
-        if (rho is None) == (estimator is None):
-            raise ProtocolUsageError("give exactly one of rho and estimator")
         if kappa < 0:
             raise ProtocolUsageError(f"kappa must be >= 0, got {kappa}")
-        if estimator is None:
-            assert rho is not None
-            estimator = Fixed(max(rho, kappa))
         self.kappa = kappa
+        self.on_refused = on_refused
+        self.wrap = wrap
         self._entries: dict[str, _Entry[P]] = {}
         self.epoch = 0
         self._counts = dict.fromkeys(
-            ("started", "acks", "replies", "retransmitted", "reply_acks", "ignored",
-             "late_completions", "malformed"), 0)
-        self.receiver = Receiver(
-            estimator, gc_every=gc_every, resilience=resilience, capacity=capacity,
-            high_water=high_water, start=start, retain=self._retain,
-        )
+            ("acks", "retransmitted", "reply_acks", "ignored", "late_completions",
+             "malformed"), 0)
+        self._started = 0
+        self._replies = 0
+        if receiver is None:
+            if (rho is None) == (estimator is None):
+                raise ProtocolUsageError("give exactly one of rho and estimator")
+            if estimator is None:
+                assert rho is not None
+                estimator = Fixed(max(rho, kappa))
+            receiver = Receiver(
+                estimator, gc_every=gc_every, resilience=resilience, capacity=capacity,
+                high_water=high_water, start=start,
+            )
+        elif (rho, estimator, gc_every, resilience, capacity, high_water) != (None,) * 6:
+            raise ProtocolUsageError(
+                "a server given a receiver takes no rho, estimator, gc_every, resilience, "
+                "capacity or high_water (they are the receiver's)")
+        self.receiver: AnyReceiver = receiver
+        classes = receiver.receivers if isinstance(receiver, ClassifiedReceiver) else [receiver]
+        for one in classes:
+            if one.retain is not None:
+                raise ProtocolUsageError("the receiver already has a retain hook")
+            one.retain = self._retain
+        self._classified = isinstance(receiver, ClassifiedReceiver)
 
     # -- queries -------------------------------------------------------------
 
     @property
     def rho_prime(self) -> int:
-        """``rho' = max(rho, kappa)``, with the receiver's current estimate as rho."""
-        return max(self.receiver.estimate, self.kappa)
+        """``rho' = max(rho, kappa)``, with the receiver's current estimate as rho
+        (with classes: the largest class estimate)."""
+        receiver = self.receiver
+        if isinstance(receiver, ClassifiedReceiver):
+            return max(max(r.estimate for r in receiver.receivers), self.kappa)
+        return max(receiver.estimate, self.kappa)
 
     def state(self, conn: str) -> tuple[ConnState, int] | None:
         """``(state, call ts)`` of a connection, or None if it has no entry."""
@@ -225,8 +302,8 @@ class Server(Generic[P]):
         c = self._counts
         return ServerStatistics(
             entries=len(self._entries),
-            computing=sum(e.state is ConnState.COMPUTING for e in self._entries.values()),
-            started=c["started"], acks=c["acks"], replies=c["replies"],
+            computing=sum(e.state is _COMPUTING for e in self._entries.values()),
+            started=self._started, acks=c["acks"], replies=self._replies,
             retransmitted=c["retransmitted"], reply_acks=c["reply_acks"],
             ignored=c["ignored"], late_completions=c["late_completions"],
             malformed=c["malformed"], receiver=self.receiver.statistics(),
@@ -241,39 +318,43 @@ class Server(Generic[P]):
     def receive(self, datagram: bytes, peer: P, *, now: int) -> ServerOutput[P]:
         """A datagram from ``peer`` arrived at server time ``now``."""
         try:
-            message = decode(datagram)
+            kind, conn, ts, body = parse(datagram)
         except MalformedDatagram:
             self._counts["malformed"] += 1
-            return ServerOutput()
-        if isinstance(message, Call):
-            if message.payload is None:
-                return self._probe(message, now, peer)
-            return self._call(message, message.payload, now, peer)
-        if isinstance(message, ReplyAck):
-            return self._reply_ack(message, now)
+            return _NOTHING  # type: ignore[return-value]
+        if kind == CALL_TYPE:
+            assert body is not None
+            return self._call(conn, ts, body, now, peer)
+        if kind == TRUNCATED_TYPE:
+            return self._probe(conn, ts, now, peer)
+        if kind == REPLY_ACK_TYPE:
+            return self._reply_ack(conn, ts, now)
         self._counts["ignored"] += 1  # ACK and REPLY go to clients
-        return ServerOutput()
+        return _NOTHING  # type: ignore[return-value]
 
     def complete(self, call: StartCall[P], result: bytes, *, now: int) -> ServerOutput[P]:
         """The computation of ``call`` finished with ``result`` at server time ``now``."""
-        self.receiver.handle_timer(now=now)
+        receiver = self.receiver
+        receiver.handle_timer(now=now)
         entry = self._entry(call.conn) if call.epoch == self.epoch else None
-        if entry is None or entry.ts != call.ts or self.receiver.down:
+        if entry is None or entry.ts != call.ts or receiver.down:
             # Lost in a crash, or superseded by a newer call on the connection.
             self._counts["late_completions"] += 1
-            return ServerOutput()
-        if entry.state is not ConnState.COMPUTING:
+            return _NOTHING  # type: ignore[return-value]
+        if entry.state is not _COMPUTING:
             raise ProtocolUsageError(f"call ({call.conn}, {call.ts}) completed twice")
-        entry.state = ConnState.REPLYING
+        if len(result) > MAX_BODY_BYTES:
+            raise ProtocolUsageError(f"body longer than {MAX_BODY_BYTES} bytes")
+        entry.state = _REPLYING
         entry.reply = result
         entry.reply_time = now
-        self._counts["replies"] += 1
-        return ServerOutput(sends=(Outgoing(entry.peer, Reply(call.conn, call.ts, result).encode()),))
+        self._replies += 1
+        return self._send(entry.peer, frame(entry.head, call.ts, result))
 
     def handle_timer(self, *, now: int) -> ServerOutput[P]:
         """Fire the receiver's timers (GC, ``latest`` refresh, recovery) due by ``now``."""
         self.receiver.handle_timer(now=now)
-        return ServerOutput()
+        return _NOTHING  # type: ignore[return-value]
 
     def crash(self, *, now: int, down: int | None = None) -> None:
         """Lose every volatile state (table, RPC entries, running calls) at ``now``."""
@@ -286,9 +367,19 @@ class Server(Generic[P]):
 
     # -- internals -----------------------------------------------------------
 
+    def _send(self, peer: P, message: bytes) -> ServerOutput[P]:
+        wrap = self.wrap
+        return ServerOutput((Outgoing(peer, message if wrap is None else wrap(message, peer)),))
+
+    def _class_of(self, conn: str) -> Receiver:
+        receiver = self.receiver
+        if isinstance(receiver, ClassifiedReceiver):
+            return receiver.receiver_for(conn)
+        return receiver
+
     def _entry(self, conn: str) -> _Entry[P] | None:
         entry = self._entries.get(conn)
-        if entry is not None and self.receiver.lookup(conn) != entry.ts:
+        if entry is not None and self._class_of(conn).lookup(conn) != entry.ts:
             # Defensive: the receiver dropped or replaced the entry without asking
             # ``retain`` (a crash is handled in ``crash``); follow the receiver.
             del self._entries[conn]
@@ -299,59 +390,74 @@ class Server(Generic[P]):
         entry = self._entries.get(conn)
         if entry is None:
             return False
-        if entry.state is ConnState.COMPUTING:
+        if entry.state is _COMPUTING:
             return True
         assert entry.reply_time is not None
-        if entry.reply_time >= now - self.rho_prime:
+        if entry.reply_time >= now - max(self._class_of(conn).estimate, self.kappa):
             return True
         # The receiver evicts every expired entry it is not asked to retain.
         del self._entries[conn]
         return False
 
-    def _call(self, msg: Call, payload: bytes, now: int, peer: P) -> ServerOutput[P]:
-        verdict = self.receiver.receive(msg.conn, msg.ts, now=now)
-        if verdict is Verdict.ACCEPTED:
-            entry: _Entry[P] = _Entry(msg.ts, peer)
-            self._entries[msg.conn] = entry  # discards any stored reply
-            self._counts["started"] += 1
-            return ServerOutput(starts=(StartCall(msg.conn, msg.ts, payload, peer, self.epoch),))
-        if verdict is Verdict.DUPLICATE:
-            return self._duplicate(msg, peer)
-        self._counts["ignored"] += 1
-        return ServerOutput()
+    def _call(self, conn: str, ts: int, payload: bytes, now: int, peer: P) -> ServerOutput[P]:
+        verdict = self.receiver.receive(conn, ts, now=now)
+        if verdict is _ACCEPTED:
+            old = self._entries.get(conn)
+            prefix = old.head if old is not None else head(REPLY_TYPE, conn)
+            # A new entry discards any stored reply.
+            self._entries[conn] = _Entry(ts, peer, prefix)
+            self._started += 1
+            return ServerOutput((), (StartCall(conn, ts, payload, peer, self.epoch),))
+        if verdict is _DUPLICATE:
+            return self._duplicate(conn, ts, peer)
+        return self._refused(conn, ts, verdict, now, peer)
 
-    def _probe(self, msg: Call, now: int, peer: P) -> ServerOutput[P]:
+    def _refused(self, conn: str, ts: int, verdict: Verdict, now: int,
+                 peer: P) -> ServerOutput[P]:
+        self._counts["ignored"] += 1
+        hook = self.on_refused
+        if hook is not None:
+            message = hook(conn, ts, verdict, now, peer)
+            if message is not None:
+                return self._send(peer, message)
+        return _NOTHING  # type: ignore[return-value]
+
+    def _probe(self, conn: str, ts: int, now: int, peer: P) -> ServerOutput[P]:
         self.receiver.handle_timer(now=now)
         if self.receiver.down:
-            self._counts["ignored"] += 1
-            return ServerOutput()
-        return self._duplicate(msg, peer)
+            return self._refused(conn, ts, Verdict.DOWN, now, peer)
+        if self.on_refused is not None:
+            entry = self._entry(conn)
+            if entry is None or entry.ts < ts:
+                # The server does not hold this call (a crash or an eviction lost it).
+                return self._refused(conn, ts, Verdict.STALE, now, peer)
+        return self._duplicate(conn, ts, peer)
 
-    def _duplicate(self, msg: Call, peer: P) -> ServerOutput[P]:
-        entry = self._entry(msg.conn)
-        if entry is None or entry.ts != msg.ts:
+    def _duplicate(self, conn: str, ts: int, peer: P) -> ServerOutput[P]:
+        entry = self._entry(conn)
+        if entry is None or entry.ts != ts:
             self._counts["ignored"] += 1
-            return ServerOutput()
+            return _NOTHING  # type: ignore[return-value]
         entry.peer = peer  # the client may have moved; answer where it is now
         action = _ON_DUPLICATE[entry.state]
         if action is DupAction.ACK:
             self._counts["acks"] += 1
-            return ServerOutput(sends=(Outgoing(peer, Ack(msg.conn, msg.ts).encode()),))
+            ack = bytes((ACK_TYPE,)) + entry.head[1:]
+            return self._send(peer, frame(ack, ts))
         if action is DupAction.RETRANSMIT:
             assert entry.reply is not None
             self._counts["retransmitted"] += 1
-            reply = Reply(msg.conn, msg.ts, entry.reply).encode()
-            return ServerOutput(sends=(Outgoing(peer, reply),))
+            return self._send(peer, frame(entry.head, ts, entry.reply))
         self._counts["ignored"] += 1
-        return ServerOutput()
+        return _NOTHING  # type: ignore[return-value]
 
-    def _reply_ack(self, msg: ReplyAck, now: int) -> ServerOutput[P]:
+    def _reply_ack(self, conn: str, ts: int, now: int) -> ServerOutput[P]:
         self.receiver.handle_timer(now=now)
-        entry = None if self.receiver.down else self._entry(msg.conn)
-        if entry is None or entry.ts != msg.ts or entry.state is not ConnState.REPLYING:
+        entry = None if self.receiver.down else self._entry(conn)
+        if entry is None or entry.ts != ts or entry.state is not _REPLYING:
             self._counts["ignored"] += 1
-            return ServerOutput()
+            return _NOTHING  # type: ignore[return-value]
         entry.state = ConnState.IDLE
         entry.reply = None
         self._counts["reply_acks"] += 1
-        return ServerOutput()
+        return _NOTHING  # type: ignore[return-value]
