@@ -55,7 +55,7 @@ def time_per_message(make, messages, repeats: int) -> float:
         receive = make()
         start = time.perf_counter()
         for conn, ts, now in messages:
-            receive(conn, ts, now)
+            receive(conn, ts, now=now)
         samples.append((time.perf_counter() - start) / len(messages))
     return statistics.median(samples) * 1e6
 
@@ -64,7 +64,7 @@ def bare_table():
     table: dict[str, int] = {}
     upper = 0
 
-    def check(conn: str, ts: int, now: int) -> bool:
+    def check(conn: str, ts: int, *, now: int) -> bool:
         last = table.get(conn)
         if last is not None:
             if ts <= last:
@@ -82,7 +82,10 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=300_000)
     parser.add_argument("--conns", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, runs in seconds")
     args = parser.parse_args()
+    if args.smoke:
+        args.messages, args.conns, args.repeats = 2_000, 100, 1
     messages = workload(args.messages, args.conns)
     cases = {
         "bare dict check (floor)": bare_table,

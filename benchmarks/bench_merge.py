@@ -12,6 +12,7 @@ buffering time seen (Lemma 4.2 bounds the latter by delta + 3*epsilon).
 
 from __future__ import annotations
 
+import argparse
 import random
 import statistics
 import time
@@ -34,7 +35,7 @@ def _arrivals(n: int, epsilon: int) -> list[tuple[int, Envelope]]:
         j = rng.randrange(n)
         rt = max(tick + offsets[j], last[j] + 1)
         last[j] = rt
-        stamp = procs[j].send(rt)
+        stamp = procs[j].send(now=rt)
         out.append((rt + rng.randint(-epsilon, DELTA), Envelope(f"p{j}", f"m{tick}", stamp)))
     out.sort(key=lambda item: item[0])
     return out
@@ -60,6 +61,12 @@ def per_message_us(n: int, epsilon: int) -> tuple[float, int, int]:
 
 
 def main() -> None:
+    global REPEATS, MESSAGES
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, runs in seconds")
+    if parser.parse_args().smoke:
+        REPEATS, MESSAGES = 1, 300
     print(f"merger cost, median of {REPEATS} x {MESSAGES} messages, delta = {DELTA}")
     print(f"{'epsilon':>8} {'n':>6} {'us/msg':>7} {'max buffer':>11} {'max wait':>9}")
     for epsilon in (1, 4, 16, 64):

@@ -34,10 +34,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, runs in seconds")
     args = parser.parse_args()
-    rates = [engine_events(1_000_000) for _ in range(args.repeats)]
+    events = 1_000_000
+    if args.smoke:
+        args.messages, args.repeats, events = 2_000, 1, 20_000
+    rates = [engine_events(events) for _ in range(args.repeats)]
     print(f"engine: median {statistics.median(rates):,.0f} events/s "
-          f"({args.repeats} repeats of 1,000,000 events)")
+          f"({args.repeats} repeats of {events:,} events)")
     clients = 1000
     calls = args.messages // clients
     with tempfile.TemporaryDirectory() as tmp:

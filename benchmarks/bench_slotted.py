@@ -8,6 +8,7 @@ by up to WINDOW positions), so FRs overtake and the resequencing buffer is exerc
 
 from __future__ import annotations
 
+import argparse
 import random
 import statistics
 import time
@@ -38,7 +39,7 @@ def bench(slot: int, window: int) -> None:
         receiver: SlottedReceiver[int] = SlottedReceiver()
         start = time.perf_counter()
         for now, (i, stamp) in enumerate(arrivals):
-            receiver.receive(i, stamp, now)
+            receiver.receive(i, stamp, now=now)
         times.append(time.perf_counter() - start)
     stats = receiver.statistics()
     per = statistics.median(times) / len(arrivals) * 1e9
@@ -48,6 +49,12 @@ def bench(slot: int, window: int) -> None:
 
 
 def main() -> None:
+    global REPEATS, N
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, runs in seconds")
+    if parser.parse_args().smoke:
+        REPEATS, N = 1, 2_000
     print(f"{N} messages per trace, median of {REPEATS} runs")
     for slot in (4, 32, 256):
         for window in (1, 16, 256):

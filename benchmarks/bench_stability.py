@@ -10,6 +10,7 @@ copy of it) and the sender processing it (ack vector update, min, buffer release
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 
@@ -54,6 +55,12 @@ def bench(n_senders: int, mode: AckMode) -> tuple[float, float, float]:
 
 
 def main() -> None:
+    global REPEATS, ROUNDS
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, runs in seconds")
+    if parser.parse_args().smoke:
+        REPEATS, ROUNDS = 1, 2
     print(f"{RECEIVERS} receivers, {ROUNDS} rounds, median of {REPEATS} runs")
     print(f"{'senders':>8} {'mode':>10} {'bytes/ack':>10} {'make us':>9} {'process us':>11}")
     for n in (4, 16, 64, 256, 1000):

@@ -1,0 +1,150 @@
+"""The column-wise at-most-once path (pipeline/_fast_atmostonce.py, _columnar.py) decides
+exactly as the row adapter's row path (the pure core, row by row), on generated traces:
+every estimator, plain and resilient (crash rows), hash classes, malformed rows and
+time going back (same error), split into several calls (state carried across)."""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from tests.test_atmostonce_replay_matches_reference import options, traces
+from timebound.adapters import Row
+from timebound.adapters.atmostonce import AtMostOnceAdapter, AtMostOnceOptions
+from timebound.errors import TraceError
+from timebound.pipeline import _columnar
+from timebound.pipeline._fast_atmostonce import decide_table
+
+SCHEMA = pa.schema([("seq", pa.int64()), ("type", pa.string()), ("receiver", pa.string()),
+                    ("conn", pa.string()), ("ts", pa.int64()), ("at", pa.int64()),
+                    ("down", pa.int64())])
+SOURCE = "messages[run 'r']"
+
+
+def adapter(o: Any) -> AtMostOnceAdapter:
+    values = {name: getattr(o, name) for name in (
+        "estimator", "rho", "gc_every", "window", "spikes", "p", "resilient", "beta",
+        "latest_every", "recovery_grace", "classes")}
+    return AtMostOnceAdapter(AtMostOnceOptions.from_values(values))
+
+
+def row_path(o: Any, rows: list[dict]) -> tuple[list[tuple], str | None, list]:
+    a = adapter(o)
+    out: list[tuple] = []
+    try:
+        for line, row in enumerate(rows, start=1):
+            for produced in a.feed(Row(SOURCE, line, row)):
+                out.append((line, produced["verdict"], produced["rho"], produced["entries"]))
+    except TraceError as exc:  # the output is discarded: only the error counts
+        return [], str(exc), []
+    return out, None, a.summary()
+
+
+def columnar(o: Any, rows: list[dict], cuts: list[int]) -> tuple[list[tuple], str | None, list]:
+    a = adapter(o)
+    table = pa.Table.from_pylist(
+        [dict(row, seq=line) for line, row in enumerate(rows, start=1)], schema=SCHEMA)
+    out: list[tuple] = []
+    bounds = [0, *sorted(c for c in cuts if 0 < c < len(rows)), len(rows)]
+    try:
+        for start, stop in zip(bounds, bounds[1:]):
+            part = table.slice(start, stop - start)
+            lines = part.column("seq").to_numpy()
+            part_rows = part.to_pylist()
+
+            def feed(i: int, part_rows: list[dict] = part_rows,
+                     lines: np.ndarray = lines) -> list[Any]:
+                data = {k: v for k, v in part_rows[i].items() if v is not None and k != "seq"}
+                return list(a.feed(Row(SOURCE, int(lines[i]), data)))
+
+            decided = decide_table(a, SOURCE, part, lines, feed)
+            out += list(zip((int(lines[i]) for i in decided.keep),
+                            decided.verdict.to_pylist(), decided.rho.to_pylist(),
+                            decided.entries.to_pylist()))
+    except TraceError as exc:  # the output is discarded: only the error counts
+        return [], str(exc), []
+    return out, None, a.summary()
+
+
+@st.composite
+def spoiled(draw, rows: list[dict]) -> list[dict]:
+    """Maybe one malformed field or one row going back in time."""
+    rows = [dict(r) for r in rows]
+    how = draw(st.sampled_from(["none", "none", "empty_conn", "ts0", "back", "neg_at"]))
+    messages = [i for i, r in enumerate(rows) if r["type"] == "msg"]
+    if how == "none" or not messages:
+        return rows
+    i = draw(st.sampled_from(messages))
+    if how == "empty_conn":
+        rows[i]["conn"] = ""
+    elif how == "ts0":
+        rows[i]["ts"] = 0
+    elif how == "neg_at":
+        rows[i]["at"] = -1
+    else:
+        rows[i]["at"] = max(0, rows[i]["at"] - draw(st.integers(1, 300)))
+    return rows
+
+
+@given(data=st.data())
+def test_columnar_equals_row_path(data: Any) -> None:
+    o = data.draw(options())
+    rows = data.draw(spoiled(data.draw(traces(o.resilient))))
+    cuts = data.draw(st.lists(st.integers(0, len(rows)), max_size=3))
+    assert columnar(o, rows, cuts) == row_path(o, rows)
+
+
+@given(data=st.data())
+def test_spark_group_equals_row_path(data: Any) -> None:
+    """One (run, receiver, cls) group as Spark hands it (any row order, crash rows
+    copied to every class) -> the rows the adapter decides for that class."""
+    o = data.draw(options())
+    rows = data.draw(traces(o.resilient))
+    k = o.classes
+    name = rows[0]["receiver"]
+    cls = data.draw(st.integers(0, k - 1))
+    mine = [dict(r, seq=line) for line, r in enumerate(rows, start=1)
+            if r["receiver"] == name and (r["type"] == "crash"
+                                          or zlib.crc32(r["conn"].encode()) % k == cls)]
+    expected, error, _ = row_path(o, [{k2: v for k2, v in r.items() if k2 != "seq"}
+                                      for r in mine])
+    assert error is None
+    table = pa.Table.from_pylist(mine, schema=SCHEMA)
+    assume(mine)  # Spark never hands over an empty group
+    table = table.take(pa.array(data.draw(st.permutations(range(len(mine)))), pa.int64()))
+    table = table.append_column("cls", pa.array([cls] * len(mine), pa.int64()))
+    schema = SCHEMA.append(pa.field("verdict", pa.string())).append(
+        pa.field("rho", pa.int64())).append(pa.field("entries", pa.int64())).append(
+        pa.field("cls", pa.int64()))
+    out = _columnar.atmostonce_group(adapter(o), SOURCE, table, cls, k, schema)
+    got = out.to_pylist()
+    assert [r["seq"] for r in got] == [mine[line - 1]["seq"] for line, *_ in expected]
+    assert [(r["verdict"], r["rho"], r["entries"]) for r in got] == \
+        [tuple(e[1:]) for e in expected]
+    assert all(r["cls"] == cls for r in got)
+
+
+def test_hand_trace_fast_segments_around_a_crash() -> None:
+    """Crash rows split the table; the rows on both sides take the fast path."""
+
+    class Hand:
+        estimator, rho, gc_every, window, spikes, p = "fixed", 100, 10, None, None, None
+        resilient, beta, latest_every, recovery_grace, classes = True, 50, 20, None, 2
+
+    rows = [{"type": "msg", "receiver": "s", "conn": f"c{i % 3}", "ts": 5 + i, "at": 10 + i}
+            for i in range(20)]
+    rows.insert(10, {"type": "crash", "receiver": "s", "at": 19, "down": 5})
+    a = adapter(Hand)
+    table = pa.Table.from_pylist([dict(r, seq=i) for i, r in enumerate(rows, 1)], schema=SCHEMA)
+    lines = table.column("seq").to_numpy()
+    pyrows = table.to_pylist()
+    decided = decide_table(a, SOURCE, table, lines, lambda i: list(a.feed(Row(
+        SOURCE, int(lines[i]), {k: v for k, v in pyrows[i].items() if v is not None}))))
+    assert (decided.fast_rows, decided.slow_rows) == (20, 1)
+    assert columnar(Hand, rows, [])[0] == row_path(Hand, rows)[0]
+    assert "down" in decided.verdict.to_pylist()
