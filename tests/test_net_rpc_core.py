@@ -211,3 +211,38 @@ def test_live_server_with_classes(tmp_path: Path) -> None:
             "latest.json", "latest.json.1", "latest.json.2", "latest.json.3"]
 
     asyncio.run(main())
+
+
+def test_short_replies_get_no_reply_ack() -> None:
+    client = Client("c", Policy(interval=10, give_up_after=100), reply_ack_min_bytes=4)
+    short = client.call(b"x", now=1, conn="a").id
+    long = client.call(b"x", now=1, conn="b").id
+    out = client.receive(Reply("a", short.ts, b"abc").encode(), now=2)
+    assert out.datagrams == () and [o.result for o in out.outcomes] == [b"abc"]  # type: ignore[union-attr]
+    out = client.receive(Reply("b", long.ts, b"abcd").encode(), now=2)
+    assert [decode(d) for d in out.datagrams] == [ReplyAck("b", long.ts)]
+    assert client.statistics().completed == 2
+    with pytest.raises(ProtocolUsageError):
+        Client("c", Policy(interval=10, give_up_after=100), reply_ack_min_bytes=-1)
+
+
+def test_cancelled_call_frees_its_connection() -> None:
+    import socket
+
+    async def main() -> None:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
+            silent.bind(("127.0.0.1", 0))  # receives, never answers
+            async with RpcClient(silent.getsockname()) as client:
+                task = asyncio.ensure_future(client.call("p", timeout=30.0))
+                await asyncio.sleep(0.01)
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+                assert client.caller.client.outstanding() == ()
+                from timebound.net import CallTimeout
+
+                with pytest.raises(CallTimeout):  # the same connection id, reused
+                    await client.call("p", timeout=0.05)
+                assert len(client._idle) == 1
+
+    asyncio.run(main())
