@@ -32,6 +32,12 @@ from timebound.core.atmostonce._receiver import (
     StableLatest,
     StableStorage,
 )
+from timebound.core.atmostonce._snapshot import (
+    classified_snapshot,
+    receiver_snapshot,
+    restore_classified,
+    restore_receiver,
+)
 
 __all__ = [
     "ESTIMATORS",
@@ -52,7 +58,11 @@ __all__ = [
     "StableStorage",
     "UnlimitedHorizon",
     "Verdict",
+    "classified_snapshot",
     "crc32_class",
     "crc32_classifier",
     "nextpow2",
+    "receiver_snapshot",
+    "restore_classified",
+    "restore_receiver",
 ]

@@ -14,6 +14,7 @@ from timebound.core.merge._merger import (
     Verdict,
     level_parameters,
 )
+from timebound.core.merge._snapshot import merger_snapshot, restore_merger
 
 __all__ = [
     "Delivery",
@@ -23,4 +24,6 @@ __all__ = [
     "Stamp",
     "Verdict",
     "level_parameters",
+    "merger_snapshot",
+    "restore_merger",
 ]

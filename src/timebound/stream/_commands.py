@@ -1,0 +1,108 @@
+"""The two streaming commands as functions (the CLI and the tests call these).
+
+Everything the user can get wrong is checked before Spark starts: the protocol
+options (by the shared adapters' option objects, so a bad one reads as in the
+replay), the trigger, ``--max-files-per-trigger`` (1..1,000,000), ``--conf`` items
+and the folders.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TextIO
+
+from timebound.adapters.atmostonce import AtMostOnceOptions
+from timebound.adapters.merge import MergeOptions
+from timebound.errors import UsageError
+from timebound.stream._run import (
+    MAX_FILES_RANGE,
+    Summary,
+    build_session,
+    check_folders,
+    parse_trigger,
+    prepare_session,
+    run_query,
+)
+from timebound.stream._schemas import source_schema
+from timebound.stream._sink import BatchSink, Derived
+from timebound.stream._source import NAME
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+
+@dataclass
+class StreamResult:
+    summary: Summary
+    partitions: str
+
+
+def check_max_files(value: int | None) -> int | None:
+    low, high = MAX_FILES_RANGE
+    if value is not None and not low <= value <= high:
+        raise UsageError("--max-files-per-trigger", f"must be in [{low}, {high}], got {value}")
+    return value
+
+
+def _source(spark: SparkSession, table: str, folder: str, max_files: int | None
+            ) -> DataFrame:
+    reader = spark.readStream.format(NAME).schema(source_schema(table)).option("path", folder)
+    if max_files is not None:
+        reader = reader.option("maxFilesPerTrigger", str(max_files))
+    return reader.load()
+
+
+def _run(table: str, build: Callable[[DataFrame], DataFrame], source: str, checkpoint: str, sink: str, *,
+         trigger: str, max_files: int | None, master: str | None, conf: dict[str, str],
+         spark: SparkSession | None, out: TextIO | None, stop: threading.Event | None,
+         main: str, derived: list[Derived], count_column: str) -> StreamResult:
+    parsed = parse_trigger(trigger)
+    check_max_files(max_files)
+    source, checkpoint, sink = check_folders(source, checkpoint, sink)
+    session = spark if spark is not None else build_session(master, conf)
+    try:
+        partitions = prepare_session(session, checkpoint, conf)
+        if out is not None:
+            print(partitions, file=out, flush=True)
+        output = build(_source(session, table, source, max_files))
+        batch_sink = BatchSink(session, sink, main, derived, count_column)
+        summary = run_query(session, output, batch_sink, checkpoint, parsed, out=out,
+                            stop=stop)
+        return StreamResult(summary, partitions)
+    finally:
+        if spark is None:
+            session.stop()
+
+
+def stream_atmostonce(source: str, checkpoint: str, sink: str, options: AtMostOnceOptions,
+                      *, trigger: str = "available-now", max_files: int | None = None,
+                      master: str | None = None, conf: dict[str, str] | None = None,
+                      spark: SparkSession | None = None, out: TextIO | None = None,
+                      stop: threading.Event | None = None) -> StreamResult:
+    """Run ``timebound stream atmostonce`` (see the package docstring)."""
+    from timebound.stream._atmostonce import accepted, verdicts
+
+    return _run("messages", lambda df: verdicts(df, options), source, checkpoint, sink,
+                trigger=trigger, max_files=max_files, master=master, conf=conf or {},
+                spark=spark, out=out, stop=stop, main="verdicts",
+                derived=[("accepted", accepted)], count_column="verdict")
+
+
+def stream_merge(source: str, checkpoint: str, sink: str, options: MergeOptions, *,
+                 trigger: str = "available-now", max_files: int | None = None,
+                 master: str | None = None, conf: dict[str, str] | None = None,
+                 spark: SparkSession | None = None, out: TextIO | None = None,
+                 stop: threading.Event | None = None) -> StreamResult:
+    """Run ``timebound stream merge`` (see the package docstring)."""
+    from timebound.stream._merge import merge_order
+
+    return _run("arrivals", lambda df: merge_order(df, options), source, checkpoint, sink,
+                trigger=trigger, max_files=max_files, master=master, conf=conf or {},
+                spark=spark, out=out, stop=stop, main="order", derived=[],
+                count_column="action")
+
+
+__all__ = ["AtMostOnceOptions", "MergeOptions", "StreamResult", "check_max_files",
+           "stream_atmostonce", "stream_merge"]

@@ -1,0 +1,242 @@
+"""Starting, watching and stopping a streaming query.
+
+- Session: ``local[*]`` unless ``--master``; every ``--conf k=v`` passed through; UI
+  off unless a ``--conf`` turns it on; the state store is RocksDB
+  (``transformWithState`` needs it) and the Python workers run this interpreter
+  (``PYSPARK_PYTHON``), which has ``pandas``, ``pyarrow`` and ``protobuf``.
+- Shuffle partitions: a stateful query's partitions are frozen into its checkpoint
+  at the first start (a key's state lives in one partition for ever). On a fresh
+  checkpoint, unless ``--conf spark.sql.shuffle.partitions=N`` says otherwise, we take
+  the session's default parallelism (the cores of the cluster at first start); a
+  restart keeps what the checkpoint says, whatever the ``--conf``.
+- Progress: one line per micro-batch from the query's progress events: batch id,
+  rows in, rows out with the count of each verdict (or action), state rows
+  (``numRowsTotal``) and state bytes (``memoryUsedBytes``) of the stateful operator.
+- Stop: SIGINT or SIGTERM stops the query (between micro-batches or by interrupting
+  one; the checkpoint keeps the last committed batch, the sink writes batches whole),
+  stops Spark and returns 0. ``available-now`` stops by itself once every file present
+  at the start is processed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
+
+from timebound.errors import UsageError
+from timebound.stream._errors import translate_errors
+from timebound.stream._sink import BatchSink
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+DEFAULT_MASTER = "local[*]"
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+SESSION_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+}
+#: Documented range of ``--max-files-per-trigger``.
+MAX_FILES_RANGE = (1, 1_000_000)
+_INTERVAL = re.compile(r"^processing-time=(\d+)(ms|s|m)$")
+_UNITS = {"ms": "milliseconds", "s": "seconds", "m": "minutes"}
+POLL_SECONDS = 0.25
+
+
+@dataclass(frozen=True)
+class Trigger:
+    available_now: bool
+    interval: str | None = None  # "1 seconds" for processing-time
+
+    def apply(self, writer: Any) -> Any:
+        if self.available_now:
+            return writer.trigger(availableNow=True)
+        return writer.trigger(processingTime=self.interval)
+
+
+def parse_trigger(text: str) -> Trigger:
+    """``available-now`` | ``processing-time=<N>ms|s|m`` (N >= 1)."""
+    if text == "available-now":
+        return Trigger(True)
+    match = _INTERVAL.match(text)
+    if match is None or int(match.group(1)) < 1:
+        raise UsageError("--trigger", f"expected available-now or processing-time=<N>ms|s|m "
+                                      f"(N >= 1), got {text!r}")
+    return Trigger(False, f"{int(match.group(1))} {_UNITS[match.group(2)]}")
+
+
+def parse_conf(items: Sequence[str]) -> dict[str, str]:
+    """``["k=v", ...]`` -> dict; a malformed item is a UsageError naming ``--conf``."""
+    conf: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError("--conf", f"expected KEY=VALUE, got {item!r}")
+        conf[key.strip()] = value
+    return conf
+
+
+def check_folders(source: str, checkpoint: str, sink: str) -> tuple[str, str, str]:
+    """Absolute paths; the source must be a folder; none may contain another."""
+    paths = [os.path.abspath(p) for p in (source, checkpoint, sink)]
+    if not os.path.isdir(paths[0]):
+        raise UsageError("--source", f"not a folder: {source}")
+    for flag, path in zip(("--checkpoint", "--sink"), paths[1:]):
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise UsageError(flag, f"not a folder: {path}")
+    names = ("--source", "--checkpoint", "--sink")
+    for i in range(3):
+        for j in range(3):
+            if i != j and (paths[i] == paths[j] or paths[i].startswith(paths[j] + os.sep)):
+                raise UsageError(names[i], f"must not be {'' if paths[i] == paths[j] else 'inside '}"
+                                           f"{names[j]} ({paths[j]})")
+    return paths[0], paths[1], paths[2]
+
+
+def build_session(master: str | None, conf: dict[str, str],
+                  app_name: str = "timebound-stream") -> SparkSession:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name).master(master or DEFAULT_MASTER)
+    for key, value in {**SESSION_CONF, **conf}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(conf.get("timebound.logLevel", "WARN"))
+    return spark
+
+
+def prepare_session(spark: SparkSession, checkpoint: str, user_conf: dict[str, str]) -> str:
+    """Register the source, select RocksDB and size the shuffle partitions of a fresh
+    checkpoint; returns a line describing the partitions."""
+    from timebound.stream._source import TraceFiles
+
+    spark.dataSource.register(TraceFiles)
+    for key in ("spark.sql.streaming.stateStore.providerClass",
+                "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"):
+        spark.conf.set(key, user_conf.get(key, SESSION_CONF[key]))
+    key = "spark.sql.shuffle.partitions"
+    fresh = not os.path.isdir(os.path.join(checkpoint, "offsets"))
+    if not fresh:
+        return "shuffle partitions: as frozen in the checkpoint"
+    if key in user_conf:
+        partitions = int(user_conf[key])
+    else:
+        partitions = max(1, int(spark.sparkContext.defaultParallelism))
+    spark.conf.set(key, str(partitions))
+    return f"shuffle partitions: {partitions} (frozen into the new checkpoint)"
+
+
+def _state(progress: Any) -> tuple[int, int]:
+    rows = size = 0
+    for op in progress["stateOperators"] or []:
+        rows += int(op["numRowsTotal"] or 0)
+        size += int(op["memoryUsedBytes"] or 0)
+    return rows, size
+
+
+def _human(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"  # pragma: no cover
+
+
+def progress_line(progress: Any, counts: tuple[int, dict[str, int]] | None) -> str:
+    rows, size = _state(progress)
+    out = ""
+    if counts is not None:
+        total, by_value = counts
+        shown = " ".join(f"{k} {v}" for k, v in sorted(by_value.items()))
+        out = f", {total} out ({shown})" if shown else ", 0 out"
+    return (f"batch {progress['batchId']}: {progress['numInputRows']} rows in{out}, "
+            f"state {rows} rows {_human(size)}")
+
+
+@dataclass
+class Summary:
+    batches: int = 0
+    rows_in: int = 0
+    counts: dict[str, int] | None = None
+    state_rows: int = 0
+    state_bytes: int = 0
+    stopped_by: str | None = None
+
+
+def run_query(spark: SparkSession, output: DataFrame, sink: BatchSink, checkpoint: str,
+              trigger: Trigger, *, out: TextIO | None = None,
+              stop: threading.Event | None = None,
+              on_batch: Callable[[Any], None] | None = None) -> Summary:
+    """Run ``output`` into ``sink`` until it ends (available-now), fails, or a signal
+    (or ``stop``) asks it to stop."""
+    out = out or sys.stdout
+    stop = stop or threading.Event()
+    summary = Summary(counts={})
+    received: list[str] = []
+
+    def on_signal(signum: int, frame: Any) -> None:
+        received.append(signal.Signals(signum).name)
+        stop.set()
+
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, on_signal)
+    seen = -1
+
+    def report() -> None:
+        nonlocal seen
+        for progress in query.recentProgress:
+            batch = int(progress["batchId"])
+            if batch <= seen or (progress["numInputRows"] == 0 and not progress["stateOperators"]):
+                continue
+            seen = batch
+            counts = sink.take_counts(batch)
+            summary.batches += 1
+            summary.rows_in += int(progress["numInputRows"])
+            summary.state_rows, summary.state_bytes = _state(progress)
+            if counts is not None and summary.counts is not None:
+                for key, value in counts[1].items():
+                    summary.counts[key] = summary.counts.get(key, 0) + value
+            print(progress_line(progress, counts), file=out, flush=True)
+            if on_batch is not None:
+                on_batch(progress)
+
+    try:
+        with translate_errors():
+            writer = output.writeStream.foreachBatch(sink) \
+                .option("checkpointLocation", checkpoint)
+            query = trigger.apply(writer).start()
+            try:
+                while query.isActive and not stop.is_set():
+                    query.awaitTermination(POLL_SECONDS)
+                    report()
+                if query.isActive:
+                    query.stop()
+                query.awaitTermination(5)
+                report()
+            except BaseException:
+                if query.isActive:
+                    query.stop()
+                raise
+            exc = query.exception()
+            if exc is not None:
+                raise exc
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if received:
+        summary.stopped_by = received[0]
+    return summary

@@ -1,0 +1,61 @@
+"""Spark schemas of the streaming queries, derived from ``timebound.contract``.
+
+Sources read a dataset table's input columns (``messages``, ``arrivals``) plus the
+source's ``_file`` and ``_line``. Outputs:
+
+- ``verdicts`` (atmostonce): the input columns, then ``verdict``, ``rho``,
+  ``entries`` (the batch decision table's), ``cls`` (the hash class), ``late_arrival``
+  (the row's ``at`` was behind its receiver's clock: decided at that clock), ``file``
+  and ``line`` (where the row was read);
+- ``accepted`` (atmostonce): the input columns of every accepted message, once;
+- ``order`` (merge): ``run``, ``merger``, ``seq`` (position in that merger's output,
+  from 0), ``msg``, ``proc``, ``action``, ``time`` -- the replay's rows plus ``run`` and
+  ``seq``.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DataType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from timebound.contract import INPUT_TABLES
+from timebound.stream._source import FILE_COLUMN, LINE_COLUMN
+
+_TYPES: dict[str, DataType] = {
+    "string": StringType(), "int64": LongType(), "bool": BooleanType(),
+    "list<int64>": ArrayType(LongType(), containsNull=True),
+}
+
+
+def _struct(columns: list[tuple[str, DataType]]) -> StructType:
+    return StructType([StructField(name, kind, nullable=True) for name, kind in columns])
+
+
+def input_columns(table: str) -> list[tuple[str, DataType]]:
+    return [(c.name, _TYPES[c.type]) for c in INPUT_TABLES[table].columns]
+
+
+def source_schema(table: str) -> StructType:
+    return _struct(input_columns(table) + [(FILE_COLUMN, StringType()),
+                                           (LINE_COLUMN, LongType())])
+
+
+MESSAGES_IN = input_columns("messages")
+VERDICTS = _struct(MESSAGES_IN + [
+    ("verdict", StringType()), ("rho", LongType()), ("entries", LongType()),
+    ("cls", LongType()), ("late_arrival", BooleanType()), ("file", StringType()),
+    ("line", LongType()),
+])
+ACCEPTED = _struct(MESSAGES_IN)
+ORDER = _struct([
+    ("run", StringType()), ("merger", StringType()), ("seq", LongType()),
+    ("msg", StringType()), ("proc", StringType()), ("action", StringType()),
+    ("time", LongType()),
+])
