@@ -45,6 +45,7 @@ def _seconds_in(value: float | None, option: str, low: float = 0.0,
 def add_service_parsers(commands: Any) -> None:
     """``timebound channel``, ``group`` and ``pubsub`` (one line in timebound.cli)."""
     add_channel_parser(commands)
+    add_group_parser(commands)
 
 
 def add_channel_parser(commands: Any) -> None:
@@ -227,4 +228,145 @@ def run_channel_send(args: argparse.Namespace) -> int:
         return 1
     if bad:
         raise bad[0]
+    return 0
+
+
+# -- group -------------------------------------------------------------------------
+
+
+def add_group_parser(commands: Any) -> None:
+    group = commands.add_parser(
+        "group", help="multicast group with message stability over UDP: join",
+        description="Members on UDP (unicast fan-out) with reliable FIFO delivery per "
+                    "sender and timestamp acknowledgments for message stability "
+                    "(stability paper, Fig. 1 and section 6). Guide: docs/net.md.")
+    sub = group.add_subparsers(dest="group_command", metavar="COMMAND", required=True)
+    join = sub.add_parser(
+        "join", help="join as NAME; multicast stdin lines; print JSON events",
+        description="Join the group as member NAME (one of --members; its address is "
+                    "bound). Every line read on stdin is multicast. Prints one JSON line "
+                    "per event: {\"event\": \"deliver\", \"sender\", \"seq\", \"ts\", "
+                    "\"data\"}, {\"event\": \"stable\", \"seq\", \"ts\", \"latency_ms\"} "
+                    "(one of our messages every member has), {\"event\": \"join\"|"
+                    "\"leave\", \"member\", ...}. 'listening on udp://HOST:PORT' goes to "
+                    "stderr. Runs until SIGTERM/SIGINT (or, with --exit-when-stable, until "
+                    "stdin ends and every message sent is stable).")
+    join.add_argument("name", metavar="NAME", help="this member's name (one of --members)")
+    join.add_argument("--members", required=True, metavar="a=HOST:PORT,b=HOST:PORT,...",
+                      help="every member of the group and its UDP address")
+    join.add_argument("--acks", choices=("timestamp", "vector"), default="timestamp",
+                      help="timestamp acks (one scalar) or the vector baseline")
+    join.add_argument("--clock", choices=("physical", "lamport"), default="physical",
+                      help="message timestamps: the system clock (µs) or a Lamport counter")
+    join.add_argument("--group", default="timebound", metavar="G",
+                      help="the group's name on the wire (default timebound)")
+    join.add_argument("--ack-every-ms", type=float, default=20.0, metavar="MS",
+                      help="ack and heartbeat period, (0, 60000] ms (default 20)")
+    join.add_argument("--dead-after", type=float, default=None, metavar="S",
+                      help="disconnect a member silent S seconds (default: never)")
+    join.add_argument("--max-buffer", type=int, default=4096, metavar="N",
+                      help="most messages not yet stable, 1..1000000 (send waits)")
+    join.add_argument("--key-file", metavar="F", help="shared key (>= 16 bytes)")
+    join.add_argument("--exit-when-stable", action="store_true",
+                      help="exit once stdin ends and every message sent is stable")
+    join.add_argument("--stats", action="store_true", help="counters to stderr at exit")
+    join.set_defaults(handler=run_group_join)
+
+
+def parse_members(text: str) -> dict[str, tuple[str, int]]:
+    from timebound.core.group import MAX_NAME_BYTES
+
+    members: dict[str, tuple[str, int]] = {}
+    for item in text.split(","):
+        name, sep, target = item.strip().partition("=")
+        if not sep or not name:
+            raise UsageError("--members", f"expected NAME=HOST:PORT, got {item!r}")
+        if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+            raise UsageError("--members", f"name {name!r} longer than {MAX_NAME_BYTES} bytes")
+        if name in members:
+            raise UsageError("--members", f"member {name!r} named twice")
+        members[name] = parse_target(target, "--members")
+    if len(members) > 1024:
+        raise UsageError("--members", "at most 1024 members")
+    return members
+
+
+def event_line(event: object) -> str:
+    from timebound.core.group import Delivered, Joined, Left, Stable
+
+    if isinstance(event, Delivered):
+        return json.dumps({"event": "deliver", "sender": event.sender, "seq": event.seq,
+                           "ts": event.ts, "data": event.data.decode("utf-8", "replace")})
+    if isinstance(event, Stable):
+        return json.dumps({"event": "stable", "seq": event.seq, "ts": event.ts,
+                           "latency_ms": round(event.latency / 1000, 3)})
+    if isinstance(event, Joined):
+        return json.dumps({"event": "join", "member": event.member, "incarnation": event.inc})
+    assert isinstance(event, Left)
+    return json.dumps({"event": "leave", "member": event.member, "reason": event.reason})
+
+
+def run_group_join(args: argparse.Namespace) -> int:
+    from timebound.net._group import Group
+    from timebound.net._loop import run
+
+    members = parse_members(args.members)
+    if args.name not in members:
+        raise UsageError("NAME", f"{args.name!r} is not one of --members")
+    if not 0.0 < args.ack_every_ms <= 60000.0:
+        raise UsageError("--ack-every-ms", f"must be in (0, 60000], got {args.ack_every_ms}")
+    _seconds_in(args.dead_after, "--dead-after")
+    _int_in(str(args.max_buffer), "--max-buffer", 1, 1_000_000)
+    key = _key(args)
+    member = Group(args.group, args.name, members, acks=args.acks, clock=args.clock, key=key,
+                   ack_every=args.ack_every_ms / 1000.0, nack_every=args.ack_every_ms / 1000.0,
+                   dead_after=args.dead_after, max_buffer=args.max_buffer)
+
+    async def main() -> None:
+        import signal
+
+        try:
+            await member.start()
+        except OSError as exc:
+            raise UsageError("--members", f"cannot bind {args.name}'s address "
+                                          f"{format_address(members[args.name])}: "
+                                          f"{exc.strerror or exc}") from None
+        print(f"listening on udp://{format_address(member.address)}", file=sys.stderr,
+              flush=True)
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+
+        async def printer() -> None:
+            out = sys.stdout
+            async for event in member:
+                out.write(event_line(event) + "\n")
+                out.flush()
+
+        async def sender() -> None:
+            lines = stdin_lines(loop)
+            while True:
+                line = await lines.get()
+                if not line:
+                    break
+                await member.send(line.rstrip("\n").rstrip("\r").encode("utf-8"))
+            if args.exit_when_stable:
+                await member.wait_stable()
+                await asyncio.sleep(3 * args.ack_every_ms / 1000.0)  # last acks out
+                stop.set()
+
+        tasks = [asyncio.ensure_future(printer()), asyncio.ensure_future(sender())]
+        try:
+            await stop.wait()
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+            tasks[1].cancel()
+            member.close()
+            await asyncio.gather(tasks[0], return_exceptions=True)
+            if args.stats:
+                print(json.dumps(member.statistics(), sort_keys=True), file=sys.stderr)
+
+    run(main())
     return 0
