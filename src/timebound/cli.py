@@ -1,24 +1,45 @@
 """The one ``timebound`` command.
 
 Every failure that is the user's doing (a bad option, a malformed trace row, a bad
-dataset) prints one line ``timebound: error: ...`` and exits with status 2.
+dataset, an output path that cannot be written, a missing optional dependency) prints
+one line ``timebound: error: ...`` and exits with status 2; anything else is a bug and
+exits 1 with one line (the traceback with ``--verbose``). SIGTERM and Ctrl-C remove
+every temporary output before exiting (143, 130). docs/errors.md lists them all.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
+import traceback
 from collections.abc import Sequence
 
 from timebound import __version__
+from timebound._safety import Terminated, float_range, int_range, sigterm_raises
+from timebound.contract import OPTION_LIMITS
 from timebound.errors import TimeboundError
 from timebound.replay import load_commands, replay_rows
 
+EXIT_OK = 0
+EXIT_BUG = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the house's one-line errors (``timebound: error: ...``, exit 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        where = self.prog.removeprefix("timebound").strip()
+        prefix = f"{where}: " if where else ""
+        self.exit(EXIT_USAGE, f"timebound: error: {prefix}{message} "
+                              f"(see '{self.prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="timebound",
         description=(
             "Delivery guarantees from loosely synchronized clocks: at-most-once messages "
@@ -28,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action="version", version=f"timebound {__version__}")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show the full traceback (and Spark's log) on an error")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     replay = commands.add_parser(
@@ -53,6 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     from timebound.sim.cli import add_simulate_parser
     add_simulate_parser(commands)
+    __import__("timebound.sweep", fromlist=["x"]).add_sweep_parser(commands)
+    __import__("timebound.pipeline.bench_cli", fromlist=["x"]).add_bench_parser(commands)
+    from timebound.net.cli import add_net_parser, add_rpc_parser
+    add_rpc_parser(commands)
+    add_net_parser(commands)
+    __import__("timebound.net._cli_services", fromlist=["x"]).add_service_parsers(commands)
+    __import__("timebound.stream.cli", fromlist=["x"]).add_stream_parser(commands)
 
     demo = commands.add_parser(
         "demo",
@@ -62,19 +92,24 @@ def build_parser() -> argparse.ArgumentParser:
             "print a summary per protocol; (2) simulate every scenario at a modest "
             "scale into DIR/datasets; (3) run the pipeline on Spark (local by default) "
             "into DIR/pipeline; (4) write DIR/report.html, the paper claims beside our "
-            "measurements. Takes a few minutes on 2 cores."
+            "measurements. Takes about a minute on 2 cores (most of it starting Spark). "
+            "Every option is checked before step 1."
         ),
     )
     demo.add_argument("--out", default=None, metavar="DIR",
                       help="where the datasets, pipeline output and report.html go "
                            "(default: ./timebound-demo)")
-    demo.add_argument("--scale", type=float, default=1.0, metavar="F",
-                      help="multiply the demo's scenario sizes by F (default 1.0)")
+    demo.add_argument("--scale", type=float_range(0.01, 100.0), default=1.0, metavar="F",
+                      help="multiply the demo's scenario sizes by F, in [0.01, 100] "
+                           "(default 1.0)")
     demo.add_argument("--scenarios", default=None, metavar="A,B",
-                      help="only these simulator scenarios (default: all)")
+                      help="only these simulator scenarios, a non-empty comma list "
+                           "(default: all)")
     demo.add_argument("--master", default=None, metavar="URL",
                       help="Spark master (default local[*])")
-    demo.add_argument("--seed", type=int, default=0, help="scenario seed (default 0)")
+    demo.add_argument("--seed", type=int_range(0, 2**63 - 1), default=0,
+                      help="scenario seed in [0, 2^63-1] (default 0)")
+    _add_verbose(demo)
     demo.set_defaults(handler=_run_demo)
     _add_pipeline_commands(commands)
     return parser
@@ -88,12 +123,15 @@ def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:  # typ
             "Run every protocol whose input table is present in DATASET (messages, events, "
             "arrivals, channel, acks; see docs/pipeline.md) on Spark, the replay's cores "
             "inside each group. Writes DIR/<table>/ decision tables, DIR/metrics/ and "
-            "DIR/manifest.json, whole or not at all. Protocol options are defaults; "
-            "option columns of a table override them per run."
+            "DIR/manifest.json, whole or not at all. Protocol options are defaults for "
+            "the runs whose table has no column of that name; one that a run's option "
+            "column contradicts is refused. Option ranges: docs/errors.md."
         ),
     )
     pipeline.add_argument("dataset", metavar="DATASET", help="trace dataset folder")
-    pipeline.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    pipeline.add_argument("--out", required=True, metavar="DIR",
+                          help="output folder: new, empty, or an earlier pipeline output "
+                               "(never DATASET, inside it, or a folder of other files)")
     pipeline.add_argument("--master", default=None, metavar="URL",
                           help="Spark master: local[*] (default), spark://..., yarn, k8s://...")
     pipeline.add_argument("--conf", action="append", default=[], metavar="K=V",
@@ -102,13 +140,13 @@ def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:  # typ
     at.add_argument("--estimator", choices=("fixed", "unlimited", "limited"), default=None)
     for flag in ("--rho", "--gc-every", "--window", "--spikes", "--p", "--beta",
                  "--latest-every", "--classes"):
-        at.add_argument(flag, type=int, default=None)
+        _limited(at, flag)
     at.add_argument("--resilient", action="store_true", default=None)
     ca = pipeline.add_argument_group("causal and merge (as their replay commands)")
-    ca.add_argument("--epsilon", type=int, default=None)
-    ca.add_argument("--delta", type=int, default=None)
+    _limited(ca, "--epsilon")
+    _limited(ca, "--delta")
     ca.add_argument("--variant", choices=("rckn", "rc"), default=None)
-    ca.add_argument("--n", type=int, default=None)
+    _limited(ca, "--n")
     st = pipeline.add_argument_group("stability (as timebound replay stability)")
     st.add_argument("--acks", default=None, metavar="timestamp|vector",
                     help="default timestamp")
@@ -116,6 +154,7 @@ def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:  # typ
                     help="default: the run's nodes with send rows")
     st.add_argument("--receivers", default=None, metavar="R1,R2",
                     help="default: the run's nodes with recv or ack rows")
+    _add_verbose(pipeline)
     pipeline.set_defaults(handler=_run_pipeline)
 
     report = commands.add_parser(
@@ -131,15 +170,32 @@ def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:  # typ
     report.set_defaults(handler=_run_report)
 
 
+def _add_verbose(parser: argparse.ArgumentParser) -> None:
+    # SUPPRESS: the top-level --verbose is not reset by the subcommand's default
+    parser.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="show the full traceback and Spark's log on an error")
+
+
+def _limited(group: argparse._ArgumentGroup, flag: str) -> None:
+    low, high = OPTION_LIMITS[flag[2:].replace("-", "_")]
+    group.add_argument(flag, type=int_range(low, high), default=None,
+                       help=f"in [{low}, {high}]")
+
+
 PIPELINE_OPTIONS = ("estimator", "rho", "gc_every", "window", "spikes", "p", "beta",
                     "latest_every", "classes", "resilient", "epsilon", "delta", "variant",
                     "n", "acks", "senders", "receivers")
 
 
 def _run_pipeline(args: argparse.Namespace) -> int:
+    from timebound._safety import require_extra
+
+    require_extra("spark", "pyspark", "timebound pipeline")
     from timebound.pipeline import format_summary, parse_conf, run_pipeline
 
     conf = parse_conf(args.conf)
+    if not args.verbose:  # a failed task's Spark/Java/Python traces only with --verbose
+        conf.setdefault("timebound.logLevel", "OFF")
     options = {dest: getattr(args, dest) for dest in PIPELINE_OPTIONS
                if getattr(args, dest) is not None}
     summary = run_pipeline(args.dataset, args.out, options=options, master=args.master,
@@ -150,6 +206,10 @@ def _run_pipeline(args: argparse.Namespace) -> int:
 
 
 def _run_report(args: argparse.Namespace) -> int:
+    from timebound._safety import require_extra
+
+    require_extra("report", "matplotlib", "timebound report")
+    require_extra("report", "pandas", "timebound report")
     from timebound.report import write_report
 
     print(write_report(args.dir))
@@ -158,7 +218,7 @@ def _run_report(args: argparse.Namespace) -> int:
 
 def _run_replay(args: argparse.Namespace) -> int:
     replayer = replay_rows(args.replay_command, args)
-    if args.output != "-" and getattr(args, "stats", False):
+    if getattr(args, "stats", False):  # stderr, so also with --output -
         for label, value in replayer.summary():
             print(f"{label:>28}  {value}", file=sys.stderr)
     return 0
@@ -168,22 +228,101 @@ def _run_demo(args: argparse.Namespace) -> int:
     from timebound.demo import run_demo
 
     return run_demo(args.out, scale=args.scale, scenarios=args.scenarios,
-                    master=args.master, seed=args.seed)
+                    master=args.master, seed=args.seed, verbose=args.verbose)
+
+
+def _os_error(exc: OSError) -> str:
+    """One line for an OS error: the file(s) and the system's reason."""
+    names = " -> ".join(f"'{name}'" for name in (exc.filename, exc.filename2)
+                        if name is not None)
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if names:
+        return f"{names}: {reason}"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
+        return f"cannot write the output: {reason}"
+    return reason
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        return int(args.handler(args))
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # --help, --version, or a one-line argparse error
+        return stop.code if isinstance(stop.code, int) else EXIT_USAGE
+    verbose = bool(getattr(args, "verbose", False))
+    try:
+        with sigterm_raises():
+            return int(args.handler(args))
     except TimeboundError as exc:
+        _trace(verbose)
         print(f"timebound: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
-        return 0
+        return EXIT_OK
+    except OSError as exc:  # an output path not writable, a full device, a vanished file
+        _trace(verbose)
+        _quiet_stdout()
+        print(f"timebound: error: {_os_error(exc)}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("timebound: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except Terminated:
+        print("timebound: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
+    except Exception as exc:  # a bug: one line, the traceback with --verbose
+        _trace(verbose)
+        typed = _typed_from_spark(exc)
+        if typed is not None:  # a worker's typed error the operator did not translate
+            print(f"timebound: error: {typed}", file=sys.stderr)
+            return EXIT_USAGE
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        print(f"timebound: internal error: {type(exc).__name__}: {first}"
+              + ("" if verbose else " (run with --verbose for the traceback)"),
+              file=sys.stderr)
+        return EXIT_BUG
+
+
+def _typed_from_spark(exc: BaseException) -> TimeboundError | None:
+    """Our typed error carried anywhere in a Spark exception (message, JVM trace, causes)."""
+    if "pyspark" not in sys.modules and "py4j" not in sys.modules:
+        return None
+    from timebound.pipeline._group import rebuild
+
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        item = todo.pop()
+        if item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        for text in (str(item), getattr(item, "_desc", None), getattr(item, "_stackTrace", None)):
+            typed = rebuild(text) if isinstance(text, str) else None
+            if typed is not None:
+                return typed
+        todo += [getattr(item, "_cause", None), item.__cause__, item.__context__]
+    return None
+
+
+def _quiet_stdout() -> None:
+    """After stdout failed (e.g. a full device), send what is still buffered to
+    /dev/null so that the interpreter's final flush prints no second error."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        import os
+
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass
+
+
+def _trace(verbose: bool) -> None:
+    if verbose:
+        traceback.print_exc()
 
 
 if __name__ == "__main__":  # pragma: no cover

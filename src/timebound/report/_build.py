@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
+from timebound._safety import atomic_write_text, check_writable
 from timebound.errors import UsageError
 from timebound.report import _figures as fig
 
@@ -40,12 +41,19 @@ def find_outputs(folder: str) -> list[str]:
 
 
 def _load(output: str) -> tuple[pd.DataFrame, dict[str, Any]]:
-    metrics = pq.read_table(os.path.join(output, "metrics")).to_pandas()
+    table = os.path.join(output, "metrics")
+    try:
+        metrics = pq.read_table(table).to_pandas()
+    except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError: truncated file
+        raise UsageError("DIR", f"cannot read '{table}' as Parquet: {exc}") from None
     manifest: dict[str, Any] = {}
     path = os.path.join(output, "manifest.json")
     if os.path.exists(path):
-        with open(path, encoding="utf-8") as handle:
-            manifest = json.load(handle)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                manifest = json.load(handle)
+        except (OSError, ValueError) as exc:
+            raise UsageError("DIR", f"cannot read '{path}' as JSON: {exc}") from None
     return metrics, manifest
 
 
@@ -59,7 +67,8 @@ def _run_params(manifest: dict[str, Any]) -> pd.DataFrame:
 
 def _scalars(metrics: pd.DataFrame, protocol: str) -> pd.DataFrame:
     part = metrics[(metrics.protocol == protocol) & metrics.t.isna()]
-    return part.pivot_table(index="run", columns="measure", values="value", aggfunc="first")
+    table = part.pivot_table(index="run", columns="measure", values="value", aggfunc="first")
+    return table.loc[sorted(table.index, key=fig.natural)]
 
 
 def _numeric(frame: pd.DataFrame, column: str) -> pd.Series | None:
@@ -82,8 +91,15 @@ def _label(joined: pd.DataFrame, names: tuple[str, ...]) -> str | None:
                and joined[f"p:{n}"].nunique(dropna=True) > 1]
     if not present:
         return None
-    joined["_group"] = joined[present].astype(str).agg(" ".join, axis=1)
+    joined["_group"] = joined[present].apply(
+        lambda row: ", ".join(f"{name[2:]}={_word(v)}" for name, v in row.items()), axis=1)
     return "_group"
+
+
+def _word(value: Any) -> str:
+    if isinstance(value, bool) or str(value) in ("True", "False"):
+        return "yes" if str(value) == "True" else "no"
+    return _fmt(value)
 
 
 def _rho_sweep(joined: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
@@ -109,16 +125,16 @@ def _rho_sweep(joined: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
 #: protocol -> (swept parameter, its axis label, caption suffix, columns that split the
 #: curves, measures with their labels): the papers' "Y against X, per scheme" figures.
 _AGAINST: dict[str, tuple[str, str, str, tuple[str, ...], tuple[tuple[str, str], ...]]] = {
-    "slotted": ("slot", "slot length (ticks)", "slot length, per scheme", ("scheme",),
+    "slotted": ("slot", "slot length (µs)", "slot length, per scheme", ("scheme",),
                 (("delay_mean.FR", "FR delivery delay (rows)"),
                  ("delay_mean.R", "R delivery delay (rows)"),
                  ("buffer_p99", "receiver buffer, 99th percentile"),
                  ("buffer_max", "receiver buffer, max"))),
-    "stability": ("n", "N (group size)", "N", ("acks", "clock", "skewed"),
+    "stability": ("n", "N (senders = receivers)", "N", ("acks", "clock", "skewed", "uneven"),
                   (("latency_mean", "stability latency, mean (ticks)"),
                    ("ack_bytes_per_ack", "bytes per acknowledgment"),
                    ("ack_bytes", "acknowledgment bytes, total"))),
-    "merge": ("delta", "delta (ticks)", "delta", ("level", "variant"),
+    "merge": ("delta", "delta (ms ticks)", "delta", ("level", "variant"),
               (("buffering_mean", "buffering, mean (ticks)"),
                ("buffering_max", "buffering, max (ticks)"),
                ("late_rate", "late fraction"))),
@@ -149,7 +165,7 @@ def _figures(protocol: str, metrics: pd.DataFrame, table: pd.DataFrame,
     out: list[tuple[str, str | None]] = []
     if protocol == "atmostonce":
         out.append(("Lifetime estimate over time (per run)",
-                    fig.series(mine, "estimate", "estimate in force", "ticks", log=True)))
+                    fig.series(mine, "estimate", "estimate in force", "estimate (µs)", log=True)))
         out.append(("Connection-table size over time (per run)",
                     fig.series(mine, "table_size", "table entries", "entries")))
         found = _rho_sweep(joined)
@@ -159,7 +175,7 @@ def _figures(protocol: str, metrics: pd.DataFrame, table: pd.DataFrame,
                 if y in sweep:
                     out.append((f"{label} against rho ({scope})",
                                 fig.against(sweep, "_rho", y, None, f"{label} vs rho",
-                                            "rho (ticks)", label, logx=True)))
+                                            "rho (µs)", label, logx=True)))
         for y, label in (("lost_per_accepted", "lost / accepted (L/A)"),
                          ("table_mean", "mean table size")):
             if y in table:
@@ -173,26 +189,104 @@ def _figures(protocol: str, metrics: pd.DataFrame, table: pd.DataFrame,
     return [(title, image) for title, image in out if image is not None]
 
 
-def _claims(protocol: str, manifest: dict[str, Any], table: pd.DataFrame) -> str:
-    claims = manifest.get("claims", [])
-    if not claims:
-        return "<p class='note'>No claims in the manifest.</p>"
-    words = PAPER_WORDS.get(protocol, ())
-    related = [c for c in claims
-               if any(w in str(c.get("paper", "")).lower() for w in words)] or claims
-    rows = []
-    for claim in related:
-        measure = str(claim.get("measure", ""))
-        if measure in table:
-            values = table[measure].dropna()
-            ours = ", ".join(f"{run}: {_fmt(v)}" for run, v in values.items())
-        else:
-            ours = "(not a pipeline measure; see the simulator's metrics)"
-        rows.append("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in (
-            claim.get("paper", ""), claim.get("claim", ""), measure,
-            claim.get("expected", ""), ours)) + "</tr>")
-    return ("<table><tr><th>paper</th><th>claim</th><th>measure</th><th>expected</th>"
-            "<th>ours (per run)</th></tr>" + "".join(rows) + "</table>")
+def _sim_metrics(output: str, manifest: dict[str, Any]) -> tuple[pd.DataFrame | None, str]:
+    """The simulator's metrics behind ``output``: the dataset named in the pipeline's
+    summary.json, or ``output`` itself when it is a dataset."""
+    candidates = []
+    summary = os.path.join(output, "summary.json")
+    if os.path.exists(summary):
+        try:
+            with open(summary, encoding="utf-8") as handle:
+                candidates.append(str(json.load(handle).get("dataset", "")))
+        except (OSError, ValueError):
+            pass
+    if str(manifest.get("created_by", "")).startswith(("timebound simulate",
+                                                        "timebound sweep")):
+        candidates.append(output)
+    for folder in candidates:
+        path = os.path.join(folder, "metrics")
+        if folder and os.path.isdir(path) and os.path.exists(
+                os.path.join(folder, "manifest.json")):
+            try:
+                return pq.read_table(path).to_pandas(), folder
+            except (OSError, ValueError):
+                continue
+    return None, ""
+
+
+def _seed_sources(frame: pd.DataFrame, manifest: dict[str, Any],
+                  scenario: str) -> tuple[list[dict[str, Any]], str]:
+    """Per seed ``{scenario: {run: {measure: value}}}``; a sweep contributes its first
+    grid point (its seeds), named in the returned note."""
+    scal = frame[frame.t.isna()]
+    runs: dict[str, dict[str, float]] = {}
+    for run, measure, value in zip(scal.run, scal.measure, scal.value, strict=True):
+        runs.setdefault(str(run), {})[str(measure)] = float(value)
+    sweep = manifest.get("sweep")
+    if not sweep:
+        return [{scenario: runs}], f"seed {manifest.get('seed', '?')}"
+    grid = sweep.get("grid", {})
+    first = ",".join(f"{k}={vs[0]}" for k, vs in grid.items()) or "default"
+    out = []
+    for seed in sweep.get("seeds", []):
+        prefix = f"{first}/seed={seed}/"
+        out.append({scenario: {r[len(prefix):]: v for r, v in runs.items()
+                               if r.startswith(prefix)}})
+    return out, f"grid point {first}, seeds {', '.join(map(str, sweep.get('seeds', [])))}"
+
+
+def _verdicts(output: str, manifest: dict[str, Any], scenario: str) -> str:
+    """The claims of the scenario's papers, each with its measurement and verdict, from
+    ``timebound.claims`` -- the code that writes docs/reproduction.md."""
+    from timebound.claims import SCENARIO_PAPERS, evaluate
+
+    papers = SCENARIO_PAPERS.get(scenario)
+    if papers is None:
+        return "<p class='note'>No paper claims for this scenario.</p>"
+    frame, folder = _sim_metrics(output, manifest)
+    if frame is None:
+        seeds: list[dict[str, Any]] = [{}]
+        note = "the simulator's metrics were not found (dataset moved?)"
+    else:
+        seeds, note = _seed_sources(frame, manifest, scenario)
+        note = f"simulator metrics of {folder} ({note})"
+    rows = evaluate(seeds, only=list(papers))
+    body = []
+    for row in rows:
+        kind = ("agrees" if row.verdict == "agrees" else
+                "differs" if row.verdict.startswith("differs") else "other")
+        cells = "".join(f"<td>{html.escape(x)}</td>" for x in (
+            row.paper, row.claim, row.published, row.measured, row.where))
+        body.append(f"<tr class='claim'>{cells}<td class='verdict {kind}'>"
+                    f"{html.escape(row.verdict)}</td></tr>")
+    cols = "".join(f"<col class='c{i}'/>" for i in range(1, 7))
+    return (f"<p class='note'>Verdicts from timebound.claims (the same code as "
+            f"docs/reproduction.md), on the {html.escape(note)}.</p>"
+            f"<table class='claims'>{cols}<tr><th>paper</th><th>claim</th><th>published</th>"
+            "<th>measured</th><th>scenario / run</th><th>verdict</th></tr>"
+            + "".join(body) + "</table>")
+
+
+def _sweep_figures(manifest: dict[str, Any], table: pd.DataFrame,
+                   params: pd.DataFrame) -> list[tuple[str, str | None]]:
+    """A sweep: each headline measure against each numeric swept key, one line per
+    run of the scenario, with the min-max band across seeds."""
+    grid = (manifest.get("sweep") or {}).get("grid") or {}
+    if not grid or table.empty or params.empty:
+        return []
+    joined = _with_params(table, params)
+    out: list[tuple[str, str | None]] = []
+    measures = [m for m in table.columns if table[m].notna().any()][:4]
+    for key in grid:
+        x = _numeric(joined, f"p:{key}")
+        if x is None or x.nunique() < 2:
+            continue
+        for y in measures:
+            out.append((f"{y} against {key} (spread across seeds)",
+                        fig.spread(joined.assign(_x=x), "_x", y, "p:base_run"
+                                   if "p:base_run" in joined else None,
+                                   f"{y} vs {key}", key, y)))
+    return out
 
 
 def _fmt(value: Any) -> str:
@@ -200,6 +294,8 @@ def _fmt(value: Any) -> str:
         number = float(value)
     except (TypeError, ValueError):
         return str(value)
+    if number != number or number in (float("inf"), float("-inf")):
+        return "-"
     return str(int(number)) if number.is_integer() else f"{number:.4g}"
 
 
@@ -211,7 +307,7 @@ def _frame_html(frame: pd.DataFrame) -> str:
         f"<tr><th>{html.escape(str(index))}</th>" +
         "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>"
         for index, row in zip(frame.index, frame.itertuples(index=False), strict=True))
-    return f"<table><tr><th>run</th>{head}</tr>{body}</table>"
+    return (f"<div class='wide'><table><tr><th>run</th>{head}</tr>{body}</table></div>")
 
 
 def _section(output: str, metrics: pd.DataFrame, manifest: dict[str, Any]) -> list[str]:
@@ -230,10 +326,12 @@ def _section(output: str, metrics: pd.DataFrame, manifest: dict[str, Any]) -> li
         if manifest.get("params"):
             shown = ", ".join(f"{k}={v}" for k, v in manifest["params"].items())
             parts.append(f"<p class='params'>parameters: {html.escape(shown)}</p>")
-        parts.append("<h3>The paper's claims beside ours</h3>")
-        parts.append(_claims(protocol, manifest, table))
+        if not parts or not any("class='claims'" in x for x in parts):
+            parts.append("<h3>The papers' claims: measured, with a verdict</h3>")
+            parts.append(_verdicts(output, manifest, str(scenario)))
         parts.append("<h3>Figures</h3>")
-        for title, image in _figures(protocol, metrics, table, params):
+        for title, image in _figures(protocol, metrics, table, params) + _sweep_figures(
+                manifest, table, params):
             parts.append(f"<figure><img alt='{html.escape(title)}' "
                          f"src='data:image/png;base64,{image}'/>"
                          f"<figcaption>{html.escape(title)}</figcaption></figure>")
@@ -248,15 +346,22 @@ def _section(output: str, metrics: pd.DataFrame, manifest: dict[str, Any]) -> li
 
 
 STYLE = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
-table{border-collapse:collapse;font-size:12px;margin:.5em 0}td,th{border:1px solid #ccc;
-padding:2px 6px;text-align:left}figure{display:inline-block;margin:.5em}
-figcaption{font-size:12px;color:#555}.note,.params{font-size:13px;color:#555}"""
+table{border-collapse:collapse;font-size:12px;margin:.5em 0;max-width:100%}
+td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;overflow-wrap:anywhere}
+.wide{overflow-x:auto;max-width:100%}figure{display:inline-block;margin:.5em}
+figcaption{font-size:12px;color:#555}.note,.params{font-size:13px;color:#555}
+td.verdict{font-weight:bold}td.agrees{color:#17692b}td.differs{color:#a33}
+td.other{color:#555}table.claims{width:100%;table-layout:fixed}
+table.claims col.c1{width:7%}table.claims col.c2{width:24%}table.claims col.c3{width:10%}
+table.claims col.c4{width:27%}table.claims col.c5{width:16%}table.claims col.c6{width:16%}
+img{max-width:100%}"""
 
 
 def write_report(folder: str, *, source: str | None = None) -> str:
     """Write ``folder/report.html`` from the pipeline output(s) in ``source`` (default
     ``folder``); return its path."""
     outputs = find_outputs(source or folder)
+    check_writable(os.path.join(folder, "report.html"), "DIR")  # before the work
     body: list[str] = []
     toc: list[str] = []
     for output in outputs:
@@ -273,8 +378,5 @@ def write_report(folder: str, *, source: str | None = None) -> str:
             "figures from the pipeline's metrics tables.</p>"
             f"<ul>{''.join(toc)}</ul>{''.join(body)}</body></html>")
     path = os.path.join(folder, "report.html")
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(page)
-    os.replace(tmp, path)
+    atomic_write_text(path, page, "DIR")  # whole or not at all; temp removed on any exit
     return path

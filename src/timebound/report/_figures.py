@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +15,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 FIGSIZE = (6.4, 3.6)
+
+
+def natural(text: Any) -> tuple[Any, ...]:
+    """Sort key: numbers inside names compare as numbers (delta=5 before delta=10)."""
+    return tuple(int(part) if part.isdigit() else part
+                 for part in re.split(r"(\d+)", str(text)))
 
 
 def png(draw: Callable[[Any], None]) -> str:
@@ -31,38 +38,47 @@ def png(draw: Callable[[Any], None]) -> str:
 
 
 def series(df: pd.DataFrame, measure: str, title: str, ylabel: str,
-           log: bool = False) -> str | None:
-    """One line per run of a time series measure."""
+           log: bool = False, tick_seconds: float = 1e-6) -> str | None:
+    """One line per run of a time series measure; time in seconds from each run's
+    first sample (so runs that start late do not squeeze the others)."""
     rows = df[(df.measure == measure) & df.t.notna()]
     if rows.empty:
         return None
+    runs = sorted(rows.run.unique(), key=natural)
 
     def draw(ax: Any) -> None:
-        for run, part in rows.groupby("run", sort=True):
-            part = part.sort_values("t")
-            ax.plot(part.t, part.value, label=str(run), linewidth=1)
+        for run in runs:
+            part = rows[rows.run == run].sort_values("t")
+            seconds = (part.t - part.t.min()) * tick_seconds
+            ax.plot(seconds, part.value, label=str(run), linewidth=1)
         ax.set_title(title)
-        ax.set_xlabel("time (ticks, bucketed)")
+        ax.set_xlabel("time since the run's first sample (s)")
         ax.set_ylabel(ylabel)
         if log:
             ax.set_yscale("symlog")
-        _legend(ax, rows.run.nunique())
+        _legend(ax, len(runs))
 
     return png(draw)
 
 
 def against(points: pd.DataFrame, x: str, y: str, group: str | None, title: str,
             xlabel: str, ylabel: str, logx: bool = False) -> str | None:
-    """``y`` against numeric ``x``, one line per ``group`` value."""
+    """``y`` against numeric ``x``, one line per ``group`` value (markers only where a
+    line would join just two points across a log axis)."""
     points = points.dropna(subset=[x, y])
     if points.empty:
         return None
 
     def draw(ax: Any) -> None:
-        groups = points.groupby(group, sort=True) if group else [("", points)]
+        if group:
+            names = sorted(points[group].unique(), key=natural)
+            groups = [(name, points[points[group] == name]) for name in names]
+        else:
+            groups = [("", points)]
         for name, part in groups:
             part = part.sort_values(x)
-            ax.plot(part[x], part[y], marker="o", label=str(name) if group else None)
+            style = "o" if logx and part[x].nunique() <= 2 else "o-"
+            ax.plot(part[x], part[y], style, label=str(name) if group else None)
         ax.set_title(title)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
@@ -74,13 +90,41 @@ def against(points: pd.DataFrame, x: str, y: str, group: str | None, title: str,
     return png(draw)
 
 
+def spread(points: pd.DataFrame, x: str, y: str, group: str | None, title: str,
+           xlabel: str, ylabel: str) -> str | None:
+    """Mean of ``y`` over seeds against ``x``, with the min-max band across seeds."""
+    points = points.dropna(subset=[x, y])
+    if points.empty:
+        return None
+
+    def draw(ax: Any) -> None:
+        if group:
+            names = sorted(points[group].unique(), key=natural)[:8]
+            groups = [(name, points[points[group] == name]) for name in names]
+        else:
+            groups = [("", points)]
+        for name, part in groups:
+            stats = part.groupby(x)[y].agg(["mean", "min", "max"]).sort_index()
+            line = ax.plot(stats.index, stats["mean"], "o-" if len(stats) > 2 else "o",
+                           label=str(name) if group else "mean over seeds")
+            ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.2,
+                            color=line[0].get_color())
+        ax.set_title(title)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel + " (mean; band: min-max over seeds)")
+        _legend(ax, len(groups))
+
+    return png(draw)
+
+
 def bars(values: pd.Series, title: str, ylabel: str) -> str | None:
     values = values.dropna()
     if values.empty:
         return None
 
     def draw(ax: Any) -> None:
-        ax.bar([str(i) for i in values.index], values.values, color="#4a7ab7")
+        values_sorted = values.loc[sorted(values.index, key=natural)]
+        ax.bar([str(i) for i in values_sorted.index], values_sorted.values, color="#4a7ab7")
         ax.set_title(title)
         ax.set_ylabel(ylabel)
         ax.tick_params(axis="x", labelrotation=60, labelsize=7)

@@ -85,3 +85,34 @@ class Reliable:
         if not packet.acked:
             packet.acked = True
             packet.acked_at = self.engine.now
+
+
+class Geometric:
+    """The slotted paper's transport model (section 6): ``T_tra = alpha T_to + T_ntw``.
+
+    A reliable message is resent only when a copy is *lost*: each copy is lost with
+    probability ``loss`` (``1 - P_succ``), and the first copy that is not lost arrives
+    after one network delay, so ``P(alpha = k) = P_succ (1 - P_succ)^k``. There is no
+    race between copies (a late copy is never overtaken by a retransmission), which is
+    what keeps the delay tail that drives reordering. ``send(payload, arrive)`` calls
+    ``arrive(payload)`` once, at ``alpha * timeout + delay``.
+    """
+
+    def __init__(self, engine: Engine, timeout: int, delay: Any, loss: float,
+                 rng: Any) -> None:
+        self.engine = engine
+        self.timeout = timeout
+        self.delay = delay
+        self.loss = loss
+        self.rng = rng
+        self.transmissions = 0
+        self.retransmissions = 0
+
+    def send(self, payload: Any, arrive: Callable[[Any], None]) -> None:
+        alpha = 0
+        while self.rng.random() < self.loss:
+            alpha += 1
+        self.transmissions += alpha + 1
+        self.retransmissions += alpha
+        when = alpha * self.timeout + max(0, self.delay.sample(self.rng))
+        self.engine.schedule(when, arrive, payload)

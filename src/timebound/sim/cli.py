@@ -32,10 +32,19 @@ def add_simulate_parser(commands: Any) -> None:
     sim.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default 0)")
     sim.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      dest="overrides", help="override a scenario parameter (repeatable)")
-    sim.add_argument("--list", action="store_true", help="describe every scenario and exit")
+    sim.add_argument("--list", action="store_true",
+                     help="describe every scenario (or only SCENARIO) and exit")
     sim.add_argument("--reproduce", metavar="FILE",
                      help="run the reproduction scenarios and write the paper-vs-measured "
                           "table (docs/reproduction.md)")
+    sim.add_argument("--quick", action="store_true",
+                     help="with --reproduce: every row at the demo's scale (under a minute)")
+    sim.add_argument("--spark", action="store_true",
+                     help="with --reproduce: run the jobs as Spark tasks (a sweep)")
+    sim.add_argument("--master", metavar="URL",
+                     help="with --spark: Spark master (default local[2])")
+    sim.add_argument("--conf", action="append", default=[], metavar="K=V",
+                     help="with --spark: a Spark configuration entry (repeatable)")
     sim.add_argument("--quiet", action="store_true", help="no progress lines")
     sim.set_defaults(handler=run_simulate)
 
@@ -67,24 +76,59 @@ class _Progress:
         print(f"[{bar}] {done}/{total} {elapsed:6.1f}s {label}", file=sys.stderr, flush=True)
 
 
+def _refuse_contradictions(args: argparse.Namespace) -> None:
+    """--list [SCENARIO] and --reproduce FILE are modes of their own: any option of the
+    other modes given with them is a contradiction, refused rather than ignored."""
+    if args.list and args.reproduce:
+        raise UsageError("--list", "cannot be combined with --reproduce")
+    mode = "--list" if args.list else "--reproduce" if args.reproduce else None
+    if mode != "--reproduce":
+        for name, given in (("--quick", args.quick), ("--spark", args.spark),
+                            ("--master", args.master is not None), ("--conf", bool(args.conf))):
+            if given:
+                raise UsageError(name, "only with --reproduce")
+    elif not args.spark and (args.master is not None or args.conf):
+        raise UsageError("--master" if args.master is not None else "--conf",
+                         "only with --spark")
+    if mode is None:
+        return
+    extra = [name for name, given in (
+        ("SCENARIO", args.scenario is not None and mode == "--reproduce"),
+        ("--out", args.out is not None), ("--set", bool(args.overrides)),
+        ("--seed", args.seed != 0)) if given]
+    if extra:
+        raise UsageError(mode, f"cannot be combined with {', '.join(extra)} "
+                         f"({mode} {'runs its own scenarios' if mode == '--reproduce' else 'only describes'})")
+
+
 def run_simulate(args: argparse.Namespace) -> int:
+    from timebound._safety import check_writable, check_writable_folder
     from timebound.sim import SCENARIOS, run_scenario
 
+    _refuse_contradictions(args)
     if args.list:
-        for scenario in SCENARIOS.values():
-            print(scenario.describe())
-            print()
+        if args.scenario is not None and args.scenario not in SCENARIOS:
+            raise UsageError("SCENARIO", f"unknown scenario {args.scenario!r}; choose one "
+                             "of " + ", ".join(SCENARIOS))
+        for name, scenario in SCENARIOS.items():
+            if args.scenario in (None, name):
+                print(scenario.describe())
+                print()
         return 0
     if args.reproduce:
         from timebound.sim._reproduce import write_reproduction
 
-        write_reproduction(args.reproduce, progress=_Progress(args.quiet))
+        check_writable(args.reproduce, "--reproduce")  # before the run, not after it
+        write_reproduction(args.reproduce, progress=_Progress(args.quiet),
+                           quick=args.quick, spark=args.spark, master=args.master,
+                           conf=_parse_sets(args.conf))
         print(f"wrote {args.reproduce}")
         return 0
     if not args.scenario:
         raise UsageError("SCENARIO", "required (or --list / --reproduce)")
     if not args.out:
         raise UsageError("--out", "required here")
+    check_writable_folder(args.out, "--out")  # before the run, not after it
     progress = _Progress(args.quiet)
     started = time.perf_counter()
     result = run_scenario(args.scenario, args.out, seed=args.seed,

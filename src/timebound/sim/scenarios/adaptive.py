@@ -18,9 +18,15 @@ estimators (``estimators=``)
   ``unlimited`` Fig. 2, GC every ``gc_every``;
   ``limited``  Fig. 3 with ``window`` S, ``spikes`` H, ``p``.
 
-Measured: the estimate over time, L/A (lost over accepted; lost = ``stale`` first
-copy) over time, the table size, and against the true maximum lifetime the paper's
-"not too high" claim (estimate <= 2 x true value, Theorem 3 / section 3.2).
+Measured: the estimate over time, L/A (lost over accepted rows; lost = a first copy
+refused ``stale`` or ``early``: ``timebound.contract``) over time, the table size, and against the true maximum lifetime the paper's
+"not too high" claim (Theorems 4 and 8: estimate < 2X after some time): the largest
+estimate in force while the second half of the traffic arrives
+(``estimate_during_over_true``; the final estimate after the traffic ends is
+``estimate_over_true``). L/A as a trend: ``lost_per_accepted_at_<k>pct`` after k% of
+the expected messages. Theorem 2: ``out_of_order_accepted`` counts acceptances of a
+timestamp not above the connection's last accepted one, beside
+``out_of_order_arrivals`` (how often the network offered one).
 Time unit: 1 tick = 1 microsecond.
 """
 
@@ -35,6 +41,47 @@ from timebound.sim._dataset import DatasetWriter
 from timebound.sim._links import Delay, Empirical, Exponential
 from timebound.sim._scenario import Param, Progress, Scenario
 from timebound.sim.scenarios._amo import AmoRun, NetConfig, option_params, write_metrics
+
+#: checkpoints of the L/A trend, percent of the expected messages received
+TREND = (10, 25, 50, 100)
+
+
+class _Tracked(AmoRun):
+    """An AmoRun that also watches every arrival (no protocol rule): the estimate in
+    force during the second half of the traffic, L/A at the TREND checkpoints, and
+    acceptances out of timestamp order per connection (Theorem 2)."""
+
+    def __init__(self, *args: Any, expected: int, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.expected = max(1, expected)
+        self.arrivals = 0
+        self.estimate_late_max = 0
+        self.trend: dict[int, float] = {}
+        self.last_accepted: dict[str, int] = {}
+        self.highest_seen: dict[str, int] = {}
+        self.out_of_order_accepted = 0
+        self.out_of_order_arrivals = 0
+
+    def _arrive(self, packet: Any) -> bool:
+        msg = packet.payload
+        before = msg.accepted
+        if msg.ts < self.highest_seen.get(msg.conn, 0):
+            self.out_of_order_arrivals += 1
+        self.highest_seen[msg.conn] = max(msg.ts, self.highest_seen.get(msg.conn, 0))
+        taken = super()._arrive(packet)
+        if msg.accepted > before:
+            if msg.ts <= self.last_accepted.get(msg.conn, 0):
+                self.out_of_order_accepted += 1
+            self.last_accepted[msg.conn] = msg.ts
+        if packet.arrivals == 1:
+            self.arrivals += 1
+            if 2 * self.arrivals > self.expected:
+                self.estimate_late_max = max(self.estimate_late_max,
+                                             self.servers[msg.server].estimate)
+            for pct in TREND:
+                if pct not in self.trend and 100 * self.arrivals >= pct * self.expected:
+                    self.trend[pct] = self.lost / self.accepted if self.accepted else 0.0
+        return taken
 
 
 class Spiky(Delay):
@@ -149,8 +196,8 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
         name = f"{load}/{est}"
         if progress:
             progress(f"adaptive {name}", index, len(plan))
-        sim = AmoRun(ds, name, net, opts, random.Random(f"{seed}/adaptive/{load}"),
-                     p["sample_every"])
+        sim = _Tracked(ds, name, net, opts, random.Random(f"{seed}/adaptive/{load}"),
+                       p["sample_every"], expected=clients * calls)
         sim.execute()
         rows = sim.metrics()
         got = {m: v for m, v, t in rows if t is None}
@@ -160,6 +207,15 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
         ratio = got["final_estimate"] / true_max if true_max else 0.0
         rows.append(("true_max_lifetime", float(true_max), None))
         rows.append(("estimate_over_true", ratio, None))
+        rows.append(("estimate_during_over_true",
+                     sim.estimate_late_max / true_max if true_max else 0.0, None))
+        for pct in TREND:
+            if pct in sim.trend:
+                rows.append((f"lost_per_accepted_at_{pct}pct", sim.trend[pct], None))
+        rows.append(("messages_expected", float(clients * calls), None))
+        rows.append(("out_of_order_accepted", float(sim.out_of_order_accepted), None))
+        rows.append(("out_of_order_arrivals", float(sim.out_of_order_arrivals), None))
+        rows.append(("p", float(opts.p or 0), None))
         write_metrics(ds, name, "atmostonce", rows)
         runs.append({"run": name, "params": {**option_params(opts), "load": load}})
         summary[name] = (f"L/A {got['lost_per_accepted']:.4f}, final estimate "

@@ -15,8 +15,10 @@ sender's clock) plus the core's answers (``sim_acks``):
   ``t_send``, each receiver acknowledges every ``t_ack`` (jittered phases), channels
   FIFO and reliable (the protocol's assumption, section 3) with delay
   ``delay``; runs: timestamp/physical, vector/physical, timestamp/logical (Lamport,
-  section 5) and timestamp/physical with skewed clocks (``skew``). Measured: ack
-  bytes per second, mean and max stability latency, mean send-buffer occupancy.
+  section 5) and timestamp/physical with skewed clocks (``skew``); with ``uneven`` > 1
+  also timestamp/physical and timestamp/logical with uneven send rates (Fig. 3: s1
+  sends ``uneven`` times as often as every other sender). Measured: ack bytes per
+  second, mean and max stability latency, mean and max send-buffer occupancy.
 Time unit: fig2, the paper's time unit; sweep, 1 tick = 1 microsecond.
 """
 
@@ -47,6 +49,9 @@ PARAMS = (
     Param("skew", "sweep: clock offsets uniform in [-skew/2, skew/2] in the skew run",
           "20000", lo=0),
     Param("duration", "sweep: simulated time per run (ticks)", "3000000", lo=10_000),
+    Param("uneven", "sweep: runs with uneven send rates (section 5, Fig. 3): s1 sends every "
+          "t_send, the other senders every uneven * t_send; 1 = no such runs", "5",
+          lo=1, hi=1000),
 )
 
 CLAIMS = (
@@ -193,12 +198,17 @@ def _fig2(ds: DatasetWriter, p: dict[str, Any], summary: dict[str, Any],
 def _sweep(ds: DatasetWriter, p: dict[str, Any], seed: int, summary: dict[str, Any],
            runs: list[dict[str, Any]], progress: Progress | None) -> None:
     delay = parse_delay(p["delay"], "--set delay")
-    variants = (("timestamp", AckMode.TIMESTAMP, ClockMode.PHYSICAL, False),
+    variants: tuple[tuple[str, AckMode, ClockMode, bool], ...] = (
+                ("timestamp", AckMode.TIMESTAMP, ClockMode.PHYSICAL, False),
                 ("vector", AckMode.VECTOR, ClockMode.PHYSICAL, False),
                 ("timestamp-logical", AckMode.TIMESTAMP, ClockMode.LAMPORT, False),
                 ("timestamp-skewed", AckMode.TIMESTAMP, ClockMode.PHYSICAL, True))
+    if p["uneven"] > 1:
+        variants += (("timestamp-uneven", AckMode.TIMESTAMP, ClockMode.PHYSICAL, False),
+                     ("timestamp-logical-uneven", AckMode.TIMESTAMP, ClockMode.LAMPORT, False))
     plan = [(n, v) for n in p["sizes"] for v in variants]
     for index, (n, (label, mode, clock, skewed)) in enumerate(plan):
+        uneven = p["uneven"] if label.endswith("-uneven") else 1
         name = f"N={n}/{label}"
         if progress:
             progress(f"stability {name}", index, len(plan))
@@ -209,25 +219,34 @@ def _sweep(ds: DatasetWriter, p: dict[str, Any], seed: int, summary: dict[str, A
         half = p["skew"] // 2
         clocks = None
         if clock is ClockMode.PHYSICAL:
-            clocks = {s: Clock(offset=rng.randint(-half, half) if skewed else 0)
+            # offsets from their own stream: the skewed run sees the same traffic as
+            # the synchronized one (common random numbers), only the clocks differ
+            orng = random.Random(f"{seed}/stability/{n}/offsets")
+            clocks = {s: Clock(offset=orng.randint(-half, half) if skewed else 0)
                       for s in senders}
-        net = _Net(ds, name, senders, receivers, mode, clock,
-                   lambda a, b, r=lrng: delay.sample(r), clocks)
+        def latency(_src: str, _dst: str, r: random.Random = lrng) -> int:
+            return delay.sample(r)
+
+        net = _Net(ds, name, senders, receivers, mode, clock, latency, clocks)
         until = p["duration"]
         start = p["skew"] + 1  # every clock reads >= 1 at the first send
-        for s in senders:
-            net.periodic(s, start + rng.randrange(p["t_send"]), p["t_send"], until, net.send)
+        for i, s in enumerate(senders):
+            period = p["t_send"] if i == 0 else p["t_send"] * uneven
+            net.periodic(s, start + rng.randrange(p["t_send"]), period, until, net.send)
         for r in receivers:
             net.periodic(r, start + rng.randrange(p["t_ack"]), p["t_ack"], until, net.ack)
         net.engine.run()
         st = net.stats()
         seconds = (until - start) / 1_000_000
-        rows = [(k, v, None) for k, v in st.items()]
+        rows: list[tuple[str, float, int | None]] = [(k, v, None) for k, v in st.items()]
         rows.append(("ack_bytes_per_s", net.ack_bytes / seconds, None))
         rows.append(("n", float(n), None))
+        if clocks is not None and skewed:
+            offsets = [c.offset for c in clocks.values()]
+            rows.append(("offset_spread", float(max(offsets) - min(offsets)), None))
         write_metrics(ds, name, "stability", rows)
         runs.append({"run": name, "params": {"acks": mode.value, "clock": clock.value,
-                                             "n": n, "skewed": skewed}})
+                                             "n": n, "skewed": skewed, "uneven": uneven}})
         summary[name] = (f"ack B/s {net.ack_bytes / seconds:.0f}, latency mean "
                          f"{st['latency_mean'] / 1000:.1f} ms, buffer {st['buffer_mean']:.1f}")
 

@@ -1,0 +1,227 @@
+"""``timebound sweep SCENARIO --grid key=v1,v2 [--grid ...] [--seeds N] --out DIR``.
+
+A parameter sweep over the simulator, distributed by Spark: every grid point x seed is
+one simulator run (seeded, single-threaded, deterministic) executed in one Spark task
+(``sim._spark.map_tasks``); the runs' datasets are then merged into ONE dataset folder
+that ``timebound pipeline`` and ``timebound report`` read like any other:
+
+- every table holds every run's rows, the ``run`` column prefixed with the grid point
+  and the seed: ``<k1=v1,k2=v2>/seed=<s>/<run>`` (one Parquet part per run);
+- ``manifest.json`` lists every run with its parameters plus the grid keys, ``seed``
+  and ``base_run`` (the run's name inside its scenario), and ``sweep`` =
+  ``{"grid": {key: [values]}, "seeds": [...]}`` so the report can plot a measure
+  against a swept key with the spread across seeds.
+
+Orchestration (top layer): imports the simulator, never the pipeline; PySpark lazily.
+Seeds are 1..N. Output written whole or not at all (a temporary folder beside DIR).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from timebound.errors import UsageError
+
+MAX_RUNS = 10_000
+
+
+@dataclass(frozen=True)
+class Point:
+    scenario: str
+    values: tuple[tuple[str, str], ...]
+    seed: int
+    staging: str
+
+    @property
+    def label(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.values) or "default"
+
+    @property
+    def name(self) -> str:
+        return f"grid point {self.label} seed {self.seed}"
+
+
+def parse_grid(items: list[str], scenario: str) -> list[tuple[str, list[str]]]:
+    from timebound.sim import SCENARIOS
+
+    if scenario not in SCENARIOS:
+        raise UsageError("SCENARIO", f"unknown scenario {scenario!r}; choose one of "
+                         + ", ".join(SCENARIOS))
+    grid: list[tuple[str, list[str]]] = []
+    for item in items:
+        key, sep, values = item.partition("=")
+        key = key.strip()
+        parts = [v.strip() for v in values.split(",") if v.strip()] if sep else []
+        if not key or not parts:
+            raise UsageError("--grid", f"expected KEY=V1,V2,..., got {item!r}")
+        if any(k == key for k, _ in grid):
+            raise UsageError("--grid", f"key '{key}' given twice")
+        param = SCENARIOS[scenario].param(key)
+        for value in parts:
+            param.parse(value)  # range-checked before any work
+        grid.append((key, parts))
+    return grid
+
+
+def points(scenario: str, grid: list[tuple[str, list[str]]], seeds: int,
+           staging: str) -> list[Point]:
+    keys = [k for k, _ in grid]
+    combos = list(itertools.product(*[vs for _, vs in grid])) if grid else [()]
+    return [Point(scenario, tuple(zip(keys, combo, strict=True)), seed, staging)
+            for combo in combos for seed in range(1, seeds + 1)]
+
+
+def run_point(point: Point) -> dict[str, Any]:
+    """One Spark task: simulate one grid point and seed into the staging folder."""
+    from timebound.sim import run_scenario
+
+    index = hashlib.sha1(point.label.encode()).hexdigest()[:16]
+    out = os.path.join(point.staging, f"run-{point.seed}-{index}")
+    result = run_scenario(point.scenario, out, seed=point.seed, params=dict(point.values))
+    return {"out": out, "runs": result["runs"]}
+
+
+def merge(out_dir: str, scenario: str, pts: list[Point], results: list[dict[str, Any]],
+          grid: list[tuple[str, list[str]]], seeds: int) -> dict[str, int]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    parent = os.path.dirname(out_dir)
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out_dir)}.tmp-", dir=parent)
+    try:
+        counts: dict[str, int] = {}
+        runs: list[dict[str, Any]] = []
+        base_params: dict[str, Any] = {}
+        for number, (pt, res) in enumerate(zip(pts, results, strict=True)):
+            src = res["out"]
+            with open(os.path.join(src, "manifest.json"), encoding="utf-8") as fh:
+                manifest = json.load(fh)
+            base_params = manifest.get("params", {})
+            prefix = f"{pt.label}/seed={pt.seed}/"
+            for run in manifest.get("runs", []):
+                params = {**run.get("params", {}), **dict(pt.values), "seed": pt.seed,
+                          "base_run": run["run"]}
+                runs.append({"run": prefix + run["run"], "params": params})
+            for table in sorted(os.listdir(src)):
+                folder = os.path.join(src, table)
+                if not os.path.isdir(folder):
+                    continue
+                data = pq.read_table(folder)
+                column = data.schema.get_field_index("run")
+                renamed = pc.binary_join_element_wise(pa.scalar(prefix), data["run"], "")
+                data = data.set_column(column, "run", renamed.cast(pa.string()))
+                os.makedirs(os.path.join(tmp, table), exist_ok=True)
+                pq.write_table(data, os.path.join(tmp, table, f"part-{number:05d}.parquet"),
+                               compression="snappy")
+                counts[table] = counts.get(table, 0) + data.num_rows
+        manifest_out = {
+            "scenario": scenario,
+            "seed": None,
+            "params": base_params,
+            "runs": runs,
+            "claims": [],
+            "sweep": {"grid": {k: vs for k, vs in grid}, "seeds": list(range(1, seeds + 1))},
+            "created_by": "timebound sweep",
+        }
+        with open(os.path.join(tmp, "manifest.json"), "w", encoding="utf-8") as fh:
+            json.dump(manifest_out, fh, indent=2, sort_keys=True)
+            fh.write("\n")
+        if os.path.exists(out_dir):
+            old = tmp + ".old"
+            os.rename(out_dir, old)
+            os.rename(tmp, out_dir)
+            shutil.rmtree(old)
+        else:
+            os.rename(tmp, out_dir)
+        return counts
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def run_sweep(scenario: str, grid_items: list[str], *, seeds: int, out: str,
+              master: str | None = None, conf: dict[str, str] | None = None,
+              progress: Any = None) -> dict[str, Any]:
+    grid = parse_grid(grid_items, scenario)
+    if not 1 <= seeds <= 1000:
+        raise UsageError("--seeds", f"must be in [1, 1000], got {seeds}")
+    out = os.path.abspath(out)
+    parent = os.path.dirname(out)
+    if not os.path.isdir(parent):
+        raise UsageError("--out", f"parent folder '{parent}' does not exist")
+    if os.path.exists(out) and (not os.path.isdir(out) or (
+            os.listdir(out) and not os.path.exists(os.path.join(out, "manifest.json")))):
+        raise UsageError("--out", f"'{out}' exists and is not a timebound dataset")
+    staging = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.sweep-", dir=parent)
+    try:
+        pts = points(scenario, grid, seeds, staging)
+        if len(pts) > MAX_RUNS:
+            raise UsageError("--grid", f"{len(pts)} runs; at most {MAX_RUNS}")
+        from timebound.sim._spark import map_tasks
+
+        started = time.perf_counter()
+        results = map_tasks(run_point, pts, [p.name for p in pts], master=master,
+                            conf=conf, progress=progress)
+        counts = merge(out, scenario, pts, results, grid, seeds)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return {"out": out, "runs": len(pts), "tables": counts,
+            "seconds": round(time.perf_counter() - started, 1)}
+
+
+def _progress(label: str, done: int, total: int) -> None:
+    print(f"sweep [{done}/{total}] {label}", file=sys.stderr, flush=True)
+
+
+def add_sweep_parser(commands: Any) -> None:
+    sweep = commands.add_parser(
+        "sweep",
+        help="a parameter sweep of a scenario on Spark, into one dataset folder",
+        description=(
+            "Run SCENARIO for every grid point x seed (seeds 1..N), each run one Spark "
+            "task, and merge the runs into one dataset folder (runs named "
+            "'<grid point>/seed=<s>/<run>') that `timebound pipeline` and `timebound "
+            "report` read; the report plots each measure against a swept key with the "
+            "spread across seeds. Example: timebound sweep merge --grid deltas=5,10,20 "
+            "--seeds 3 --out sweep-merge"),
+    )
+    sweep.add_argument("scenario", metavar="SCENARIO",
+                       help="scmp | adaptive | slotted | stability | merge")
+    sweep.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
+                       help="a scenario parameter and its values (repeatable: the grid is "
+                            "the product)")
+    sweep.add_argument("--seeds", type=int, default=3, metavar="N",
+                       help="seeds 1..N per grid point (default 3, range [1, 1000])")
+    sweep.add_argument("--out", required=True, metavar="DIR", help="dataset folder")
+    sweep.add_argument("--master", metavar="URL", help="Spark master (default local[2])")
+    sweep.add_argument("--conf", action="append", default=[], metavar="K=V",
+                       help="Spark configuration entry (repeatable)")
+    sweep.add_argument("--quiet", action="store_true", help="no progress lines")
+    sweep.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    conf: dict[str, str] = {}
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError("--conf", f"expected K=V, got {item!r}")
+        conf[key.strip()] = value.strip()
+    result = run_sweep(args.scenario, args.grid, seeds=args.seeds, out=args.out,
+                       master=args.master, conf=conf,
+                       progress=None if args.quiet else _progress)
+    print(f"sweep {args.scenario}: {result['runs']} run(s) in {result['seconds']} s")
+    print(f"dataset  {result['out']}")
+    print("tables   " + ", ".join(f"{k} {v} rows" for k, v in result["tables"].items()))
+    return 0

@@ -1,0 +1,106 @@
+"""The claims module (one verdict logic for docs/reproduction.md and the report) and
+the reproduction's job runner: verdicts over seeds, no verdict that cannot fail,
+deterministic results however the jobs are spread."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+from timebound import claims
+from timebound.claims import CLAIMS, evaluate, spread
+from timebound.errors import UsageError
+from timebound.sim import _reproduce
+
+SRC = pathlib.Path(__file__).parent.parent / "src" / "timebound"
+
+
+def _merge_runs(late: list[float], mismatches: float = 0.0) -> dict[str, dict[str, float]]:
+    return {f"delta={d}": {"order_mismatches": mismatches, "max_buffering": d + 5.0,
+                           "buffering_bound": d + 12.0, "late_pct": x}
+            for d, x in zip((5, 10, 20), late, strict=True)}
+
+
+def _row(rows: list[claims.Row], text: str) -> claims.Row:
+    return next(r for r in rows if text in r.claim)
+
+
+def test_agrees_only_when_every_seed_agrees() -> None:
+    good = {"merge": _merge_runs([50.0, 30.0, 2.0])}
+    bad = {"merge": _merge_runs([50.0, 60.0, 2.0])}
+    rows = evaluate([good, good, good], only=["merge"])
+    late = _row(rows, "fewer late losses")
+    assert late.verdict == "agrees" and late.seeds == 3
+    rows = evaluate([good, bad, good], only=["merge"])
+    late = _row(rows, "fewer late losses")
+    assert late.verdict.startswith("differs (2 of 3 seeds agree)")
+    assert "delta=10: 30.00-60.00" in late.measured  # min-max over the seeds
+
+
+def test_missing_runs_and_pending_and_computed_rows() -> None:
+    rows = evaluate([{"merge": _merge_runs([1.0, 1.0, 1.0])}], only=["merge"])
+    assert _row(rows, "causal delivery").verdict.startswith("not measured here")
+    rows = evaluate([{}], only=["scmp"], root=str(pathlib.Path("/nonexistent")))
+    assert _row(rows, "RPC").verdict.startswith("not yet measured")
+    stab = {"stability": {f"N={n}/{v}": {"ack_bytes_per_s": 8.0 * n if v == "vector" else 8.0}
+                          for n in (2, 4) for v in ("vector", "timestamp")}}
+    assert _row(evaluate([stab], only=["stability"]), "bandwidth").verdict == "computed"
+
+
+def test_every_measured_claim_can_fail() -> None:
+    """No hard-coded verdict: every measured claim has a check, every differs a cause."""
+    for claim in CLAIMS:
+        if claim.kind == "measured":
+            assert claim.check is not None and claim.measure is not None, claim.claim
+            assert claim.why or claim.check is not None
+
+
+def test_spread_format() -> None:
+    assert spread([1.0, 1.0], ".1f") == "1.0"
+    assert spread([3.0, 1.0, 2.0], ".0f") == "1-3"
+
+
+def test_claims_is_a_leaf_module() -> None:
+    tree = ast.parse((SRC / "claims.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            assert not node.module.startswith("timebound"), node.module
+        if isinstance(node, ast.Import):
+            assert all(not a.name.startswith("timebound") for a in node.names)
+
+
+def test_jobs_are_deterministic_whatever_the_workers() -> None:
+    jobs = [_reproduce.Job("merge-checks", "merge-checks", (("duration", "300"),), s)
+            for s in (1, 2)]
+    jobs.append(_reproduce.Job("stability", "stability",
+                               (("modes", "fig2"), ("fig2_duration", "30")), 1))
+    one = _reproduce.run_local(jobs, 1, None)
+    two = _reproduce.run_local(jobs, 2, None)
+    assert one == two
+    assert one[0]["causal"]["causal_order_violations"] == 0
+
+
+def test_unwritable_target_is_refused_before_work(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(UsageError):
+        _reproduce.check_target(str(tmp_path))  # a folder
+    with pytest.raises(UsageError):
+        _reproduce.check_target("/nonexistent-folder/x.md")
+
+
+def test_rpc_bench_ratios_are_read_from_the_bench_file(tmp_path: pathlib.Path) -> None:
+    bench = tmp_path / "benchmarks" / "rpc_bench.md"
+    bench.parent.mkdir()
+    bench.write_text("### event loop: asyncio\n\n"
+                     "- (i) at-most-once / plain UDP = 1.05 (bar: <= 1.10: met)\n"
+                     "- (ii, fresh) TCP per call / at-most-once = 2.5 (bar: >= 2: met)\n"
+                     "### event loop: uvloop\n"
+                     "- (i) at-most-once / plain UDP = 2.06 (bar: <= 1.10: not met)\n")
+    row = _row(evaluate([{}], only=["scmp"], root=str(tmp_path)), "RPC")
+    assert row.verdict == "agrees"  # the asyncio bars decide
+    assert "asyncio (i) at-most-once / plain UDP: 1.05x (bar met)" in row.measured
+    bench.write_text(bench.read_text().replace("1.05 (bar: <= 1.10: met)",
+                                               "1.80 (bar: <= 1.10: not met)"))
+    row = _row(evaluate([{}], only=["scmp"], root=str(tmp_path)), "RPC")
+    assert row.verdict.startswith("differs")
