@@ -65,11 +65,13 @@ def as_kind(kind: Kind | str) -> Kind:
 
 
 class _Timer:
-    """One loop timer armed at an absolute core deadline (µs of ``clock``)."""
+    """One loop timer armed at an absolute core deadline (ticks of ``clock``, by
+    default µs)."""
 
-    def __init__(self, clock: Clock, fire: Any) -> None:
+    def __init__(self, clock: Any, fire: Any, ticks_per_second: float = 1e6) -> None:
         self.clock = clock
         self.fire = fire
+        self.rate = ticks_per_second
         self.handle: asyncio.TimerHandle | None = None
         self.armed: int | None = None
 
@@ -81,7 +83,7 @@ class _Timer:
         if deadline is None:
             return
         loop = asyncio.get_running_loop()
-        delay = max(0.0, (deadline - self.clock.now()) / 1e6)
+        delay = max(0.0, (deadline - self.clock.now()) / self.rate)
         self.handle = loop.call_at(loop.time() + delay, self._fire)
 
     def _fire(self) -> None:

@@ -46,6 +46,7 @@ def add_service_parsers(commands: Any) -> None:
     """``timebound channel``, ``group`` and ``pubsub`` (one line in timebound.cli)."""
     add_channel_parser(commands)
     add_group_parser(commands)
+    add_pubsub_parser(commands)
 
 
 def add_channel_parser(commands: Any) -> None:
@@ -367,6 +368,214 @@ def run_group_join(args: argparse.Namespace) -> int:
             await asyncio.gather(tasks[0], return_exceptions=True)
             if args.stats:
                 print(json.dumps(member.statistics(), sort_keys=True), file=sys.stderr)
+
+    run(main())
+    return 0
+
+
+# -- pub-sub -------------------------------------------------------------------------
+
+
+def _system_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    from timebound.core.pubsub import MAX_DELTA, MAX_EPSILON, MAX_N
+
+    parser.add_argument("--epsilon", type=int, required=required, metavar="MS",
+                        help=f"clock synchronization bound (G1), ms, 1..{MAX_EPSILON}")
+    parser.add_argument("--delta", type=int, required=required, metavar="MS",
+                        help=f"message delay bound (G2), ms, 0..{MAX_DELTA}")
+    parser.add_argument("--n", type=int, default=64, metavar="N",
+                        help=f"bound on the number of publishers, 1..{MAX_N} (default 64)")
+    parser.add_argument("--key-file", metavar="F", help="shared key (>= 16 bytes)")
+
+
+def _check_system(args: argparse.Namespace) -> None:
+    from timebound.core.pubsub import MAX_DELTA, MAX_EPSILON, MAX_N
+
+    if args.epsilon is not None:
+        _int_in(str(args.epsilon), "--epsilon", 1, MAX_EPSILON)
+    if args.delta is not None:
+        _int_in(str(args.delta), "--delta", 0, MAX_DELTA)
+    _int_in(str(args.n), "--n", 1, MAX_N)
+
+
+def _targets(text: str, option: str) -> list[tuple[str, int]]:
+    targets = [parse_target(t.strip(), option) for t in text.split(",") if t.strip()]
+    if not targets or len(targets) > 64:
+        raise UsageError(option, "give 1..64 HOST:PORT, comma-separated")
+    return targets
+
+
+def add_pubsub_parser(commands: Any) -> None:
+    ps = commands.add_parser(
+        "pubsub", help="causal pub-sub over UDP: publish, merge, subscribe",
+        description="Publishers stamp <r, c, kn> (bounded wire form); replicated causal "
+                    "deterministic mergers deliver one causal order, stackable in levels "
+                    "(a level-2 merger takes --delta = level-1 delta + 3 epsilon and "
+                    "--upstream the level-1 mergers); subscribers print that order with a "
+                    "running digest. Times in ms. Guide: docs/net.md.")
+    sub = ps.add_subparsers(dest="pubsub_command", metavar="COMMAND", required=True)
+
+    pub = sub.add_parser("publish", help="publish stdin lines to mergers",
+                         description="Publish every stdin line as process NAME to every "
+                                     "merger; print {\"proc\", \"msg\", \"r\", \"c\"} "
+                                     "per publication (at most one per ms).")
+    pub.add_argument("name", metavar="NAME", help="this publisher's process id")
+    pub.add_argument("--mergers", required=True, metavar="HOST:PORT,...")
+    _system_options(pub)
+    pub.set_defaults(handler=run_pubsub_publish)
+
+    merge = sub.add_parser("merge", help="run a merger",
+                           description="Run merger NAME on --host:--port for ds(epsilon, "
+                                       "delta); print {\"proc\", \"msg\", \"r\", \"c\"} per "
+                                       "delivery; 'listening on udp://HOST:PORT' to stderr; "
+                                       "SIGTERM/SIGINT stop it.")
+    merge.add_argument("name", metavar="NAME")
+    merge.add_argument("--port", type=int, required=True, help="UDP port 0..65535")
+    merge.add_argument("--host", default="127.0.0.1")
+    merge.add_argument("--upstream", default=None, metavar="HOST:PORT,...",
+                       help="lower-level mergers to subscribe to (level 2)")
+    merge.add_argument("--quiet", action="store_true", help="print no deliveries")
+    merge.add_argument("--stats", action="store_true", help="counters to stderr at exit")
+    _system_options(merge)
+    merge.set_defaults(handler=run_pubsub_merge)
+
+    subscribe = sub.add_parser(
+        "subscribe", help="print a merger's order with a running digest",
+        description="Subscribe to the merger at HOST:PORT; print {\"proc\", \"msg\", "
+                    "\"r\", \"c\", \"data\", \"digest\"} per delivery (digest: SHA-256 of "
+                    "the (proc, msg) order so far, comparable across subscribers). "
+                    "'listening on udp://LOCAL' goes to stderr once subscribed.")
+    subscribe.add_argument("target", metavar="HOST:PORT")
+    subscribe.add_argument("--name", default=None)
+    subscribe.add_argument("--count", type=int, default=None, metavar="N",
+                           help=f"exit after N deliveries, 1..{MAX_COUNT}")
+    subscribe.add_argument("--gap-wait-ms", type=int, default=50, metavar="MS",
+                           help="wait for a reordered datagram at most MS ms, 0..60000")
+    _system_options(subscribe, required=False)
+    subscribe.set_defaults(handler=run_pubsub_subscribe)
+
+
+def _stamp_fields(proc: str, msg: int, stamp: Any) -> dict[str, Any]:
+    return {"proc": proc, "msg": msg, "r": stamp.r, "c": stamp.c}
+
+
+def run_pubsub_publish(args: argparse.Namespace) -> int:
+    from timebound.net._loop import run
+    from timebound.net._pubsub import Publisher
+
+    _check_system(args)
+    mergers = _targets(args.mergers, "--mergers")
+    key = _key(args)
+    publisher = Publisher(args.name, mergers, epsilon=args.epsilon, delta=args.delta,
+                          n=args.n, key=key)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        async with publisher:
+            lines = stdin_lines(loop)
+            while True:
+                line = await lines.get()
+                if not line:
+                    break
+                msg, stamp = await publisher.publish(
+                    line.rstrip("\n").rstrip("\r").encode("utf-8"))
+                sys.stdout.write(json.dumps(_stamp_fields(args.name, msg, stamp)) + "\n")
+            sys.stdout.flush()
+
+    run(main())
+    return 0
+
+
+def run_pubsub_merge(args: argparse.Namespace) -> int:
+    from timebound.net._loop import run
+    from timebound.net._pubsub import MergerServer
+
+    _check_system(args)
+    _port(args.port, "--port")
+    upstream = _targets(args.upstream, "--upstream") if args.upstream else []
+    key = _key(args)
+    out = sys.stdout
+
+    def show(message: Any) -> None:
+        out.write(json.dumps(_stamp_fields(message.proc, message.msg, message.stamp)) + "\n")
+        out.flush()
+
+    server = MergerServer(args.name, epsilon=args.epsilon, delta=args.delta, n=args.n,
+                          host=args.host, port=args.port, key=key, upstream=upstream,
+                          on_deliver=None if args.quiet else show)
+
+    async def main() -> None:
+        import signal
+
+        try:
+            await server.start()
+        except OSError as exc:
+            raise UsageError("--host/--port", f"cannot bind {args.host}:{args.port}: "
+                                              f"{exc.strerror or exc}") from None
+        print(f"listening on udp://{format_address(server.address)}", file=sys.stderr,
+              flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await stop.wait()
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+            server.close()
+            if args.stats:
+                print(json.dumps(server.statistics(), sort_keys=True), file=sys.stderr)
+
+    run(main())
+    return 0
+
+
+def run_pubsub_subscribe(args: argparse.Namespace) -> int:
+    from timebound.net._loop import run
+    from timebound.net._pubsub import SubscriberClient
+
+    _check_system(args)
+    target = parse_target(args.target)
+    if args.count is not None:
+        _int_in(str(args.count), "--count", 1, MAX_COUNT)
+    _int_in(str(args.gap_wait_ms), "--gap-wait-ms", 0, 60000)
+    if args.name is not None:
+        from timebound.core.pubsub import check_name
+
+        try:
+            check_name(args.name)
+        except Exception as exc:  # noqa: BLE001 - a usage error either way
+            raise UsageError("--name", str(exc)) from None
+    key = _key(args)
+    client = SubscriberClient(target, name=args.name, key=key, gap_wait=args.gap_wait_ms)
+
+    async def main() -> None:
+        import signal
+
+        await client.start()
+        local = client._transport.get_extra_info("sockname") if client._transport else None
+        if local is not None:  # subscribed: the SUB is out
+            print(f"listening on udp://{format_address((local[0], local[1]))}",
+                  file=sys.stderr, flush=True)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, client.close)
+        seen = 0
+        try:
+            async for d in client:
+                fields = _stamp_fields(d.proc, d.msg, d.stamp)
+                fields["data"] = d.data.decode("utf-8", "replace")
+                fields["digest"] = d.digest
+                sys.stdout.write(json.dumps(fields) + "\n")
+                sys.stdout.flush()
+                seen += 1
+                if args.count is not None and seen >= args.count:
+                    break
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+            client.close()
 
     run(main())
     return 0

@@ -1,0 +1,171 @@
+"""Pub-sub frame bodies (frame kind ``KIND_PUBSUB``; ``docs/wire.md``).
+
+::
+
+    PUB   1  proc_len:u8 proc  msg:u64  eps:u16  delta:u32  n:u16  stamp  data
+    FWD   2  from_len:u8 from  seq:u64  <the PUB body after its type byte>
+    SUB   3  role:u8 (1 subscriber, 2 merger)  name_len:u8 name      (a lease renewal)
+
+``stamp`` is the bounded wire form of ⟨r, c, kn⟩ (``timebound.core.causal.WireCodec``
+for ``ds(eps, delta)`` with ``n`` processes: ``brt = r mod B``, c, 2·eps counters),
+``WireCodec(eps, delta, n).size`` bytes. A PUB is stamped in the publishers' system;
+a merger forwards what it delivers in FWD frames stamped for the system its output
+forms, ``ds(eps, delta + 3·eps)`` (Theorem 4.3), numbered ``seq`` per merger.
+Times are milliseconds. Decoding is strict (``MalformedDatagram``).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from functools import lru_cache
+
+from timebound.core.causal import Timestamp, WireCodec, min_modulus
+from timebound.errors import MalformedDatagram, ProtocolUsageError
+
+PUB = 1
+FWD = 2
+SUB = 3
+ROLE_SUBSCRIBER = 1
+ROLE_MERGER = 2
+#: Longest process / merger / subscriber name, UTF-8 bytes.
+MAX_NAME_BYTES = 64
+#: Largest epsilon (ms) and delta (ms) on the wire; largest process bound.
+MAX_EPSILON = 1000
+MAX_DELTA = 600_000
+MAX_N = 4096
+
+_MSG = struct.Struct(">QHIH")  # msg, eps, delta, n
+_U64 = struct.Struct(">Q")
+
+
+#: The modulus B is this many times Theorem 3.7's least ``6ε + δ + 1`` (4 more bits).
+#: Choice: with the least B, a message delayed beyond ``2ε + δ`` (G2 broken, e.g. a
+#: descheduled process) decodes to a plausible later ``r`` and two mergers could place
+#: it differently. With 16 times that B the decoder reads ``r`` in the window
+#: ``[now + 4ε - B + 1, now + 4ε]`` (the paper's window when no message is late, and
+#: much further into the past), so a late copy decodes to its true ``r`` and the merger
+#: classifies it ``late``: it is dropped, never misplaced.
+MODULUS_FACTOR = 16
+
+
+@lru_cache(maxsize=64)
+def codec(epsilon: int, delta: int, n: int) -> WireCodec:
+    return WireCodec(epsilon, delta, n, MODULUS_FACTOR * min_modulus(epsilon, delta))
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    """A PUB (or the inside of a FWD): ``stamp`` decoded against the receiver's clock."""
+
+    proc: str
+    msg: int
+    epsilon: int
+    delta: int
+    n: int
+    stamp: Timestamp
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Forwarded:
+    merger: str
+    seq: int
+    message: Published
+
+
+@dataclass(frozen=True, slots=True)
+class Subscribe:
+    role: int
+    name: str
+
+
+Body = Published | Forwarded | Subscribe
+
+
+def _name(text: str) -> bytes:
+    raw = text.encode("utf-8")
+    if not 1 <= len(raw) <= MAX_NAME_BYTES:
+        raise ProtocolUsageError(f"name {text!r} must be 1..{MAX_NAME_BYTES} UTF-8 bytes")
+    return bytes((len(raw),)) + raw
+
+
+def check_name(text: str) -> str:
+    _name(text)
+    return text
+
+
+def _published(proc: str, msg: int, epsilon: int, delta: int, n: int, stamp: Timestamp,
+               data: bytes) -> bytes:
+    if not 1 <= epsilon <= MAX_EPSILON or not 0 <= delta <= MAX_DELTA or not 1 <= n <= MAX_N:
+        raise ProtocolUsageError("epsilon, delta or n out of the wire's range")
+    return (_name(proc) + _MSG.pack(msg, epsilon, delta, n)
+            + codec(epsilon, delta, n).encode(stamp) + data)
+
+
+def encode_pub(proc: str, msg: int, epsilon: int, delta: int, n: int, stamp: Timestamp,
+               data: bytes) -> bytes:
+    return bytes((PUB,)) + _published(proc, msg, epsilon, delta, n, stamp, data)
+
+
+def encode_fwd(merger: str, seq: int, message: Published, delta: int) -> bytes:
+    """``message`` forwarded by ``merger``, stamped for the output system (``delta``)."""
+    return (bytes((FWD,)) + _name(merger) + _U64.pack(seq)
+            + _published(message.proc, message.msg, message.epsilon, delta, message.n,
+                         message.stamp, message.data))
+
+
+def encode_sub(role: int, name: str) -> bytes:
+    return bytes((SUB, role)) + _name(name)
+
+
+def _read_name(body: bytes, at: int) -> tuple[str, int]:
+    if at >= len(body) or not 1 <= body[at] <= MAX_NAME_BYTES:
+        raise MalformedDatagram("bad name length")
+    end = at + 1 + body[at]
+    if end > len(body):
+        raise MalformedDatagram("name truncated")
+    try:
+        return body[at + 1:end].decode("utf-8"), end
+    except UnicodeDecodeError as exc:
+        raise MalformedDatagram("name is not UTF-8") from exc
+
+
+def _read_published(body: bytes, at: int, now: int) -> Published:
+    proc, at = _read_name(body, at)
+    if at + _MSG.size > len(body):
+        raise MalformedDatagram("message header truncated")
+    msg, eps, delta, n = _MSG.unpack_from(body, at)
+    at += _MSG.size
+    if not 1 <= eps <= MAX_EPSILON or delta > MAX_DELTA or not 1 <= n <= MAX_N:
+        raise MalformedDatagram("epsilon, delta or n out of range")
+    c = codec(eps, delta, n)
+    if at + c.size > len(body):
+        raise MalformedDatagram("timestamp truncated")
+    stamp = c.decode(body[at:at + c.size], now)
+    if stamp.r > now + 4 * eps:  # read it in [now + 4ε - B + 1, now + 4ε] (see above)
+        stamp = Timestamp(stamp.r - c.modulus, stamp.c, stamp.kn)
+    return Published(proc, msg, eps, delta, n, stamp, body[at + c.size:])
+
+
+def decode(body: bytes, *, now: int) -> Body:
+    """The message in ``body`` (timestamps decoded against clock ``now``, ms)."""
+    if not body:
+        raise MalformedDatagram("empty pub-sub body")
+    kind = body[0]
+    if kind == PUB:
+        return _read_published(body, 1, now)
+    if kind == FWD:
+        merger, at = _read_name(body, 1)
+        if at + 8 > len(body):
+            raise MalformedDatagram("forward truncated")
+        (seq,) = _U64.unpack_from(body, at)
+        return Forwarded(merger, seq, _read_published(body, at + 8, now))
+    if kind == SUB:
+        if len(body) < 2 or body[1] not in (ROLE_SUBSCRIBER, ROLE_MERGER):
+            raise MalformedDatagram("bad subscription role")
+        name, at = _read_name(body, 2)
+        if at != len(body):
+            raise MalformedDatagram("trailing bytes")
+        return Subscribe(body[1], name)
+    raise MalformedDatagram(f"unknown pub-sub message type {kind}")
