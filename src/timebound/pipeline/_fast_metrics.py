@@ -1,0 +1,88 @@
+"""The at-most-once measures of ``metrics.atmostonce`` with hash aggregates only.
+
+``metrics.atmostonce`` is the definition (kept, and tested equal to this on generated
+decision tables: tests/test_pipeline_fastpath_metrics.py). It sorts the whole table
+twice (two windows ``row_number() over (... order by seq desc)``) and runs exact
+percentiles over every row. Here the same numbers come from:
+
+- one aggregate per cell (run, receiver, cls, time bucket ``t``): counts and sums, the
+  largest ``entries``, and the *last* row's ``entries``/``rho`` by ``seq`` with
+  ``max_by`` (seq is unique within a run, so "last" is the same row the windows pick);
+  the run-wide measures, the final estimate and the series are sums and maxima of the
+  cells (a few thousand rows);
+- the lifetime percentiles from a histogram ``(run, at - ts) -> count``, with
+  ``percentile(value, p, frequency)`` (exact; the same interpolation);
+- the at-most-once violations and verdict counts exactly as the definition.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql import functions as F
+
+from timebound.contract import LOST_VERDICTS, UNDECIDED_VERDICT
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+
+def atmostonce(d: DataFrame) -> list[DataFrame]:
+    from timebound.pipeline import metrics as definition  # it imports this module
+
+    p = "atmostonce"
+    msgs = d.where(F.col("type") == "msg")
+    lost = F.col("verdict").isin(*LOST_VERDICTS) & F.col("original")
+    judged = F.col("original") & (F.col("verdict") != UNDECIDED_VERDICT)
+    known = F.col("original").isNotNull()
+    span = msgs.groupBy("run").agg(F.min("at").alias("_lo"), F.max("at").alias("_hi"))
+    width = F.greatest(F.lit(1), F.ceil((F.col("_hi") - F.col("_lo") + 1) / definition.BUCKETS))
+    bucketed = msgs.join(F.broadcast(span), "run").withColumn(
+        "t", F.col("_lo") + F.floor((F.col("at") - F.col("_lo")) / width) * width)
+    by_entries = F.when(F.col("entries").isNotNull(), F.col("seq"))
+    by_rho = F.when(F.col("rho").isNotNull(), F.col("seq"))
+    cells = bucketed.groupBy("run", "receiver", "cls", "t").agg(
+        F.count("*").alias("n"),
+        F.sum(F.when(judged, 1).when(known, 0)).alias("originals"),
+        F.sum(F.when(lost, 1).when(known, 0)).alias("lost"),
+        F.sum(F.when(F.col("verdict") == "accepted", 1).otherwise(0)).alias("accepted"),
+        F.max("entries").alias("entries_max"),
+        F.sum(F.col("entries").cast("double")).alias("entries_sum"),
+        F.count("entries").alias("entries_n"),
+        F.max_by("entries", by_entries).alias("size_last"),
+        F.max_by("rho", by_entries).alias("size_rho"),
+        F.max(by_rho).alias("rho_seq"),
+        F.max_by("rho", by_rho).alias("rho_last"),
+    )
+    hist = msgs.groupBy("run", (F.col("at") - F.col("ts")).alias("lifetime")).count()
+    pct = hist.groupBy("run").agg(
+        F.percentile(F.col("lifetime"), F.lit(0.5), F.col("count")).alias("lifetime_p50"),
+        F.percentile(F.col("lifetime"), F.lit(0.99), F.col("count")).alias("lifetime_p99"))
+    wide = cells.groupBy("run").agg(
+        F.sum("n").alias("messages"),
+        F.sum("originals").alias("originals"),
+        F.sum("lost").alias("lost"),
+        F.sum("accepted").alias("_accepted"),
+        F.max("entries_max").alias("table_size_max"),
+        (F.sum("entries_sum") / F.sum("entries_n")).alias("table_mean"),
+    ).join(pct, "run", "left") \
+        .withColumn("lost_rate", F.col("lost") / F.col("originals")) \
+        .withColumn("lost_per_accepted", F.col("lost") / F.col("_accepted")).drop("_accepted")
+    wide = wide.select("run", "messages", "originals", "lost", "lifetime_p50",
+                       "lifetime_p99", "table_size_max", "table_mean", "lost_rate",
+                       "lost_per_accepted")
+    final = cells.where(F.col("rho_seq").isNotNull()) \
+        .groupBy("run", "receiver", "cls").agg(F.max_by("rho_last", "rho_seq").alias("_r")) \
+        .groupBy("run").agg(F.max("_r").alias("estimate_final"))
+    twice = msgs.where(F.col("verdict") == "accepted") \
+        .groupBy("run", "receiver", "conn", "ts").count() \
+        .groupBy("run").agg(F.sum(F.when(F.col("count") > 1, 1).otherwise(0))
+                            .alias("at_most_once_violations"))
+    sizes = cells.where(F.col("size_last").isNotNull()).groupBy("run", "t").agg(
+        F.sum("size_last").alias("table_size"), F.max("size_rho").alias("estimate"))
+    series = sizes.unpivot(["run", "t"], ["table_size", "estimate"], "measure", "value") \
+        .select("run", F.lit(p).alias("protocol"), "measure",
+                F.col("value").cast("double").alias("value"), F.col("t").cast("long"))
+    return [definition._long(wide, p), definition._long(final, p),
+            definition._long(twice, p), definition._counts(msgs, "verdict", "verdict.", p),
+            series]
