@@ -2,7 +2,8 @@
 
 One generated stream per connection count (default about 200,000 message rows in 20
 files taken one per micro-batch, 1,000 and 100,000 connections, 4 receivers, 10%
-resent copies, half of those arriving later than the watermark delay), read by the
+resent copies, half of them 2-3 micro-batches after the original: later than the
+watermark delay and than the built-in's state eviction), read by the
 same source (``timebound.stream``'s trace-file source) and written by the same
 ``foreachBatch`` Parquet writer, with the RocksDB state store on both sides:
 
@@ -52,6 +53,11 @@ def generate(folder: str, rows: int, connections: int, files: int, watermark: in
     """The stream as ``files`` Parquet files named in ``at`` order; returns counts."""
     rng = random.Random(seed)
     originals = int(rows / (1 + RESEND_SHARE))
+    # Late copies come 2-3 files (micro-batches) after their original: later than
+    # the watermark delay by at least a micro-batch, so the built-in has dropped the
+    # original's state by then (it evicts at the end of a micro-batch).
+    span = max(1, originals // files)
+    late_low = max(watermark + watermark // 4, 2 * span)
     out: list[tuple[int, str, str, int, bool]] = []
     late_copies = 0
     for i in range(originals):
@@ -65,7 +71,7 @@ def generate(folder: str, rows: int, connections: int, files: int, watermark: in
             if rng.random() < 0.5:
                 gap = rng.randint(10, watermark // 2)
             else:
-                gap = rng.randint(watermark + watermark // 4, 3 * watermark)
+                gap = rng.randint(late_low, late_low + span)
                 late_copies += 1
             out.append((at + gap, receiver, name, ts, False))
     out.sort()
@@ -160,7 +166,7 @@ def measure(spark: Any, rows: int, connections: int, files: int, workdir: str,
 
 
 def _ratio(a: float, b: float) -> str:
-    return f"{a / b:.2f}x" if b else ("-" if not a else "inf")
+    return f"{a / b:.3g}x" if b else ("-" if not a else "inf")
 
 
 def report(results: list[dict[str, Any]]) -> str:

@@ -111,7 +111,17 @@ def build_session(master: str | None, conf: dict[str, str],
     builder = SparkSession.builder.appName(app_name).master(master or DEFAULT_MASTER)
     for key, value in {**SESSION_CONF, **conf}.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    # The JVM inherits file descriptor 1; Spark's streaming Python runners print
+    # their start-up chatter there. Give the JVM our stderr, keep stdout for the
+    # progress lines.
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        spark = builder.getOrCreate()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
     spark.sparkContext.setLogLevel(conf.get("timebound.logLevel", "WARN"))
     return spark
 
