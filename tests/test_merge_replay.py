@@ -116,8 +116,8 @@ def traces(draw: st.DrawFn) -> tuple[list[dict[str, object]], int, int, bool]:
         m = rng.choice("ABC")
         clocks[m] += rng.choice((0, 0, 1, 2))
         row = {"merger": m, "msg": f"m{rng.randrange(8)}", "proc": f"p{rng.randrange(3)}",
-               "at": clocks[m], "r": clocks[m] + rng.randint(-6, 2),
-               "c": rng.randint(-1, eps + 1)}  # corrupt values too
+               "at": clocks[m], "r": max(0, clocks[m] + rng.randint(-6, 2)),
+               "c": rng.randint(0, eps + 1)}  # corrupt values too (negative ones are bad rows)
         if not rc:
             row["kn"] = [rng.randint(0, 3) for _ in range(2 * eps)]
         rows.append(row)

@@ -8,18 +8,21 @@
    ``DIR/pipeline/<scenario>/``.
 4. The report: ``DIR/report.html``.
 
-DIR defaults to ``./timebound-demo``. Without the simulator package the demo fails
-with a clear error (exit status 2) after the first section.
+DIR defaults to ``./timebound-demo``. Every option is checked, and the optional
+dependencies it needs (the ``spark`` and ``report`` extras) are looked for, before
+step 1 runs: a bad one is one line and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import time
 from importlib import resources
 from typing import Any
 
+from timebound._safety import check_writable_folder, require_extra
 from timebound.errors import TimeboundError, UsageError
 from timebound.replay import load_commands, replay_rows
 
@@ -82,24 +85,43 @@ def _simulator() -> tuple[dict[str, Any], dict[str, dict[str, str]], Any]:
     return SCENARIOS, DEMO_PARAMS, run_scenario
 
 
+def choose_scenarios(scenarios: str | None, available: dict[str, Any]) -> list[str]:
+    """The scenarios named by ``--scenarios`` (None: all); empty or unknown names refused."""
+    if scenarios is None:
+        return list(available)
+    names = [n.strip() for n in scenarios.split(",")]
+    if not any(names) or not all(names):
+        raise UsageError("--scenarios", f"expected a comma list of scenario names, got "
+                         f"{scenarios!r}; choose from {', '.join(available)}")
+    unknown = [n for n in names if n not in available]
+    if unknown:
+        raise UsageError("--scenarios", f"unknown {', '.join(unknown)}; choose from "
+                         f"{', '.join(available)}")
+    return list(dict.fromkeys(names))
+
+
 def run_demo(out_dir: str | None = None, *, scale: float = 1.0,
-             scenarios: str | None = None, master: str | None = None, seed: int = 0) -> int:
+             scenarios: str | None = None, master: str | None = None, seed: int = 0,
+             verbose: bool = False) -> int:
     started = time.perf_counter()
     out = os.path.abspath(out_dir or DEFAULT_OUT)
-    if scale <= 0:
-        raise UsageError("--scale", f"must be > 0, got {scale}")
+    # every option and every optional part is checked before step 1
+    if not (math.isfinite(scale) and 0.01 <= scale <= 100):
+        raise UsageError("--scale", f"must be a number in [0.01, 100], got {scale}")
+    if not 0 <= seed < 2**63:
+        raise UsageError("--seed", f"must be in [0, 2^63-1], got {seed}")
+    available, demo_params, run_scenario = _simulator()
+    names = choose_scenarios(scenarios, available)
+    require_extra("spark", "pyspark", "timebound demo")
+    require_extra("report", "matplotlib", "timebound demo")
+    from timebound.pipeline.session import check_master
+
+    check_master(master)
+    check_writable_folder(out, "--out")
     os.makedirs(out, exist_ok=True)
     print("== 1. bundled examples through timebound replay ==\n")
     replay_examples(os.path.join(out, "examples"))
 
-    available, demo_params, run_scenario = _simulator()
-    names = list(available)
-    if scenarios:
-        names = [n.strip() for n in scenarios.split(",") if n.strip()]
-        unknown = [n for n in names if n not in available]
-        if unknown:
-            raise UsageError("--scenarios", f"unknown {', '.join(unknown)}; choose from "
-                             f"{', '.join(available)}")
     print(f"== 2. simulate {len(names)} scenario(s): {', '.join(names)} ==")
     datasets = os.path.join(out, "datasets")
     os.makedirs(datasets, exist_ok=True)
@@ -118,7 +140,7 @@ def run_demo(out_dir: str | None = None, *, scale: float = 1.0,
     from timebound.pipeline import build_session, format_summary, run_pipeline
 
     owned = SparkSession.getActiveSession() is None  # a caller's session is left running
-    spark = build_session(master)
+    spark = build_session(master, {} if verbose else {"timebound.logLevel": "OFF"})
     pipeline = os.path.join(out, "pipeline")
     os.makedirs(pipeline, exist_ok=True)
     try:

@@ -9,6 +9,7 @@ and its allowed range (the CLI exits 2 with that one line).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,8 +40,11 @@ class Param:
             return "true or false"
         if self.kind == "delay":
             return "constant:D | exponential:MEAN[:MIN] | lognormal:MEDIAN:SIGMA[:MIN] | empirical:v1,..."
-        lo = "-inf" if self.lo is None else f"{self.lo:g}"
-        hi = "inf" if self.hi is None else f"{self.hi:g}"
+        # an int without an upper bound still has to fit the int64 columns of a dataset
+        lo = ("-2^63" if self.kind in ("int", "intlist") else "-inf") if self.lo is None \
+            else f"{self.lo:g}"
+        hi = ("2^63-1" if self.kind in ("int", "intlist") else "inf") if self.hi is None \
+            else f"{self.hi:g}"
         what = {"int": "an integer", "float": "a number", "intlist": "a comma list of integers",
                 "str": "text"}.get(self.kind, self.kind)
         return f"{what} in [{lo}, {hi}]" if self.kind in ("int", "float", "intlist") else what
@@ -53,8 +57,10 @@ class Param:
             number: float = int(text) if self.kind in ("int", "intlist") else float(text)
         except ValueError:
             raise self._bad(value) from None
-        if (self.lo is not None and number < self.lo) or (
+        if not math.isfinite(number) or (self.lo is not None and number < self.lo) or (
                 self.hi is not None and number > self.hi):
+            raise self._bad(value)  # NaN and inf never pass (manifest.json stays JSON)
+        if self.kind in ("int", "intlist") and not -(2**63) <= number < 2**63:
             raise self._bad(value)
         return number
 

@@ -4,8 +4,10 @@ The options of ``timebound replay atmostonce`` name a receiver completely: which
 estimator (fixed ``rho``, unlimited horizon, limited horizon ``S, H, p``), the GC
 period for the timer-driven ones and, for resilient receivers, ``beta`` and the
 ``latest`` refresh period and the GC pause after a recovery (``recovery_grace``, SCMP
-section 2.4; 0 in the figures). ``ReceiverConfig`` holds them and builds fresh receivers,
-so no driver spells out that mapping again. Drivers validate user input first (to name
+section 2.4; 0 in the figures) and the per-connection reorder window
+(``reorder_window``, our extension beyond the paper; 1, the default, is the figures).
+``ReceiverConfig`` holds them and builds fresh receivers, so no driver spells out that
+mapping again. Drivers validate user input first (to name
 the option); the core constructors still refuse anything out of range.
 """
 
@@ -32,6 +34,7 @@ class ReceiverConfig:
     beta: int | None = None
     latest_every: int | None = None
     recovery_grace: int = 0
+    reorder_window: int = 1
 
     def new_estimator(self) -> Estimator:
         if self.estimator == "fixed":
@@ -56,4 +59,5 @@ class ReceiverConfig:
             resilience = StableLatest(storage or MemoryStorage(), self.beta, self.latest_every)
         gc_every = None if self.estimator == "limited" else self.gc_every
         return Receiver(self.new_estimator(), gc_every=gc_every, resilience=resilience,
-                        start=start, recovery_grace=self.recovery_grace)
+                        start=start, recovery_grace=self.recovery_grace,
+                        reorder_window=self.reorder_window)

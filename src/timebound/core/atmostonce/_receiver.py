@@ -68,10 +68,50 @@ Choices where the papers leave room
 - ``retain(conn, now)``, when given, can keep an expired entry a while longer (a
   higher protocol's entry still in use, e.g. an RPC call still computing, Fig. 3-1).
   Keeping an entry longer never weakens the guarantee; it only delays ``upper``.
+
+Reorder window (beyond the paper; issue 16)
+-------------------------------------------
+Fig. 2-1 refuses every message whose timestamp is not above its connection's last
+accepted one, so a genuine message overtaken by a later one on the same connection is
+lost (``DUPLICATE``, a table rejection). With ``reorder_window = W`` (default 1: the
+figures exactly, on the unchanged code path; no window state exists) a connection
+remembers up to W accepted timestamps above a *floor*: its table entry is
+``[floor, s_1 < ... < s_k]`` (``1 <= k <= W``, ``floor < s_1``, ``s_k = CT[conn]``,
+the value every other part of the receiver sees). A message on a known connection is
+accepted iff ``ts`` is above the bound -- ``s_1`` when the window is full (k = W),
+``floor`` otherwise -- and not among ``s_1..s_k``; accepting inserts it, and when that
+makes k exceed W the smallest remembered timestamp is dropped and becomes the floor.
+A connection enters the table with ``floor = upper`` (the bound Fig. 2-1 applies to an
+unknown connection) and ``s_1 = ts``. GC forgets a whole connection exactly when
+Fig. 2-1 would (``s_k <= now - estimate``) and raises ``upper`` to ``s_k``.
+
+Invariant (I): for every connection ``c`` in the table, every timestamp ever accepted
+on ``c`` is one of ``s_1..s_k`` or ``<= floor``; for every connection not in the
+table, every timestamp ever accepted on it is ``<= upper`` (and, resilient, ``<=``
+the ``upper`` set at recovery for anything accepted before a crash). It holds
+initially (empty table). Accepting on a known connection adds ``ts`` to the set;
+dropping the smallest ``m`` into the floor keeps it (``floor < m``, so everything
+``<= floor`` is ``<= m``); a new entry starts with ``floor = upper``, which bounds
+everything accepted on ``c`` before (I for an absent ``c``); forgetting ``c`` raises
+``upper`` to ``s_k >= floor``, the largest timestamp it held; a crash empties the
+table and recovery sets ``upper = latest``, which bounds every timestamp accepted
+before the crash (SCMP 2.3, unchanged). Nothing else removes a timestamp or lowers a
+floor. No duplicate: a copy of an accepted ``(c, ts)`` finds, by (I), either ``c`` in
+the table with ``ts`` in the set (refused: ``ts <= s_1`` when full, found otherwise)
+or ``ts <= floor <= bound`` (refused), or ``c`` absent with ``ts <= upper``
+(``STALE``). Clocks, estimates, classes and crashes enter only through ``upper`` and
+GC, exactly as in the paper's argument. With W = 1 the window is always full and
+the bound is ``s_1 = CT[conn]``: Fig. 2-1 decision for decision.
+
+Accounting: ``entries`` counts remembered timestamps (one per connection when W = 1,
+``k`` per connection otherwise) and so do capacity, ``high_water`` and the size
+columns; a window that would grow a full table (capacity) drops its smallest into
+its floor instead, which is always safe. Tests: ``tests/test_atmostonce_reorder.py``.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
 from heapq import heappop, heappush
@@ -149,6 +189,13 @@ Resilience = StableLatest | MonotonicClock
 class Receiver:
     """One at-most-once receiver (one server, or one class of a server)."""
 
+    #: The reorder window W, and with W > 1 its state: conn -> [floor, s_1 < ... <
+    #: s_k] and the number of timestamps all windows hold (module docstring). Class
+    #: defaults for W = 1 (no window: Fig. 2-1's table alone).
+    reorder_window: int = 1
+    _windows: dict[str, list[int]] | None = None
+    _held: int = 0
+
     def __init__(
         self,
         estimator: Estimator,
@@ -160,7 +207,10 @@ class Receiver:
         start: int = 0,
         retain: Callable[[str, int], bool] | None = None,
         recovery_grace: int = 0,
+        reorder_window: int = 1,
     ) -> None:
+        if reorder_window < 1:
+            raise ProtocolUsageError(f"reorder_window must be >= 1, got {reorder_window}")
         if estimator.gc_by_count:
             if gc_every is not None:
                 raise ProtocolUsageError("a count-triggered estimator takes no gc_every")
@@ -184,6 +234,13 @@ class Receiver:
         self.recovery_grace = recovery_grace
         self._no_evict_until: int | None = None
         self._table: dict[str, int] = {}
+        if reorder_window > 1:
+            # W = 1 keeps the class defaults: no instance attribute is added, so a
+            # W = 1 receiver is laid out (and runs) exactly as without the window.
+            self.reorder_window = reorder_window
+            self._windows = {}
+            self._held = 0
+            self.receive = self._receive_windowed  # type: ignore[method-assign]
         self.upper = 0
         self._down = False
         # Timers: an absolute tick, or None when the timer is not armed.
@@ -222,6 +279,14 @@ class Receiver:
 
     @property
     def entries(self) -> int:
+        """Timestamps the table remembers (one per connection when W = 1)."""
+        if self._windows is None:
+            return len(self._table)
+        return self._held
+
+    @property
+    def connections(self) -> int:
+        """Connections in the table."""
         return len(self._table)
 
     @property
@@ -250,7 +315,7 @@ class Receiver:
     def statistics(self) -> ReceiverStatistics:
         counts = self._counts
         return ReceiverStatistics(
-            entries=len(self._table), upper=self.upper, latest=self.latest,
+            entries=self.entries, upper=self.upper, latest=self.latest,
             estimate=self.estimator.estimate, down=self._down,
             accepted=self._accepted, duplicate=self._duplicates, stale=self._stale,
             early=counts[_EARLY], refused_down=counts[_DOWN],
@@ -294,6 +359,85 @@ class Receiver:
         if self._tracks and self.estimator.observe(now - ts, verdict):
             self._gc(now)
         return verdict
+
+    def _receive_windowed(self, conn: str, ts: int, *, now: int) -> Verdict:
+        """``receive`` with a reorder window W > 1 (module docstring); installed as
+        the receiver's ``receive`` at construction, so W = 1 runs the figures' code
+        with no window test on its path."""
+        due = self._due
+        if due is not None and now >= due:
+            self.handle_timer(now=now)
+        if self._guarded:
+            refusal = self._refusal(ts, now)
+            if refusal is not None:
+                self._counts[refusal] += 1
+                return refusal
+        table = self._table
+        last = table.get(conn)
+        if last is not None:
+            if ts > last:
+                table[conn] = ts  # its expiry key stays below ts: see _evict
+                self._slide(conn, ts)
+                verdict = _ACCEPTED
+                self._accepted += 1
+            elif self._admit(conn, ts):
+                verdict = _ACCEPTED  # a reordered message within the window
+                self._accepted += 1
+            else:
+                verdict = _DUPLICATE
+                self._duplicates += 1
+        elif ts <= self.upper:
+            verdict = _STALE
+            self._stale += 1
+        else:
+            floor = self.upper  # before _make_room may raise it (other connections)
+            if self._bounded and self._held >= self._capacity and not self._make_room(now):
+                self._counts[_FULL] += 1
+                return _FULL
+            table[conn] = ts
+            heappush(self._expiry, (ts, conn))
+            assert self._windows is not None
+            self._windows[conn] = [floor, ts]
+            self._held += 1
+            verdict = _ACCEPTED
+            self._accepted += 1
+        if self._tracks and self.estimator.observe(now - ts, verdict):
+            self._gc(now)
+        return verdict
+
+    def _admit(self, conn: str, ts: int) -> bool:
+        """Reorder window, ``ts <= CT[conn]``: accept (and remember) ``ts`` iff it is
+        above the window's bound and not remembered (module docstring)."""
+        assert self._windows is not None
+        window = self._windows[conn]
+        full = len(window) > self.reorder_window  # [floor, s_1..s_W]
+        if ts <= window[1 if full else 0]:
+            return False
+        i = bisect_left(window, ts)
+        if window[i] == ts:  # i < len(window): ts <= CT[conn] = window[-1]
+            return False
+        window.insert(i, ts)
+        if full or (self._bounded and self._held >= self._capacity):
+            del window[0]  # the smallest remembered timestamp becomes the floor
+        else:
+            self._held += 1
+        return True
+
+    def _slide(self, conn: str, ts: int) -> None:
+        """Reorder window, ``ts > CT[conn]`` (accepted): remember ``ts``."""
+        assert self._windows is not None
+        window = self._windows[conn]
+        window.append(ts)
+        if len(window) > self.reorder_window + 1 or (
+                self._bounded and self._held >= self._capacity):
+            del window[0]
+        else:
+            self._held += 1
+
+    def _clear_windows(self) -> None:
+        if self._windows is not None:
+            self._windows = {}
+            self._held = 0
 
     def _refusal(self, ts: int, now: int) -> Verdict | None:
         """The checks before Fig. 2-2's skeleton: down, recovering, too early."""
@@ -364,6 +508,7 @@ class Receiver:
         self._down = True
         self._table = {}
         self._expiry = []
+        self._clear_windows()
         self.upper = 0
         self._refuse_until = None
         self.estimator.lose_volatile()
@@ -386,6 +531,7 @@ class Receiver:
         self._recover_at = None
         self._table = {}
         self._expiry = []
+        self._clear_windows()
         resilience = self.resilience
         if isinstance(resilience, StableLatest):
             record = resilience.storage.read()
@@ -432,7 +578,7 @@ class Receiver:
             self._write_latest(self._latest)
         if self._no_evict_until is not None and now < self._no_evict_until:
             return
-        if self.capacity is None or len(self._table) >= (self.high_water or 0):
+        if self.capacity is None or self.entries >= (self.high_water or 0):
             self._evict(now)
 
     def _evict(self, now: int) -> int:
@@ -450,6 +596,7 @@ class Receiver:
         threshold = now - self.estimator.estimate
         table = self._table
         expiry = self._expiry
+        windows = self._windows
         upper = self.upper
         kept: list[tuple[int, str]] = []
         removed = 0
@@ -463,6 +610,8 @@ class Receiver:
                 kept.append((ts, conn))
                 continue
             del table[conn]
+            if windows is not None:
+                self._held -= len(windows.pop(conn)) - 1
             removed += 1
             if ts > upper:
                 upper = ts
@@ -474,6 +623,6 @@ class Receiver:
 
     def _make_room(self, now: int) -> bool:
         self._evict(now)
-        return len(self._table) < self._capacity
+        return self.entries < self._capacity
 
 

@@ -1,0 +1,162 @@
+"""Issue 12, "data destroyed": an output is never an input, never inside an input
+folder, never a folder of the user's own files; SIGTERM leaves no temporary file;
+outputs follow the umask."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.test_pipeline_support import example_rows, write_table
+from timebound.cli import main
+
+MERGE = ["--epsilon", "2", "--delta", "3"]
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def merge_trace(tmp_path: Path) -> Path:
+    return write_jsonl(tmp_path / "same.jsonl", example_rows("merge"))
+
+
+@pytest.mark.parametrize("spelling", ["same", "./same", "link"])
+def test_replay_refuses_to_write_over_its_input(tmp_path: Path, spelling: str,
+                                                capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    src = merge_trace(tmp_path)
+    before = src.read_bytes()
+    monkeypatch.chdir(tmp_path)
+    if spelling == "link":
+        os.link(src, tmp_path / "link.jsonl")
+    out = f"{spelling}.jsonl"
+    assert main(["replay", "merge", "-i", str(src), "-o", out, *MERGE]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is the input" in err[0] and "--output" in err[0]
+    assert src.read_bytes() == before
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".")]
+
+
+def test_replay_refuses_a_folder_as_output(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    src = merge_trace(tmp_path)
+    (tmp_path / "d.jsonl").mkdir()
+    assert main(["replay", "merge", "-i", str(src), "-o", str(tmp_path / "d.jsonl"),
+                 *MERGE]) == 2
+    assert "is a folder" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["d.jsonl", "same.jsonl"]
+
+
+def _dataset(tmp_path: Path) -> Path:
+    ds = tmp_path / "ds"
+    write_table(str(ds), "arrivals", {"r1": example_rows("merge")},
+                extra={"r1": {"epsilon": 2, "delta": 3}})
+    (ds / "manifest.json").write_text('{"scenario": "hand"}', encoding="utf-8")
+    return ds
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize(("out", "says"), [
+    ("ds", "is the input"),
+    ("ds/out", "inside the input folder"),
+    (".", "holds the input"),
+    ("user", "holds files timebound did not write"),
+])
+def test_pipeline_refuses_outputs_that_destroy_data(tmp_path: Path, out: str, says: str,
+                                                    capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    ds = _dataset(tmp_path)
+    (tmp_path / "user").mkdir()
+    (tmp_path / "user" / "notes.txt").write_text("mine", encoding="utf-8")
+    before = _snapshot(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    started = time.perf_counter()
+    assert main(["pipeline", str(ds), "--out", out]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0] and "--out" in err[0], err
+    assert _snapshot(tmp_path) == before
+    assert time.perf_counter() - started < 5  # refused before Spark starts
+
+
+def test_simulate_still_refuses_a_folder_of_user_files(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    (tmp_path / "user").mkdir()
+    (tmp_path / "user" / "notes.txt").write_text("mine", encoding="utf-8")
+    assert main(["simulate", "merge", "--out", str(tmp_path / "user"), "--quiet"]) == 2
+    assert "not a timebound dataset" in capsys.readouterr().err
+    assert os.listdir(tmp_path / "user") == ["notes.txt"]
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o027])
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_replay_output_follows_the_umask(tmp_path: Path, mask: int, suffix: str) -> None:
+    src = merge_trace(tmp_path)
+    old = os.umask(mask)
+    try:
+        assert main(["replay", "merge", "-i", str(src), "-o", str(tmp_path / f"o{suffix}"),
+                     *MERGE]) == 0
+    finally:
+        os.umask(old)
+    assert (tmp_path / f"o{suffix}").stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+@pytest.mark.spark
+def test_pipeline_output_folder_follows_the_umask(tmp_path: Path, spark: object) -> None:
+    ds = _dataset(tmp_path)
+    old = os.umask(0o022)
+    try:
+        assert main(["pipeline", str(ds), "--out", str(tmp_path / "out")]) == 0
+        # a second run replaces its own earlier output (summary.json marks it)
+        assert main(["pipeline", str(ds), "--out", str(tmp_path / "out")]) == 0
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o755
+    assert (tmp_path / "out" / "summary.json").stat().st_mode & 0o777 == 0o644
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "out"]
+
+
+def _big_trace(path: Path, rows: int) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        for i in range(rows):
+            handle.write(json.dumps({"type": "send", "id": f"m{i}", "kind": "N"}) + "\n")
+            handle.write(json.dumps({"type": "arrive", "id": f"m{i}"}) + "\n")
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_sigterm_during_a_replay_leaves_no_temporary_file(tmp_path: Path,
+                                                          suffix: str) -> None:
+    src = tmp_path / "big.jsonl"
+    _big_trace(src, 150_000)
+    out = tmp_path / f"out{suffix}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "timebound.cli", "replay", "slotted", "-i", str(src),
+         "-o", str(out)], stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not [p for p in os.listdir(tmp_path) if p.startswith(".")]:
+            assert proc.poll() is None and time.monotonic() < deadline, "no temp file seen"
+            time.sleep(0.01)
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert err.strip() == "timebound: terminated"
+    assert sorted(os.listdir(tmp_path)) == ["big.jsonl"]
