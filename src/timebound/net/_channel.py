@@ -22,7 +22,7 @@ import signal
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
-from timebound.core.atmostonce import MemoryStorage, Receiver, ReceiverConfig, StableLatest
+from timebound.core.atmostonce import MemoryStorage, ReceiverConfig
 from timebound.core.channel import (
     DEFAULT_IDLE,
     DEFAULT_MAX_SESSIONS,
@@ -253,10 +253,7 @@ class ChannelListener:
                                          latest_every=DEFAULT_LATEST_EVERY)
         assert config.beta is not None and config.latest_every is not None
         store = FileStorage(storage) if storage is not None else MemoryStorage()
-        scmp = Receiver(config.new_estimator(),
-                        gc_every=None if config.estimator == "limited" else config.gc_every,
-                        resilience=StableLatest(store, config.beta, config.latest_every),
-                        start=now)
+        scmp = config.new_receiver(store, start=now)
         ring = keyring(key, previous_key, now + seconds(previous_key_grace))
         self.core: ChannelReceiver[Address] = ChannelReceiver(
             FrameCodec(ring), scmp, idle=DEFAULT_IDLE if idle is None else seconds(idle),
