@@ -1,41 +1,70 @@
 """Mutation testing of the cores: does the suite catch a one-line change of a rule?
 
-Each mutant is ``(file under src/timebound/core, original line, replacement)``. For
-each one the script copies ``src/`` to a temporary folder, replaces that exact line
-(it must occur exactly once) in the copy, runs the protocol's fast tests with
-``PYTHONPATH`` pointing at the copy -- property tests first, then the hand-written
-ones -- under a timeout, and deletes the copy. The real source is never edited.
+Each mutant is ``(protocol, file under src/timebound/core, original line,
+replacement)``. The script first copies ``src/`` once to a snapshot (other work on
+the tree cannot change the run half-way; the real ``src/`` is never edited), checks
+that every protocol's tests pass on the unmutated snapshot (a protocol whose tests
+already fail has its mutants reported ``not run``), then, for each mutant, copies the
+snapshot, replaces that exact line (it must occur exactly once) and runs the
+protocol's tests with ``PYTHONPATH`` pointing at the copy, in two passes:
 
-    .venv/bin/python scripts/mutate.py            # every mutant
-    .venv/bin/python scripts/mutate.py merge rpc  # only those protocols
+1. the Hypothesis property tests of the protocol's files (``-m hypothesis``);
+2. if they all pass, the other tests of those files (``-m "not hypothesis"``).
 
-Prints one row per mutant (caught by which test, or SURVIVED) and the score.
-Exit status 0 when every mutant was caught, 1 otherwise.
+Verdicts, honest by construction:
+
+- ``caught (property)`` / ``caught (hand)``: a test of that pass FAILED (pytest exit 1
+  with a ``FAILED`` line);
+- ``SURVIVED``: both passes passed;
+- ``timeout``: a pass ran over ``--timeout`` seconds and nothing failed before (a
+  timeout is never counted as caught);
+- ``broken``: the mutant did not get as far as a test failing (import or collection
+  error, an ``ERROR`` in setup, another pytest exit status).
+
+Tests run with ``-x -q -p no:cacheprovider`` under ``HYPOTHESIS_PROFILE=mutation``
+(``tests/conftest.py``: 100 derandomized examples, no shrinking), ``--jobs`` mutants
+at a time.
+
+    .venv/bin/python scripts/mutate.py                       # every mutant
+    .venv/bin/python scripts/mutate.py merge rpc             # only those protocols
+    .venv/bin/python scripts/mutate.py --jobs 2 --out /work/team/mutation-score.txt
+
+Prints one row per mutant and the score; exit status 0 when every mutant was caught.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = ROOT / ".venv" / "bin" / "python"
-TIMEOUT = 300  # seconds per test group
 
-#: protocol -> (property tests, hand-written tests)
+#: protocol -> its fast core test files (property and hand tests are told apart by
+#: Hypothesis's own ``hypothesis`` marker, not by file)
 TESTS = {
-    "atmostonce": (["tests/test_atmostonce_properties.py"],
-                   ["tests/test_atmostonce_receiver.py"]),
-    "slotted": (["tests/test_slotted_properties.py"], ["tests/test_slotted_core.py"]),
-    "merge": (["tests/test_merge_properties.py"], []),
-    "causal": (["tests/test_causal_properties.py"], ["tests/test_causal_variants.py"]),
-    "stability": (["tests/test_stability_theorems.py"], []),
-    "rpc": (["tests/test_rpc_statemachine.py"],
-            ["tests/test_rpc_server.py", "tests/test_rpc_client.py"]),
+    "atmostonce": ["tests/test_atmostonce_properties.py",
+                   "tests/test_atmostonce_monotonic_properties.py",
+                   "tests/test_atmostonce_estimator_mutants.py",
+                   "tests/test_atmostonce_receiver.py"],
+    "slotted": ["tests/test_slotted_properties.py", "tests/test_slotted_core.py"],
+    "merge": ["tests/test_merge_properties.py"],
+    "causal": ["tests/test_causal_properties.py", "tests/test_causal_mutants.py",
+               "tests/test_causal_variants.py"],
+    "stability": ["tests/test_stability_theorems.py", "tests/test_stability_mutants.py"],
+    "rpc": ["tests/test_rpc_statemachine.py", "tests/test_rpc_server.py",
+            "tests/test_rpc_client.py"],
+    "wire": ["tests/test_net_wire.py", "tests/test_wire_mutants.py"],
+    "channel": ["tests/test_net_channel_core.py", "tests/test_channel_mutants.py"],
 }
 
 AMO = "atmostonce/_receiver.py"
@@ -44,11 +73,17 @@ SLOT = "slotted/_receiver.py"
 MERGE = "merge/_merger.py"
 CAUSAL = "causal/_process.py"
 STAB = "stability/_sender.py"
+WIRE = "wire/_frame.py"
+CH_RECV = "channel/_receiver.py"
+CH_SEND = "channel/_sender.py"
 
-#: (protocol, file, original line, replacement)
-MUTANTS: list[tuple[str, str, str, str]] = [
+#: (protocol, file, original line, replacement[, which occurrence]): the line must
+#: occur exactly once, or, with an occurrence index (0 = first), at least that often
+#: (the at-most-once receiver has the figures' path and the reorder window's path).
+Mutant = tuple[str, str, str, str] | tuple[str, str, str, str, int]
+MUTANTS: list[Mutant] = [
     ("atmostonce", AMO, "            if ts <= last:", "            if ts < last:"),
-    ("atmostonce", AMO, "        elif ts <= self.upper:", "        elif ts < self.upper:"),
+    ("atmostonce", AMO, "        elif ts <= self.upper:", "        elif ts < self.upper:", 0),
     ("atmostonce", AMO, "        if latest is not None and ts > latest:",
      "        if latest is not None and ts > latest + 1:"),
     ("atmostonce", AMO, "        if slack is not None and ts > now + slack:",
@@ -62,7 +97,7 @@ MUTANTS: list[tuple[str, str, str, str]] = [
      "            self.upper = max(self.upper, self._refuse_until - 1)"),
     ("atmostonce", AMO,
      "                table[conn] = ts  # its expiry key stays below ts: see _evict",
-     "                pass"),
+     "                pass", 0),
     ("atmostonce", EST, "        if maxltime > self.estimate:",
      "        if maxltime > self.estimate + 1:"),
     ("atmostonce", EST,
@@ -101,39 +136,68 @@ MUTANTS: list[tuple[str, str, str, str]] = [
      "                self._min = ack if self._min is None else min(self._min, ack)",
      "                self._min = ack"),
     ("stability", STAB, "        if current == self._min:", "        if current != self._min:"),
-    ("rpc", "rpc/_server.py", "        if entry.reply_time >= now - self.rho_prime:",
-     "        if entry.reply_time > now + self.rho_prime:"),
-    ("rpc", "rpc/_client.py", "        ts = max(now, last + 1, 1)",
-     "        ts = max(now, last, 1)"),
+    ("rpc", "rpc/_server.py",
+     "        if entry.reply_time >= now - max(self._class_of(conn).estimate, self.kappa):",
+     "        if entry.reply_time > now - max(self._class_of(conn).estimate, self.kappa):"),
+    ("rpc", "rpc/_client.py",
+     "        ts = now if now > last and now >= 1 else max(now, last + 1, 1)",
+     "        ts = now if now > last and now >= 1 else max(now, last, 1)"),
     ("rpc", "rpc/_client.py",
      "            pending.give_up_at = max(pending.give_up_at, now + self.policy.give_up_after)",
      "            pass"),
+    # -- added: the frame codec, the channel cores, the slotted sender, the stability
+    # receiver and the causal order (every core has mutants)
+    ("wire", WIRE, "        if kind == 0 or flags & ~FLAG_AUTH:", "        if kind == 0:"),
+    ("wire", WIRE, "            if hmac.compare_digest(key.tag(signed), tag):",
+     "            if True:"),
+    ("wire", WIRE, "            self.previous_until is None or now < self.previous_until",
+     "            self.previous_until is None or now <= self.previous_until"),
+    ("wire", WIRE, "        if size < HEADER_BYTES + TAG_BYTES:",
+     "        if size < HEADER_BYTES + TAG_BYTES - 1:"),
+    ("channel", CH_RECV, "        if seq < s.floor or seq in s.seen:",
+     "        if seq < s.floor:"),
+    ("channel", CH_RECV, "        if session is not None and session.ts == msg.ts:",
+     "        if session is not None:"),
+    ("channel", CH_SEND, "        done = [s for s in unacked if s < ack.cum]",
+     "        done = [s for s in unacked if s <= ack.cum]"),
+    ("channel", CH_SEND,
+     "        return self.failed is None and self._next - self.floor < self.window",
+     "        return self.failed is None and self._next - self.floor <= self.window"),
+    ("channel", CH_SEND, "        if now >= self._progress + self.give_up:",
+     "        if now > self._progress + self.give_up:"),
+    ("slotted", "slotted/_sender.py", "            self._sent_f = 0", "            pass"),
+    ("stability", "stability/_receiver.py", "        if last is None or ts <= last:",
+     "        if last is None or ts < last:"),
+    ("causal", "causal/_timestamp.py", "        if a < b:", "        if a <= b:"),
+    ("causal", "causal/_timestamp.py",
+     "    return se < sf or (se == sf and e.r < f.r)",
+     "    return se < sf or (se == sf and e.r <= f.r)"),
 ]
 
 
-def first_failure(output: str) -> str | None:
-    for line in output.splitlines():
-        if line.startswith(("FAILED ", "ERROR ")):
-            return line.split()[1].split(" - ")[0]
-    return None
-
-
-def run_group(tests: list[str], src: Path) -> tuple[str, str | None]:
-    """('caught', test) | ('passed', None) | ('timeout', None)."""
-    if not tests:
-        return "passed", None
+def run_pass(tests: list[str], marker: str, src: Path, timeout: float) -> tuple[str, str]:
+    """('failed', test) | ('passed', '') | ('timeout', '') | ('broken', why)."""
     env = dict(os.environ, PYTHONPATH=f"{src}{os.pathsep}{ROOT}",
-               HYPOTHESIS_PROFILE=os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+               HYPOTHESIS_PROFILE=os.environ.get("HYPOTHESIS_PROFILE", "mutation"),
+               PYTHONDONTWRITEBYTECODE="1")
     cmd = [str(PYTHON), "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-           "-o", "addopts=", *tests]
+           "-o", "addopts=", "-m", marker, *tests]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
-        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=TIMEOUT)
+        out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        return "timeout", None
-    if proc.returncode == 0:
-        return "passed", None
-    return "caught", first_failure(proc.stdout) or f"exit {proc.returncode}"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return "timeout", ""
+    if proc.returncode in (0, 5):  # 5: no test of this kind in these files
+        return "passed", ""
+    failed = [line.split()[1] for line in out.splitlines() if line.startswith("FAILED ")]
+    if proc.returncode == 1 and failed:
+        return "failed", failed[0]
+    errors = [line for line in out.splitlines() if line.startswith("ERROR ")]
+    why = errors[0] if errors else f"pytest exit {proc.returncode}"
+    return "broken", why[:100]
 
 
 def check_copy_is_used(src: Path) -> None:
@@ -144,53 +208,121 @@ def check_copy_is_used(src: Path) -> None:
         sys.exit(f"mutate: PYTHONPATH copy is not imported first ({out.strip()})")
 
 
+def judge(tests: list[str], src: Path, timeout: float) -> str:
+    """The verdict of one source tree (module docstring)."""
+    status, what = run_pass(tests, "hypothesis", src, timeout)
+    if status == "failed":
+        return f"caught (property) by {what}"
+    if status == "broken":
+        return f"broken: {what}"
+    property_timeout = status == "timeout"
+    status, what = run_pass(tests, "not hypothesis", src, timeout)
+    if status == "failed":
+        return f"caught (hand) by {what}" + (" [properties timed out]"
+                                             if property_timeout else "")
+    if status == "broken":
+        return f"broken: {what}"
+    if status == "timeout" or property_timeout:
+        return "timeout"
+    return "SURVIVED"
+
+
+def mutant_name(rel: str, original: str, replacement: str, nth: int | None = None) -> str:
+    where = "" if nth is None else f" (occurrence {nth + 1})"
+    return f"{rel}{where}: {original.strip()} -> {replacement.strip()}"
+
+
+def run_mutant(snapshot: Path, mutant: Mutant, timeout: float) -> str:
+    protocol, rel, original, replacement = mutant[:4]
+    nth = mutant[4] if len(mutant) == 5 else None
+    tmp = Path(tempfile.mkdtemp(prefix="timebound-mutant-"))
+    try:
+        src = tmp / "src"
+        shutil.copytree(snapshot, src)
+        path = src / "timebound" / "core" / rel
+        lines = path.read_text(encoding="utf-8").split("\n")
+        hits = [i for i, line in enumerate(lines) if line == original]
+        if (len(hits) != 1) if nth is None else (len(hits) <= nth):
+            return f"BAD MUTANT ({len(hits)} matches)"
+        lines[hits[nth or 0]] = replacement
+        path.write_text("\n".join(lines), encoding="utf-8")
+        return judge(TESTS[protocol], src, timeout)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main(argv: list[str]) -> int:
-    wanted = set(argv) or set(TESTS)
-    rows = []
-    for protocol, rel, original, replacement in MUTANTS:
-        if protocol not in wanted:
-            continue
-        tmp = Path(tempfile.mkdtemp(prefix="timebound-mutant-"))
-        try:
-            src = tmp / "src"
-            shutil.copytree(ROOT / "src", src,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-            path = src / "timebound" / "core" / rel
-            lines = path.read_text(encoding="utf-8").split("\n")
-            hits = [i for i, line in enumerate(lines) if line == original]
-            name = f"{rel}: {original.strip()} -> {replacement.strip()}"
-            if len(hits) != 1:
-                rows.append((name, f"BAD MUTANT ({len(hits)} matches)"))
-                print(f"{rows[-1][1]:<60} {name}", flush=True)
-                continue
-            lines[hits[0]] = replacement
-            path.write_text("\n".join(lines), encoding="utf-8")
-            if not rows:
-                check_copy_is_used(src)
-            props, hand = TESTS[protocol]
-            status, test = run_group(props, src)
-            if status == "caught":
-                verdict = f"caught (property) by {test}"
-            elif status == "timeout":
-                verdict = "caught (property) by timeout"
-            else:
-                status, test = run_group(hand, src)
-                verdict = ("SURVIVED" if status == "passed" else
-                           f"caught (hand) by {test or 'timeout'}")
-            rows.append((name, verdict))
-            print(f"{verdict:<60} {name}", flush=True)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    valid = [r for r in rows if not r[1].startswith("BAD")]
-    caught = [r for r in valid if r[1].startswith("caught")]
-    by_property = [r for r in valid if r[1].startswith("caught (property)")]
-    print(f"\nscore: {len(caught)}/{len(valid)} caught "
-          f"({len(by_property)} by a property test); "
-          f"survivors: {[r[0] for r in valid if r[1] == 'SURVIVED'] or 'none'}")
-    bad = [r[0] for r in rows if r[1].startswith("BAD")]
-    if bad:
-        print(f"mutants whose line was not found: {bad}")
-    return 0 if len(caught) == len(valid) and not bad else 1
+    parser = argparse.ArgumentParser(prog="mutate.py", description=__doc__.split("\n")[0])
+    parser.add_argument("protocols", nargs="*", metavar="PROTOCOL",
+                        help=f"only these ({', '.join(TESTS)}); default every one")
+    parser.add_argument("--jobs", type=int, default=2, help="mutants at a time (default 2)")
+    parser.add_argument("--timeout", type=float, default=240,
+                        help="seconds per test pass of one mutant (default 240)")
+    parser.add_argument("--out", type=Path, help="also write the table to this file")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.protocols) - set(TESTS))
+    if unknown:
+        parser.error(f"unknown protocol(s) {unknown}; choose from {', '.join(TESTS)}")
+    if not 1 <= args.jobs <= 8:
+        parser.error("--jobs must be in [1, 8]")
+    wanted = set(args.protocols) or set(TESTS)
+    mutants = [m for m in MUTANTS if m[0] in wanted]
+    started = time.monotonic()
+    header = []
+    tmp = Path(tempfile.mkdtemp(prefix="timebound-mutate-"))
+    try:
+        snapshot = tmp / "src"
+        shutil.copytree(ROOT / "src", snapshot,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        check_copy_is_used(snapshot)
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                                capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src/timebound/core"],
+                               cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        header.append(f"# scripts/mutate.py {' '.join(argv)}".rstrip())
+        header.append(f"# {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, HEAD {commit}"
+                      f"{' + uncommitted core edits' if dirty else ''}, profile "
+                      f"{os.environ.get('HYPOTHESIS_PROFILE', 'mutation')}, "
+                      f"jobs {args.jobs}, timeout {args.timeout:g} s per pass")
+        for line in header:
+            print(line, flush=True)
+        with ThreadPoolExecutor(args.jobs) as pool:
+            baseline = dict(zip(sorted(wanted), pool.map(
+                lambda p: judge(TESTS[p], snapshot, args.timeout), sorted(wanted))))
+            for protocol, verdict in baseline.items():
+                if verdict != "SURVIVED":
+                    print(f"baseline of {protocol} is not green ({verdict}): "
+                          "its mutants are not run", flush=True)
+            runnable = [m for m in mutants if baseline[m[0]] == "SURVIVED"]
+            futures = {m: pool.submit(run_mutant, snapshot, m, args.timeout)
+                       for m in runnable}
+            rows = []
+            for m in mutants:
+                verdict = futures[m].result() if m in futures else "not run (baseline red)"
+                rows.append((mutant_name(m[1], m[2], m[3], m[4] if len(m) == 5 else None),
+                             verdict))
+                print(f"{verdict:<78} {rows[-1][0]}", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    elapsed = time.monotonic() - started
+    count = {key: sum(1 for _, v in rows if v.startswith(key)) for key in (
+        "caught (property)", "caught (hand)", "SURVIVED", "timeout", "broken", "BAD",
+        "not run")}
+    summary = (
+        f"score: {count['caught (property)'] + count['caught (hand)']}/{len(rows)} caught "
+        f"({count['caught (property)']} by a property test, {count['caught (hand)']} by a "
+        f"hand test), {count['SURVIVED']} survived, {count['timeout']} timeout, "
+        f"{count['broken']} broken, {count['BAD']} bad mutant(s), {count['not run']} not "
+        f"run; {elapsed:.0f} s")
+    survivors = [name for name, v in rows if v == "SURVIVED"]
+    print(f"\n{summary}\nsurvivors: {survivors or 'none'}")
+    if args.out is not None:
+        table = [f"{v:<78} {name}" for name, v in rows]
+        args.out.write_text("\n".join([*header, *table, "", summary,
+                                        f"survivors: {survivors or 'none'}", ""]),
+                            encoding="utf-8")
+    caught = count["caught (property)"] + count["caught (hand)"]
+    return 0 if caught == len(rows) else 1
 
 
 if __name__ == "__main__":

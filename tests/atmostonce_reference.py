@@ -4,6 +4,16 @@ Written independently of ``timebound.core`` and as plainly as possible: every ti
 fires one by one at every multiple of its period (no idle-gap shortcut), lifetimes are
 kept as a plain list, the estimator is the figure's code line by line. Tests compare
 the product's replay against it on generated traces, so it must stay naive.
+
+``Options.epsilon`` set selects SCMP section 2.2's alternative for a monotonic clock,
+written from the paper's paragraph alone: "the server treats messages as too early if
+m.ts > G.time + epsilon, rather than keeping a separate value for G.latest. When
+restarting after a crash, the server refuses all messages for a period of epsilon,
+then sets G.upper to G.time and begins normal processing." No stable storage: the
+refusal window is ``[restart, restart + epsilon)``, and at ``restart + epsilon``
+(before that instant's GC) ``upper`` becomes that time. The estimate is kept in
+memory across the crash (the estimator object survives the simulated crash; only its
+period's lifetimes and counters are volatile, as for the stable-storage mode).
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ class Options:
     latest_every: int | None = None
     recovery_grace: int | None = None
     classes: int = 1
+    epsilon: int | None = None  # the monotonic-clock alternative (module docstring)
 
 
 @dataclass
@@ -48,6 +59,7 @@ class RefReceiver:
     recover_at: int | None = None
     fired_upto: int = 0
     no_evict_until: float = float("-inf")
+    refuse_until: int | None = None  # monotonic clock: end of the restart window
 
     def __post_init__(self) -> None:
         if self.o.estimator == "fixed":
@@ -67,6 +79,9 @@ class RefReceiver:
         while t <= now:
             if self.recover_at == t:
                 self.recover(t)
+            if not self.down() and self.refuse_until == t:
+                self.upper = t  # "then sets G.upper to G.time"
+                self.refuse_until = None
             if not self.down():
                 if self.o.resilient and t % self.o.latest_every == 0:
                     self.latest = max(self.latest, t + self.o.beta)
@@ -78,8 +93,12 @@ class RefReceiver:
     def recover(self, t: int) -> None:
         self.recover_at = None
         self.no_evict_until = t + (self.o.recovery_grace or 0)
-        self.upper = self.latest
         self.CT = {}
+        if self.o.epsilon is not None:
+            self.upper = 0  # every message is refused until refuse_until anyway
+            self.refuse_until = t + self.o.epsilon
+            return
+        self.upper = self.latest
         self.latest = max(self.latest, t + self.o.beta)
 
     def crash(self, at: int, down: int) -> None:
@@ -90,6 +109,7 @@ class RefReceiver:
         self.numacc = 0
         self.numrej = 0
         self.lifetimes = []
+        self.refuse_until = None
         self.recover_at = at + down
 
     def gc(self, t: int) -> None:
@@ -125,6 +145,11 @@ class RefReceiver:
         rho = self.est
         if self.o.resilient and ts > self.latest:
             return "early", rho, len(self.CT)
+        if self.o.epsilon is not None:
+            if self.refuse_until is not None:
+                return "recovering", None, None
+            if ts > at + self.o.epsilon:
+                return "early", rho, len(self.CT)
         if conn in self.CT:
             if ts <= self.CT[conn]:
                 verdict = "duplicate"

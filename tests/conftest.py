@@ -4,6 +4,7 @@ Hypothesis profiles, chosen by ``HYPOTHESIS_PROFILE``:
 - ``dev`` (default): few examples, for quick local runs;
 - ``ci``: a fixed, derandomized number of examples (what ``.ci/run`` uses);
 - ``thorough``: many examples, for a long local hunt (random, the only one that is).
+- ``mutation``: ``scripts/mutate.py``'s (deterministic, 100 examples, no shrinking).
 
 ``dev`` and ``ci`` are deterministic (``derandomize=True``: the same examples on every
 run) and keep no example database (``database=None``), so a test never fails only
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 settings.register_profile("dev", max_examples=40, deadline=None, derandomize=True,
                           database=None)
@@ -28,6 +29,13 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("thorough", max_examples=2000, deadline=None, database=None)
+# scripts/mutate.py: deterministic, and a failure is reported as found (no shrinking:
+# a mutant only needs to fail, not to fail minimally).
+settings.register_profile(
+    "mutation", max_examples=100, deadline=None, derandomize=True, database=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow],
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
