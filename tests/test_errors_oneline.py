@@ -267,6 +267,15 @@ def test_dataset_option_column_contradicting_the_command_line(
     assert visible(tmp_path) == ["ds"]
     # the same value as the column is no contradiction
     assert main(["pipeline", str(ds), "--out", str(tmp_path / "o"), "--delta", "3"]) == 0
+    capsys.readouterr()
+    # a run without the column takes the command line; the other run's override is noted
+    ds2 = tmp_path / "ds2"
+    write_table(str(ds2), "arrivals", {"r1": example_rows("merge"), "r2": example_rows("merge")},
+                extra={"r1": {"epsilon": 2, "delta": 3}})
+    assert main(["pipeline", str(ds2), "--out", str(tmp_path / "o2"),
+                 "--epsilon", "2", "--delta", "5"]) == 0
+    err = capsys.readouterr().err
+    assert "note: table arrivals, run 'r1': option column delta = 3 overrides --delta 5" in err
 
 
 @pytest.mark.spark

@@ -53,29 +53,39 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def resolve_options(df: DataFrame, table: str, given: Mapping[str, Any]
-                    ) -> dict[str, dict[str, Any]]:
+def resolve_options(df: DataFrame, table: str, given: Mapping[str, Any],
+                    progress: Callable[[str], None] = _stderr) -> dict[str, dict[str, Any]]:
     """``run -> option values`` of ``table`` (option columns over the command line over
     the operator's defaults), validated."""
     op = OPERATORS[table]
     defaults = {**op.defaults, **{k: v for k, v in given.items() if v is not None}}
     per_run = op.run_defaults(df) if op.run_defaults is not None else None
     resolved = _group.run_options(df, table, op.spec, defaults, per_run)
-    refuse_overridden(table, given, resolved)
+    check_overridden(table, given, resolved, progress)
     return resolved
 
 
-def refuse_overridden(table: str, given: Mapping[str, Any],
-                      resolved: Mapping[str, Mapping[str, Any]]) -> None:
-    """An option given on the command line that a run's option column overrides with a
-    different value is a contradiction: refused (UsageError), never silently ignored."""
-    for run, options in resolved.items():
-        for dest, value in given.items():
-            if value is not None and dest in options and options[dest] != value:
-                flag = "--" + dest.replace("_", "-")
-                raise UsageError(flag, f"contradicts the dataset: table {table} sets "
-                                 f"{dest} = {options[dest]!r} for run {run!r} (option "
-                                 f"columns override the command line; drop {flag})")
+def check_overridden(table: str, given: Mapping[str, Any],
+                     resolved: Mapping[str, Mapping[str, Any]],
+                     progress: Callable[[str], None] = _stderr) -> None:
+    """A command-line option that a run's option column sets to another value is never
+    ignored silently. When every run's column overrides it, the option has no effect at
+    all: a contradiction, refused (UsageError). When only some runs set the column (a
+    sweep whose other runs take the command line), each override is noted in one line."""
+    for dest, value in given.items():
+        if value is None:
+            continue
+        flag = "--" + dest.replace("_", "-")
+        overridden = {run: options[dest] for run, options in resolved.items()
+                      if dest in options and options[dest] != value}
+        if overridden and len(overridden) == len(resolved):
+            run, column = next(iter(overridden.items()))
+            raise UsageError(flag, f"contradicts the dataset: table {table} sets "
+                             f"{dest} = {column!r} for run {run!r} (option "
+                             f"columns override the command line; drop {flag})")
+        for run, column in overridden.items():
+            progress(f"note: table {table}, run {run!r}: option column {dest} = {column!r} "
+                     f"overrides {flag} {value}")
 
 
 def run_pipeline(
@@ -122,7 +132,7 @@ def run_pipeline(
             progress(f"pipeline {scenario} [{index}/{len(tables)}] {protocol}: "
                      f"reading {table}")
             with _group.translate_errors():
-                per_run = resolve_options(inputs[table], table, options)
+                per_run = resolve_options(inputs[table], table, options, progress)
                 op = OPERATORS[table]
                 result = op.operate(inputs[table], _group.typed_options(op.spec, per_run))
                 result.write.parquet(os.path.join(tmp, table))
