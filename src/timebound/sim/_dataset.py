@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -56,8 +56,8 @@ SCHEMAS: dict[str, list[tuple[str, str]]] = {
 class TableWriter:
     """Buffers rows (tuples in schema order) and writes row groups to one file."""
 
-    def __init__(self, folder: str, name: str) -> None:
-        columns = SCHEMAS[name]
+    def __init__(self, folder: str, name: str, omit: Collection[str] = ()) -> None:
+        columns = [(c, t) for c, t in SCHEMAS[name] if c not in omit]
         self.name = name
         self.names = [c for c, _ in columns]
         self.schema = pa.schema([(c, _TYPES[t]) for c, t in columns])
@@ -115,10 +115,12 @@ class DatasetWriter:
         os.makedirs(self.tmp)
         self.tables: dict[str, TableWriter] = {}
 
-    def table(self, name: str) -> TableWriter:
+    def table(self, name: str, omit: Collection[str] = ()) -> TableWriter:
+        """The writer of table ``name``; the first call creates it, without the
+        (optional, extension) columns in ``omit``."""
         writer = self.tables.get(name)
         if writer is None:
-            writer = self.tables[name] = TableWriter(self.tmp, name)
+            writer = self.tables[name] = TableWriter(self.tmp, name, omit)
         return writer
 
     def commit(self, manifest: Mapping[str, Any]) -> dict[str, int]:

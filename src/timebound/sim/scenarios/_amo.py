@@ -19,7 +19,7 @@ No protocol rule lives here.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +52,14 @@ def option_values(opts: ReceiverConfig) -> tuple[Any, ...]:
     values = (getattr(opts, name) for name in OPTION_FIELDS)
     return tuple(None if _NULL_DEFAULTS.get(name, object()) == value else value
                  for name, value in zip(OPTION_FIELDS, values))
+
+
+def open_messages(ds: DatasetWriter, configs: Sequence[ReceiverConfig]) -> None:
+    """Create the ``messages`` table before a scenario's runs: its ``reorder_window``
+    column (an extension beyond the papers) is written only when some run uses a
+    window, so datasets of the papers' receivers keep the columns they always had."""
+    uses_window = any(opts.reorder_window != 1 for opts in configs)
+    ds.table("messages", omit=() if uses_window else ("reorder_window",))
 
 
 def option_params(opts: ReceiverConfig) -> dict[str, Any]:
@@ -122,7 +130,8 @@ class AmoRun:
         self.entries_rows = 0
         self.msgs: list[Message] = []
         self.max_lifetime = 0
-        self._columns = option_values(opts)
+        self._columns = tuple(value for name, value in zip(OPTION_FIELDS, option_values(opts))
+                              if name in self.messages.names)
         self.transport = Reliable(self.engine, net.timeout, net.retries)
         self.adapter = AtMostOnceAdapter(AtMostOnceOptions(opts, 1))
         self.server_names = [f"s{i + 1}" for i in range(net.servers)]

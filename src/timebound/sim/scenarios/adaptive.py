@@ -40,7 +40,13 @@ from timebound.core.atmostonce import ReceiverConfig
 from timebound.sim._dataset import DatasetWriter
 from timebound.sim._links import Delay, Empirical, Exponential
 from timebound.sim._scenario import Param, Progress, Scenario
-from timebound.sim.scenarios._amo import AmoRun, NetConfig, option_params, write_metrics
+from timebound.sim.scenarios._amo import (
+    AmoRun,
+    NetConfig,
+    open_messages,
+    option_params,
+    write_metrics,
+)
 
 #: checkpoints of the L/A trend, percent of the expected messages received
 TREND = (10, 25, 50, 100)
@@ -183,6 +189,7 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
     calls = max(1, p["messages"] // clients)
     per_client_gap = clients / p["rate"] * 1_000_000  # mean ticks between a client's calls
     plan = [(load, est) for load in p["loads"] for est in p["estimators"]]
+    open_messages(ds, [_options(p, est) for _, est in plan])
     runs = []
     summary: dict[str, Any] = {}
     for index, (load, est) in enumerate(plan):

@@ -42,7 +42,14 @@ from timebound.core.atmostonce import ReceiverConfig
 from timebound.sim._dataset import DatasetWriter
 from timebound.sim._links import parse_delay
 from timebound.sim._scenario import Param, Progress, Scenario
-from timebound.sim.scenarios._amo import START, AmoRun, NetConfig, option_params, write_metrics
+from timebound.sim.scenarios._amo import (
+    START,
+    AmoRun,
+    NetConfig,
+    open_messages,
+    option_params,
+    write_metrics,
+)
 
 MS = 1000
 
@@ -207,6 +214,7 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
                          _net(p, clients=p["reorder_clients"], calls=p["reorder_calls"],
                               gap=parse_delay(p["reorder_gap"]), reorder=p["reorder_p"]),
                          ReceiverConfig(rho=p["rho"], **fixed, reorder_window=w)))
+    open_messages(ds, [opts for _, _, _, opts in plan])
     runs = []
     summary: dict[str, Any] = {"bound_rho_min": bound(p)}
     for index, (name, traffic, net, opts) in enumerate(plan):
