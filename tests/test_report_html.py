@@ -111,3 +111,33 @@ def test_report_imports_no_core_and_no_spark() -> None:
             for name in names:
                 assert not name.startswith(("timebound.core", "pyspark", "timebound.pipeline",
                                             "timebound.replay")), (module.name, name)
+
+
+def test_reorder_window_plot_and_row(tmp_path: pathlib.Path) -> None:
+    """The scmp reorder runs (issue 16, ours) get one plot -- refused-genuine rate and
+    table bytes against W on a log2 axis -- and their row of the claims table."""
+    out = tmp_path / "scmp"
+    assert main(["simulate", "scmp", "--out", str(out), "--seed", "1", "--quiet",
+                 "--set", "experiments=reorder", "--set", "reorder_clients=10",
+                 "--set", "reorder_calls=40"]) == 0
+    assert main(["report", str(tmp_path)]) == 0
+    page = (tmp_path / "report.html").read_text()
+    images = dict(_images(page))
+    title = ("Reorder window W (ours, beyond the papers): genuine messages refused and "
+             "connection-table bytes, runs reorder W=*")
+    assert title in images
+    Image.open(io.BytesIO(images[title])).verify()
+    assert "ours (beyond the papers)" in page and "reorder window W keeps" in page
+
+
+def test_reorder_window_figure_needs_two_windows() -> None:
+    import pandas as pd
+
+    from timebound.report import _figures as fig
+
+    one = pd.DataFrame({"W": [1.0], "refused_genuine_rate": [0.1],
+                        "table_bytes_mean": [100.0]})
+    assert fig.reorder_window(one) is None
+    two = pd.concat([one, pd.DataFrame({"W": [8.0], "refused_genuine_rate": [0.0],
+                                        "table_bytes_mean": [400.0]})])
+    assert fig.reorder_window(two) is not None

@@ -104,3 +104,50 @@ def test_rpc_bench_ratios_are_read_from_the_bench_file(tmp_path: pathlib.Path) -
                                                "1.80 (bar: <= 1.10: not met)"))
     row = _row(evaluate([{}], only=["scmp"], root=str(tmp_path)), "RPC")
     assert row.verdict.startswith("differs")
+
+
+def _reorder_runs(rates: list[float], sizes: list[float] | None = None,
+                  violations: float = 0.0) -> dict[str, dict[str, float]]:
+    sizes = sizes or [1000.0, 2000.0, 3000.0, 4000.0, 12000.0]
+    return {f"reorder W={w}": {"reorder_window": float(w), "refused_genuine_rate": r,
+                               "table_bytes_mean": b,
+                               "at_most_once_violations": violations if w == 4 else 0.0}
+            for w, r, b in zip((1, 2, 4, 8, 32), rates, sizes, strict=True)}
+
+
+def test_reorder_window_row_is_ours_and_can_fail() -> None:
+    """The reorder window row (issue 16, beyond the papers): agrees only with no
+    violation, a refused-genuine rate that never rises with W and is lower at W=8 than
+    at W=1, and table bytes that never fall."""
+    good = {"scmp-reorder": _reorder_runs([0.09, 0.02, 0.001, 0.0, 0.0])}
+    row = _row(evaluate([good, good, good], only=[claims.OURS]), "reorder window")
+    assert row.paper == "ours (beyond the papers)"
+    assert row.verdict == "agrees" and row.seeds == 3
+    assert "W=1 refused %: 9.00" in row.measured and "W=32 table B: 12000" in row.measured
+    bad_cases = [
+        _reorder_runs([0.09, 0.02, 0.001, 0.0, 0.0], violations=1.0),  # a duplicate
+        _reorder_runs([0.09, 0.02, 0.03, 0.0, 0.0]),                   # the rate rises
+        _reorder_runs([0.0, 0.0, 0.0, 0.0, 0.0]),                      # W=8 not lower
+        _reorder_runs([0.09, 0.02, 0.001, 0.0, 0.0],
+                      sizes=[1000.0, 900.0, 3000.0, 4000.0, 12000.0]),  # bytes fall
+    ]
+    for bad in bad_cases:
+        row = _row(evaluate([good, {"scmp-reorder": bad}, good], only=[claims.OURS]),
+                   "reorder window")
+        assert row.verdict.startswith("differs (2 of 3 seeds agree)"), bad
+    # an scmp dataset's reorder runs count too (the report); without them: not measured
+    row = _row(evaluate([{"scmp": good["scmp-reorder"]}], only=["scmp", claims.OURS]),
+               "reorder window")
+    assert row.verdict == "agrees"
+    row = _row(evaluate([{"scmp": {}}], only=["scmp", claims.OURS]), "reorder window")
+    assert row.verdict.startswith("not measured here")
+
+
+def test_reorder_job_is_in_both_plans() -> None:
+    full = dict((label, params) for label, _, params in _reproduce.FULL)
+    quick = dict((label, params) for label, _, params in _reproduce.QUICK)
+    assert full["scmp-reorder"]["experiments"] == "reorder"
+    assert int(quick["scmp-reorder"]["reorder_calls"]) < 200
+    # the other quick jobs still take their full settings (no index shift)
+    assert quick["adaptive-horizon"]["loads"] == "spikes"
+    assert quick["adaptive-reorder"]["clients"] == "10"

@@ -180,6 +180,11 @@ def _figures(protocol: str, metrics: pd.DataFrame, table: pd.DataFrame,
                          ("table_mean", "mean table size")):
             if y in table:
                 out.append((f"{label} per run", fig.bars(table[y], label, label)))
+        reorder = _reorder_points(table)
+        if reorder is not None:
+            out.append(("Reorder window W (ours, beyond the papers): genuine messages "
+                        "refused and connection-table bytes, runs reorder W=*",
+                        fig.reorder_window(reorder)))
     elif protocol in _AGAINST:
         out += _against_figures(joined, *_AGAINST[protocol])
     elif protocol == "causal":
@@ -187,6 +192,17 @@ def _figures(protocol: str, metrics: pd.DataFrame, table: pd.DataFrame,
             if y in table:
                 out.append((f"{label} per run", fig.bars(table[y], label, label)))
     return [(title, image) for title, image in out if image is not None]
+
+
+def _reorder_points(table: pd.DataFrame) -> pd.DataFrame | None:
+    """W, refused-genuine rate and mean table bytes of the runs named ``reorder W=*``."""
+    names = [str(r) for r in table.index if str(r).startswith("reorder W=")]
+    if not names or not {"refused_genuine_rate", "table_bytes_mean"} <= set(table.columns):
+        return None
+    rows = table.loc[names, ["refused_genuine_rate", "table_bytes_mean"]].copy()
+    rows["W"] = [float(n[len("reorder W="):]) if n[len("reorder W="):].isdigit()
+                 else float("nan") for n in names]
+    return rows
 
 
 def _sim_metrics(output: str, manifest: dict[str, Any]) -> tuple[pd.DataFrame | None, str]:

@@ -117,6 +117,37 @@ def spread(points: pd.DataFrame, x: str, y: str, group: str | None, title: str,
     return png(draw)
 
 
+def reorder_window(points: pd.DataFrame) -> str | None:
+    """The reorder-window runs (issue 16, ours): refused-genuine rate (%) on the left
+    axis and mean table bytes on the right, against the window W on a log2 axis.
+    ``points`` has columns ``W``, ``refused_genuine_rate`` and ``table_bytes_mean``."""
+    points = points.dropna(subset=["W", "refused_genuine_rate", "table_bytes_mean"])
+    if points["W"].nunique() < 2:
+        return None
+    points = points.sort_values("W")
+
+    def draw(ax: Any) -> None:
+        rate = ax.plot(points["W"], 100 * points["refused_genuine_rate"], "o-",
+                       color="#a33", label="genuine messages refused (%)")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(list(points["W"]))
+        ax.set_xticklabels([f"{w:g}" for w in points["W"]])
+        ax.set_xlabel("reorder window W (messages)")
+        ax.set_ylabel("genuine messages refused (%)")
+        ax.set_ylim(bottom=0)
+        right = ax.twinx()
+        size = right.plot(points["W"], points["table_bytes_mean"], "s--", color="#4a7ab7",
+                          label="connection table, mean bytes")
+        right.set_ylabel("connection table, mean bytes")
+        right.set_ylim(bottom=0)
+        ax.set_title("Reorder window (ours): refused genuine messages vs table bytes")
+        lines = rate + size
+        ax.legend(lines, [str(line.get_label()) for line in lines], fontsize=7,
+                  loc="center right")
+
+    return png(draw)
+
+
 def bars(values: pd.Series, title: str, ylabel: str) -> str | None:
     values = values.dropna()
     if values.empty:

@@ -35,6 +35,7 @@ SEEDS = (1, 2, 3)
 #: (label, scenario or "merge-checks", --set overrides): the full reproduction
 FULL: tuple[tuple[str, str, dict[str, str]], ...] = (
     ("scmp", "scmp", {"calls": "10"}),
+    ("scmp-reorder", "scmp", {"experiments": "reorder"}),
     ("adaptive", "adaptive", {"messages": "20000"}),
     ("adaptive-horizon", "adaptive", {
         "loads": "spikes", "estimators": "limited", "spike": "100000",
@@ -50,13 +51,19 @@ FULL: tuple[tuple[str, str, dict[str, str]], ...] = (
     ("merge-checks", "merge-checks", {}),
 )
 
+
+def _full(label: str) -> dict[str, str]:
+    return next(params for name, _, params in FULL if name == label)
+
+
 #: the demo's scale: every row, smaller runs
 QUICK: tuple[tuple[str, str, dict[str, str]], ...] = (
     ("scmp", "scmp", {"calls": "3", "clients": "300", "many_calls": "200",
                       "rhos": "50000,200000,800000,3200000"}),
+    ("scmp-reorder", "scmp", {"experiments": "reorder", "reorder_calls": "60"}),
     ("adaptive", "adaptive", {"messages": "6000"}),
-    ("adaptive-horizon", "adaptive", {**FULL[2][2], "messages": "12000"}),
-    ("adaptive-reorder", "adaptive", {**FULL[3][2], "messages": "4000"}),
+    ("adaptive-horizon", "adaptive", {**_full("adaptive-horizon"), "messages": "12000"}),
+    ("adaptive-reorder", "adaptive", {**_full("adaptive-reorder"), "messages": "4000"}),
     *(("slotted", "slotted", {"schemes": s, "transport": "paper", "duration": "10000000",
                               "slots": "2000,20000,40000,100000"}) for s in "abcde"),
     ("stability", "stability", {"sizes": "2,4", "duration": "300000"}),
