@@ -27,14 +27,15 @@ import struct
 from dataclasses import dataclass
 
 from timebound.core.stability import Ack, TimestampAck, VectorAck
+from timebound.core.wire import MAX_NAME_BYTES as MAX_NAME_BYTES  # names: 1..64 UTF-8 bytes
+from timebound.core.wire import check_name as check_name
+from timebound.core.wire import encode_name, read_name
 from timebound.errors import MalformedDatagram, ProtocolUsageError
 
 MSG = 1
 HB = 2
 NACK = 3
 LEAVE = 4
-#: Longest group or member name, UTF-8 bytes.
-MAX_NAME_BYTES = 64
 #: Most sequence numbers one NACK asks for.
 MAX_NACK = 256
 
@@ -86,22 +87,10 @@ class Leave:
 Body = Msg | Heartbeat | Nack | Leave
 
 
-def _name(text: str) -> bytes:
-    raw = text.encode("utf-8")
-    if not 1 <= len(raw) <= MAX_NAME_BYTES:
-        raise ProtocolUsageError(f"name {text!r} must be 1..{MAX_NAME_BYTES} UTF-8 bytes")
-    return bytes((len(raw),)) + raw
-
-
-def check_name(text: str) -> str:
-    _name(text)
-    return text
-
-
 def _head(kind: int, head: Head) -> bytes:
     if not 0 <= head.inc <= _U64_MAX:
         raise ProtocolUsageError("incarnation out of range")
-    return bytes((kind,)) + _name(head.group) + _name(head.member) + _U64.pack(head.inc)
+    return bytes((kind,)) + encode_name(head.group) + encode_name(head.member) + _U64.pack(head.inc)
 
 
 def encode_msg(head: Head, seq: int, ts: int, data: bytes) -> bytes:
@@ -113,7 +102,7 @@ def encode_ack(ack: Ack) -> bytes:
         return b"\x01" + _U64.pack(ack.value)
     parts = [b"\x02", struct.pack(">H", len(ack.entries))]
     for name, value in sorted(ack.entries.items()):
-        parts.append(_name(name) + _U64.pack(value))
+        parts.append(encode_name(name) + _U64.pack(value))
     return b"".join(parts)
 
 
@@ -124,7 +113,7 @@ def encode_heartbeat(head: Head, nxt: int, base: int, promise: int, ack: Ack) ->
 def encode_nack(head: Head, to: str, to_inc: int, first: int, count: int) -> bytes:
     if not 1 <= count <= MAX_NACK:
         raise ProtocolUsageError(f"a NACK asks for 1..{MAX_NACK} messages")
-    return _head(NACK, head) + _name(to) + _NACK.pack(to_inc, first, count)
+    return _head(NACK, head) + encode_name(to) + _NACK.pack(to_inc, first, count)
 
 
 def encode_leave(head: Head) -> bytes:
@@ -139,17 +128,7 @@ class _Reader:
         self.at = 0
 
     def name(self) -> str:
-        data, at = self.data, self.at
-        if at >= len(data) or data[at] == 0 or data[at] > MAX_NAME_BYTES:
-            raise MalformedDatagram("bad name length")
-        end = at + 1 + data[at]
-        if end > len(data):
-            raise MalformedDatagram("name truncated")
-        try:
-            text = data[at + 1:end].decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise MalformedDatagram("name is not UTF-8") from exc
-        self.at = end
+        text, self.at = read_name(self.data, self.at)
         return text
 
     def fixed(self, fmt: struct.Struct) -> tuple[int, ...]:

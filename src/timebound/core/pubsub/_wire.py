@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from timebound.core.causal import Timestamp, WireCodec, min_modulus
+from timebound.core.wire import MAX_NAME_BYTES as MAX_NAME_BYTES  # names: 1..64 UTF-8 bytes
+from timebound.core.wire import check_name as check_name
+from timebound.core.wire import encode_name, read_name
 from timebound.errors import MalformedDatagram, ProtocolUsageError
 
 PUB = 1
@@ -28,8 +31,6 @@ FWD = 2
 SUB = 3
 ROLE_SUBSCRIBER = 1
 ROLE_MERGER = 2
-#: Longest process / merger / subscriber name, UTF-8 bytes.
-MAX_NAME_BYTES = 64
 #: Largest epsilon (ms) and delta (ms) on the wire; largest process bound.
 MAX_EPSILON = 1000
 MAX_DELTA = 600_000
@@ -83,23 +84,11 @@ class Subscribe:
 Body = Published | Forwarded | Subscribe
 
 
-def _name(text: str) -> bytes:
-    raw = text.encode("utf-8")
-    if not 1 <= len(raw) <= MAX_NAME_BYTES:
-        raise ProtocolUsageError(f"name {text!r} must be 1..{MAX_NAME_BYTES} UTF-8 bytes")
-    return bytes((len(raw),)) + raw
-
-
-def check_name(text: str) -> str:
-    _name(text)
-    return text
-
-
 def _published(proc: str, msg: int, epsilon: int, delta: int, n: int, stamp: Timestamp,
                data: bytes) -> bytes:
     if not 1 <= epsilon <= MAX_EPSILON or not 0 <= delta <= MAX_DELTA or not 1 <= n <= MAX_N:
         raise ProtocolUsageError("epsilon, delta or n out of the wire's range")
-    return (_name(proc) + _MSG.pack(msg, epsilon, delta, n)
+    return (encode_name(proc) + _MSG.pack(msg, epsilon, delta, n)
             + codec(epsilon, delta, n).encode(stamp) + data)
 
 
@@ -110,29 +99,17 @@ def encode_pub(proc: str, msg: int, epsilon: int, delta: int, n: int, stamp: Tim
 
 def encode_fwd(merger: str, seq: int, message: Published, delta: int) -> bytes:
     """``message`` forwarded by ``merger``, stamped for the output system (``delta``)."""
-    return (bytes((FWD,)) + _name(merger) + _U64.pack(seq)
+    return (bytes((FWD,)) + encode_name(merger) + _U64.pack(seq)
             + _published(message.proc, message.msg, message.epsilon, delta, message.n,
                          message.stamp, message.data))
 
 
 def encode_sub(role: int, name: str) -> bytes:
-    return bytes((SUB, role)) + _name(name)
-
-
-def _read_name(body: bytes, at: int) -> tuple[str, int]:
-    if at >= len(body) or not 1 <= body[at] <= MAX_NAME_BYTES:
-        raise MalformedDatagram("bad name length")
-    end = at + 1 + body[at]
-    if end > len(body):
-        raise MalformedDatagram("name truncated")
-    try:
-        return body[at + 1:end].decode("utf-8"), end
-    except UnicodeDecodeError as exc:
-        raise MalformedDatagram("name is not UTF-8") from exc
+    return bytes((SUB, role)) + encode_name(name)
 
 
 def _read_published(body: bytes, at: int, now: int) -> Published:
-    proc, at = _read_name(body, at)
+    proc, at = read_name(body, at)
     if at + _MSG.size > len(body):
         raise MalformedDatagram("message header truncated")
     msg, eps, delta, n = _MSG.unpack_from(body, at)
@@ -156,7 +133,7 @@ def decode(body: bytes, *, now: int) -> Body:
     if kind == PUB:
         return _read_published(body, 1, now)
     if kind == FWD:
-        merger, at = _read_name(body, 1)
+        merger, at = read_name(body, 1)
         if at + 8 > len(body):
             raise MalformedDatagram("forward truncated")
         (seq,) = _U64.unpack_from(body, at)
@@ -164,7 +141,7 @@ def decode(body: bytes, *, now: int) -> Body:
     if kind == SUB:
         if len(body) < 2 or body[1] not in (ROLE_SUBSCRIBER, ROLE_MERGER):
             raise MalformedDatagram("bad subscription role")
-        name, at = _read_name(body, 2)
+        name, at = read_name(body, 2)
         if at != len(body):
             raise MalformedDatagram("trailing bytes")
         return Subscribe(body[1], name)

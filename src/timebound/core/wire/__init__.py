@@ -4,7 +4,9 @@
   HMAC-SHA256 tag) and open a received datagram, counting and dropping anything
   malformed, oversized, of an unknown version or failing authentication;
 - ``Keyring``: the shared keys (current and previous, for key rotation with a grace
-  period), ``key_id`` of a key.
+  period), ``key_id`` of a key;
+- names in bodies (``len:u8 name``, 1..``MAX_NAME_BYTES`` UTF-8 bytes):
+  ``encode_name``, ``read_name``, ``check_name``, shared by groups and pub-sub.
 
 The RPC frames (``timebound.core.rpc``) are one kind of body; channels, groups and
 pub-sub add their own kinds on the same header, keys and counters.
@@ -28,6 +30,7 @@ from timebound.core.wire._frame import (
     Opened,
     key_id,
 )
+from timebound.core.wire._names import MAX_NAME_BYTES, check_name, encode_name, read_name
 
 __all__ = [
     "FLAG_AUTH",
@@ -37,6 +40,7 @@ __all__ = [
     "KIND_PUBSUB",
     "KIND_RPC",
     "MAX_DATAGRAM",
+    "MAX_NAME_BYTES",
     "MIN_KEY_BYTES",
     "TAG_BYTES",
     "VERSION",
@@ -45,5 +49,8 @@ __all__ = [
     "Key",
     "Keyring",
     "Opened",
+    "check_name",
+    "encode_name",
     "key_id",
+    "read_name",
 ]
