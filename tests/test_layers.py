@@ -6,8 +6,9 @@
   clocks or draws randomness;
 - the shared layer ``timebound.adapters``: only core, errors and contract (+ pure
   stdlib; no pyarrow, pyspark, numpy...);
-- leaf helpers ``timebound.storage`` (errors, core) and ``timebound._safety``,
-  ``timebound.claims`` (errors, contract);
+- leaf helpers ``timebound.storage`` (errors, core), ``timebound.sparkutil`` (errors
+  only: the Spark plumbing shared by ``pipeline`` and ``stream``) and
+  ``timebound._safety``, ``timebound.claims`` (errors, contract);
 - drivers ``replay``, ``sim``, ``pipeline``, ``net``, ``stream``: adapters, contract,
   core, errors and the leaf helpers, and themselves -- never another driver, never
   ``report``, ``cli``, ``demo`` or ``sweep``;
@@ -34,7 +35,7 @@ FORBIDDEN_IN_CORE = {
     "selectors", "uuid", "pathlib", "tempfile", "shutil", "numpy", "signal",
 }
 
-LEAF_HELPERS = {"storage", "_safety", "claims"}
+LEAF_HELPERS = {"storage", "sparkutil", "_safety", "claims"}
 DRIVERS = {"replay", "sim", "pipeline", "net", "stream"}
 TOP = {"cli", "demo", "sweep", "__init__"}
 
@@ -45,6 +46,7 @@ ALLOWED: dict[str, set[str]] = {
     "core": {"errors"},
     "adapters": {"core", "errors", "contract"},
     "storage": {"errors", "core"},
+    "sparkutil": {"errors"},
     "_safety": {"errors", "contract"},
     "claims": {"errors", "contract"},
     "examples": set(),

@@ -287,7 +287,7 @@ def _typed_from_spark(exc: BaseException) -> TimeboundError | None:
     """Our typed error carried anywhere in a Spark exception (message, JVM trace, causes)."""
     if "pyspark" not in sys.modules and "py4j" not in sys.modules:
         return None
-    from timebound.pipeline._group import rebuild
+    from timebound.sparkutil import rebuild
 
     seen: set[int] = set()
     todo: list[BaseException | None] = [exc]

@@ -19,9 +19,6 @@ rebuilds the typed error on the driver, so the CLI exits 2 with the same one lin
 
 from __future__ import annotations
 
-import contextlib
-import json
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -29,7 +26,12 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import pyarrow as pa
 
 from timebound.adapters import AdapterSpec, Row, RowAdapter
-from timebound.errors import SchemaError, TimeboundError, TraceError, UsageError
+from timebound.errors import SchemaError, TimeboundError, UsageError
+
+# rebuild and translate_errors are used as _group.rebuild / _group.translate_errors.
+from timebound.sparkutil import marked
+from timebound.sparkutil import rebuild as rebuild
+from timebound.sparkutil import translate_errors as translate_errors
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -37,8 +39,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 OptionsT = TypeVar("OptionsT")
 
-MARK = "@@timebound-error@@"
-_MARKED = re.compile(re.escape(MARK) + r"(.*?)" + re.escape(MARK), re.S)
 
 
 # -- options ----------------------------------------------------------------------
@@ -146,42 +146,7 @@ def guarded(fn: Callable[..., pa.Table]) -> Callable[..., pa.Table]:
     def wrapper(key: Any, table: Any) -> pa.Table:  # Spark counts the arguments
         try:
             return fn(key, table)
-        except TraceError as exc:
-            payload = ["trace", exc.source, exc.line, exc.field, exc.reason]
-        except SchemaError as exc:
-            payload = ["schema", exc.table, exc.column, exc.reason]
-        except UsageError as exc:
-            payload = ["usage", exc.option, exc.reason]
         except TimeboundError as exc:
-            payload = ["other", str(exc)]
-        raise RuntimeError(MARK + json.dumps(payload) + MARK)
+            raise marked(exc) from None
 
     return wrapper
-
-
-def rebuild(text: str) -> TimeboundError | None:
-    match = _MARKED.search(text)
-    if match is None:
-        return None
-    kind, *rest = json.loads(match.group(1))
-    if kind == "trace":
-        return TraceError(*rest)
-    if kind == "schema":
-        return SchemaError(*rest)
-    if kind == "usage":
-        return UsageError(*rest)
-    return TimeboundError(*rest)
-
-
-@contextlib.contextmanager
-def translate_errors() -> Iterator[None]:
-    """Re-raise a worker's typed error (see ``guarded``) as itself on the driver."""
-    try:
-        yield
-    except TimeboundError:
-        raise
-    except Exception as exc:
-        typed = rebuild(str(exc))
-        if typed is None:
-            raise
-        raise typed from None

@@ -13,10 +13,10 @@ import math
 import os
 import re
 import sys
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from timebound.errors import UsageError
+from timebound.sparkutil import parse_conf as parse_conf  # the pipeline's --conf
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -33,17 +33,6 @@ DEFAULT_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
 }
-
-
-def parse_conf(items: Sequence[str]) -> dict[str, str]:
-    """``["k=v", ...]`` -> dict; a malformed item is a UsageError naming ``--conf``."""
-    conf: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError("--conf", f"expected KEY=VALUE, got {item!r}")
-        conf[key.strip()] = value
-    return conf
 
 
 #: Spark's master URL forms (spark-submit --master).

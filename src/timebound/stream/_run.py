@@ -25,11 +25,12 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from timebound.errors import UsageError
+from timebound.sparkutil import parse_conf as parse_conf  # the stream's --conf
 from timebound.stream._errors import translate_errors
 from timebound.stream._sink import BatchSink
 
@@ -72,17 +73,6 @@ def parse_trigger(text: str) -> Trigger:
         raise UsageError("--trigger", f"expected available-now or processing-time=<N>ms|s|m "
                                       f"(N >= 1), got {text!r}")
     return Trigger(False, f"{int(match.group(1))} {_UNITS[match.group(2)]}")
-
-
-def parse_conf(items: Sequence[str]) -> dict[str, str]:
-    """``["k=v", ...]`` -> dict; a malformed item is a UsageError naming ``--conf``."""
-    conf: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError("--conf", f"expected KEY=VALUE, got {item!r}")
-        conf[key.strip()] = value
-    return conf
 
 
 def check_folders(source: str, checkpoint: str, sink: str) -> tuple[str, str, str]:
