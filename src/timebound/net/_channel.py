@@ -19,8 +19,7 @@ import asyncio
 import dataclasses
 import secrets
 import signal
-from collections.abc import AsyncIterator
-from typing import Any, cast
+from typing import Any
 
 from timebound.core.atmostonce import MemoryStorage, ReceiverConfig
 from timebound.core.channel import (
@@ -36,6 +35,7 @@ from timebound.core.slotted import Kind
 from timebound.core.wire import FrameCodec
 from timebound.errors import TimeboundError, UsageError
 from timebound.net._clock import Clock, seconds
+from timebound.net._endpoint import Lifecycle, QueueIterator, Timer, open_datagram
 from timebound.net._keys import keyring
 from timebound.net._server import DEFAULT_BETA, DEFAULT_LATEST_EVERY, default_receiver
 from timebound.storage import FileStorage
@@ -64,54 +64,6 @@ def as_kind(kind: Kind | str) -> Kind:
         raise UsageError("kind", f"must be FR, R, F or N, got {kind!r}") from None
 
 
-class _Timer:
-    """One loop timer armed at an absolute core deadline (ticks of ``clock``, by
-    default µs)."""
-
-    def __init__(self, clock: Any, fire: Any, ticks_per_second: float = 1e6) -> None:
-        self.clock = clock
-        self.fire = fire
-        self.rate = ticks_per_second
-        self.handle: asyncio.TimerHandle | None = None
-        self.armed: int | None = None
-
-    def arm(self, deadline: int | None) -> None:
-        if deadline == self.armed and (deadline is None or self.handle is not None):
-            return
-        self.cancel()
-        self.armed = deadline
-        if deadline is None:
-            return
-        loop = asyncio.get_running_loop()
-        delay = max(0.0, (deadline - self.clock.now()) / self.rate)
-        self.handle = loop.call_at(loop.time() + delay, self._fire)
-
-    def _fire(self) -> None:
-        self.handle = None
-        self.armed = None
-        self.fire()
-
-    def cancel(self) -> None:
-        if self.handle is not None:
-            self.handle.cancel()
-        self.handle = None
-        self.armed = None
-
-
-class _Protocol(asyncio.DatagramProtocol):
-    def __init__(self, owner: Channel | ChannelListener) -> None:
-        self.owner = owner
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.owner._transport = cast(asyncio.DatagramTransport, transport)
-
-    def datagram_received(self, data: bytes, addr: Address) -> None:
-        self.owner._datagram(data, addr)
-
-    def error_received(self, exc: Exception) -> None:
-        self.owner.socket_errors += 1
-
-
 class Channel:
     """The sending end of one slotted-FIFO channel to ``address``.
 
@@ -135,7 +87,7 @@ class Channel:
         self.drain_timeout = drain_timeout
         self.socket_errors = 0
         self._transport: asyncio.DatagramTransport | None = None
-        self._timer = _Timer(self.clock, self._on_timer)
+        self._timer = Timer(self.clock, self._on_timer)
         self._progress: asyncio.Event | None = None
 
     async def __aenter__(self) -> Channel:
@@ -150,9 +102,7 @@ class Channel:
             self.close()
 
     async def open(self) -> None:
-        loop = asyncio.get_running_loop()
-        await loop.create_datagram_endpoint(lambda: _Protocol(self),
-                                            remote_addr=self.address)
+        await open_datagram(self, remote=self.address)
         self._progress = asyncio.Event()
 
     def close(self) -> None:
@@ -225,7 +175,7 @@ class Channel:
         self._timer.arm(core.next_deadline())
 
 
-class ChannelListener:
+class ChannelListener(Lifecycle, QueueIterator[Delivery[Address]]):
     """The receiving end of every channel opened towards ``host:port``.
 
     ``async for d in listener`` yields ``Delivery`` records (``kind``, ``slot``, ``id``,
@@ -265,24 +215,13 @@ class ChannelListener:
         self.address: tuple[str, int] = (host, port)
         self._transport: asyncio.DatagramTransport | None = None
         self._queue: asyncio.Queue[Delivery[Address] | None] | None = None
-        self._timer = _Timer(self.clock, self._on_timer)
+        self._timer = Timer(self.clock, self._on_timer)
         self._closed: asyncio.Event | None = None
 
-    async def __aenter__(self) -> ChannelListener:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.close()
-
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
         self._queue = asyncio.Queue()
         self._closed = asyncio.Event()
-        transport, _ = await loop.create_datagram_endpoint(
-            lambda: _Protocol(self), local_addr=(self.host, self.port))
-        name = transport.get_extra_info("sockname")
-        self.address = (name[0], name[1])
+        self.address = await open_datagram(self, local=(self.host, self.port))
         self._timer.arm(self.core.next_deadline())
 
     def close(self) -> None:
@@ -296,21 +235,6 @@ class ChannelListener:
             self._queue.put_nowait(None)
         if self._closed is not None:
             self._closed.set()
-
-    async def get(self) -> Delivery[Address]:
-        """The next delivery; ``StopAsyncIteration`` once closed."""
-        assert self._queue is not None, "start() first"
-        item = await self._queue.get()
-        if item is None:
-            self._queue.put_nowait(None)
-            raise StopAsyncIteration
-        return item
-
-    def __aiter__(self) -> AsyncIterator[Delivery[Address]]:
-        return self
-
-    async def __anext__(self) -> Delivery[Address]:
-        return await self.get()
 
     async def wait_closed(self, *, signals: bool = False) -> None:
         """Until ``close()`` (or SIGTERM/SIGINT with ``signals``)."""

@@ -15,15 +15,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from timebound.core.group import DEFAULT_MAX_BUFFER, Event, GroupMember, GroupOutput, Stable
 from timebound.core.stability import AckMode, ClockMode
 from timebound.core.wire import FrameCodec
 from timebound.errors import UsageError
-from timebound.net._channel import _Protocol, _Timer
 from timebound.net._clock import Clock, seconds
+from timebound.net._endpoint import Lifecycle, QueueIterator, Timer, open_datagram
 from timebound.net._keys import keyring
 
 Address = tuple[str, int]
@@ -31,7 +31,7 @@ Address = tuple[str, int]
 LEAVE_COPIES = 3
 
 
-class Group:
+class Group(Lifecycle, QueueIterator[Event]):
     """Member ``name`` of ``group``; ``members`` maps every member (this one too) to
     its UDP address. ``acks`` is ``"timestamp"`` or ``"vector"``, ``clock``
     ``"physical"`` or ``"lamport"``; periods in seconds."""
@@ -67,25 +67,13 @@ class Group:
         self.address: Address = self.addresses[name]
         self._transport: asyncio.DatagramTransport | None = None
         self._queue: asyncio.Queue[Event | None] | None = None
-        self._timer = _Timer(self.clock, self._on_timer)
+        self._timer = Timer(self.clock, self._on_timer)
         self._progress: asyncio.Event | None = None
 
-    async def __aenter__(self) -> Group:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.close()
-
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
         self._queue = asyncio.Queue()
         self._progress = asyncio.Event()
-        host, port = self.address
-        transport, _ = await loop.create_datagram_endpoint(
-            lambda: _Protocol(self), local_addr=(host, port))  # type: ignore[arg-type]
-        name = transport.get_extra_info("sockname")
-        self.address = (name[0], name[1])
+        self.address = await open_datagram(self, local=self.address)
         self._timer.arm(self.core.next_deadline())
 
     def close(self, *, leave: bool = True) -> None:
@@ -126,20 +114,6 @@ class Group:
         async with asyncio.timeout(timeout):
             while 1 + sum(1 for p in self.core.peers.values() if p.inc is not None) < count:
                 await self._wait_progress()
-
-    async def get(self) -> Event:
-        assert self._queue is not None, "start() first"
-        item = await self._queue.get()
-        if item is None:
-            self._queue.put_nowait(None)
-            raise StopAsyncIteration
-        return item
-
-    def __aiter__(self) -> AsyncIterator[Event]:
-        return self
-
-    async def __anext__(self) -> Event:
-        return await self.get()
 
     def statistics(self) -> dict[str, Any]:
         stats = dataclasses.asdict(self.core.statistics())

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from timebound.errors import UsageError
+from timebound.net._endpoint import Lifecycle
 
 #: Most client addresses relayed at once (the oldest is dropped beyond it).
 MAX_PEERS = 4096
@@ -71,7 +72,7 @@ class _Side(asyncio.DatagramProtocol):
         pass
 
 
-class FaultProxy:
+class FaultProxy(Lifecycle):
     """``async with FaultProxy(listen, upstream, Faults(...), seed=0) as proxy``:
     clients talk to ``proxy.address``."""
 
@@ -87,13 +88,6 @@ class FaultProxy:
         self._listen: _Side | None = None
         self._peers: OrderedDict[Any, _Side] = OrderedDict()
         self._pending: dict[Any, list[bytes]] = {}
-
-    async def __aenter__(self) -> FaultProxy:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.close()
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()

@@ -14,7 +14,7 @@ import asyncio
 import dataclasses
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from timebound.core.causal import Timestamp
@@ -27,7 +27,7 @@ from timebound.core.pubsub import (
 )
 from timebound.core.pubsub import Publisher as PublisherCore
 from timebound.core.wire import FrameCodec
-from timebound.net._channel import _Protocol, _Timer
+from timebound.net._endpoint import Lifecycle, QueueIterator, Timer, open_datagram
 from timebound.net._keys import keyring
 
 Address = tuple[str, int]
@@ -51,17 +51,16 @@ class MsClock:
         return t
 
 
-class _Endpoint:
+class _Endpoint(Lifecycle):
     def __init__(self, clock: MsClock | None) -> None:
         self.clock = clock or MsClock()
         self.socket_errors = 0
         self._transport: asyncio.DatagramTransport | None = None
-        self._timer = _Timer(self.clock, self._on_timer, ticks_per_second=1000.0)
+        self._timer = Timer(self.clock, self._on_timer, ticks_per_second=1000.0)
 
-    async def _open(self, local: Address | None = None, remote: Address | None = None) -> None:
-        loop = asyncio.get_running_loop()
-        await loop.create_datagram_endpoint(lambda: _Protocol(self),  # type: ignore[arg-type]
-                                            local_addr=local, remote_addr=remote)
+    async def _open(self, local: Address | None = None, remote: Address | None = None
+                    ) -> Address:
+        return await open_datagram(self, local=local, remote=remote)
 
     def _sendto(self, frame: bytes, address: Any) -> None:
         if self._transport is not None:
@@ -91,12 +90,8 @@ class Publisher(_Endpoint):
         self.core = PublisherCore(name, epsilon, delta, n, FrameCodec(keyring(key)))
         self.mergers = list(mergers)
 
-    async def __aenter__(self) -> Publisher:
+    async def start(self) -> None:
         await self._open(local=("::" if ":" in self.mergers[0][0] else "0.0.0.0", 0))
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.close()
 
     async def publish(self, data: bytes) -> tuple[int, Timestamp]:
         """Stamp and send ``data`` to every merger (at most one per ms: waits)."""
@@ -131,18 +126,8 @@ class MergerServer(_Endpoint):
         self.on_deliver = on_deliver
         self._renew: asyncio.Task[None] | None = None
 
-    async def __aenter__(self) -> MergerServer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.close()
-
     async def start(self) -> None:
-        await self._open(local=(self.host, self.port))
-        assert self._transport is not None
-        name = self._transport.get_extra_info("sockname")
-        self.address = (name[0], name[1])
+        self.address = await self._open(local=(self.host, self.port))
         if self.upstream:
             self._renew = asyncio.ensure_future(self._subscribe_upstream())
 
@@ -183,7 +168,7 @@ class MergerServer(_Endpoint):
         self._handle(out.sends, out.delivered)
 
 
-class SubscriberClient(_Endpoint):
+class SubscriberClient(_Endpoint, QueueIterator[SubscriberDelivery]):
     """Subscribes to the merger at ``merger``; ``async for d in sub`` yields
     ``SubscriberDelivery`` (proc, msg, stamp, data, digest) in the merger's order."""
 
@@ -196,13 +181,6 @@ class SubscriberClient(_Endpoint):
                                FrameCodec(keyring(key)), gap_wait=gap_wait,
                                now=self.clock.now())
         self._queue: asyncio.Queue[SubscriberDelivery | None] | None = None
-
-    async def __aenter__(self) -> SubscriberClient:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.close()
 
     async def start(self) -> None:
         self._queue = asyncio.Queue()
@@ -218,20 +196,6 @@ class SubscriberClient(_Endpoint):
         stats = dataclasses.asdict(self.core.statistics())
         stats["digest"] = self.core.digest
         return stats
-
-    async def get(self) -> SubscriberDelivery:
-        assert self._queue is not None, "start() first"
-        item = await self._queue.get()
-        if item is None:
-            self._queue.put_nowait(None)
-            raise StopAsyncIteration
-        return item
-
-    def __aiter__(self) -> AsyncIterator[SubscriberDelivery]:
-        return self
-
-    async def __anext__(self) -> SubscriberDelivery:
-        return await self.get()
 
     def _put(self, deliveries: tuple[SubscriberDelivery, ...]) -> None:
         if self._queue is not None:

@@ -1,0 +1,121 @@
+"""The asyncio plumbing every UDP driver of the net package shares.
+
+A driver (``Channel``, ``ChannelListener``, ``Group``, the pub-sub endpoints) owns one
+datagram socket: ``DatagramProtocol`` hands the driver its transport
+(``owner._transport``), every datagram (``owner._datagram(data, addr)``) and counts
+socket errors (``owner.socket_errors``); ``open_datagram`` creates that socket bound
+(``local``) or connected (``remote``) and returns its local address; ``Timer`` is the
+one loop timer a driver re-arms at its core's ``next_deadline()``.
+
+``Lifecycle`` gives ``async with driver:`` (``start()`` on entry, ``close()`` on exit)
+and ``QueueIterator`` the ``async for item in driver`` of a driver that queues what its
+core delivers (``None`` in the queue means closed; it stays there for every later
+reader).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any, Generic, Self, TypeVar, cast
+
+T = TypeVar("T")
+
+
+class Timer:
+    """One loop timer armed at an absolute core deadline (ticks of ``clock``, by
+    default µs)."""
+
+    def __init__(self, clock: Any, fire: Any, ticks_per_second: float = 1e6) -> None:
+        self.clock = clock
+        self.fire = fire
+        self.rate = ticks_per_second
+        self.handle: asyncio.TimerHandle | None = None
+        self.armed: int | None = None
+
+    def arm(self, deadline: int | None) -> None:
+        if deadline == self.armed and (deadline is None or self.handle is not None):
+            return
+        self.cancel()
+        self.armed = deadline
+        if deadline is None:
+            return
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, (deadline - self.clock.now()) / self.rate)
+        self.handle = loop.call_at(loop.time() + delay, self._fire)
+
+    def _fire(self) -> None:
+        self.handle = None
+        self.armed = None
+        self.fire()
+
+    def cancel(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+        self.handle = None
+        self.armed = None
+
+
+class DatagramProtocol(asyncio.DatagramProtocol):
+    """Hands ``owner`` its transport, its datagrams and its socket errors."""
+
+    def __init__(self, owner: Any) -> None:
+        self.owner = owner
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.owner._transport = cast(asyncio.DatagramTransport, transport)
+
+    def datagram_received(self, data: bytes, addr: Any) -> None:
+        self.owner._datagram(data, addr)
+
+    def error_received(self, exc: Exception) -> None:
+        self.owner.socket_errors += 1
+
+
+async def open_datagram(owner: Any, local: tuple[str, int] | None = None,
+                        remote: Any = None) -> tuple[str, int]:
+    """``owner``'s socket, bound to ``local`` and/or connected to ``remote``; its local
+    address (the port the system chose for port 0)."""
+    loop = asyncio.get_running_loop()
+    transport, _ = await loop.create_datagram_endpoint(
+        lambda: DatagramProtocol(owner), local_addr=local, remote_addr=remote)
+    name = transport.get_extra_info("sockname")
+    return (name[0], name[1])
+
+
+class Lifecycle:
+    """``async with x:`` runs ``x.start()`` and, on leaving, ``x.close()``."""
+
+    async def start(self) -> None:  # pragma: no cover - every driver defines it
+        raise NotImplementedError
+
+    def close(self) -> None:  # pragma: no cover - every driver defines it
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+
+class QueueIterator(Generic[T]):
+    """``get()`` and ``async for`` over ``self._queue`` (``start()`` makes it)."""
+
+    _queue: asyncio.Queue[T | None] | None
+
+    async def get(self) -> T:
+        """The next item; ``StopAsyncIteration`` once closed."""
+        assert self._queue is not None, "start() first"
+        item = await self._queue.get()
+        if item is None:
+            self._queue.put_nowait(None)
+            raise StopAsyncIteration
+        return item
+
+    def __aiter__(self) -> AsyncIterator[T]:
+        return self
+
+    async def __anext__(self) -> T:
+        return await self.get()
