@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import secrets
-import signal
 from typing import Any
 
 from timebound.core.atmostonce import MemoryStorage, ReceiverConfig
@@ -35,7 +34,13 @@ from timebound.core.slotted import Kind
 from timebound.core.wire import FrameCodec
 from timebound.errors import TimeboundError, UsageError
 from timebound.net._clock import Clock, seconds
-from timebound.net._endpoint import Lifecycle, QueueIterator, Timer, open_datagram
+from timebound.net._endpoint import (
+    Lifecycle,
+    QueueIterator,
+    Timer,
+    on_signals,
+    open_datagram,
+)
 from timebound.net._keys import keyring
 from timebound.net._server import DEFAULT_BETA, DEFAULT_LATEST_EVERY, default_receiver
 from timebound.storage import FileStorage
@@ -239,16 +244,8 @@ class ChannelListener(Lifecycle, QueueIterator[Delivery[Address]]):
     async def wait_closed(self, *, signals: bool = False) -> None:
         """Until ``close()`` (or SIGTERM/SIGINT with ``signals``)."""
         assert self._closed is not None, "start() first"
-        loop = asyncio.get_running_loop()
-        if signals:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(sig, self.close)
-        try:
+        with on_signals(self.close, signals):
             await self._closed.wait()
-        finally:
-            if signals:
-                for sig in (signal.SIGTERM, signal.SIGINT):
-                    loop.remove_signal_handler(sig)
 
     def statistics(self) -> dict[str, Any]:
         stats = dataclasses.asdict(self.core.statistics())

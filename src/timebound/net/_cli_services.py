@@ -14,7 +14,19 @@ import sys
 from typing import Any
 
 from timebound.errors import UsageError
-from timebound.net.cli import _key, _port, format_address, parse_target
+from timebound.net._endpoint import on_signals, until_signal
+from timebound.net.cli import (
+    _add_key_options,
+    _add_stats_option,
+    _announce,
+    _command_group,
+    _key,
+    _port,
+    _print_stats,
+    _start_bound,
+    format_address,
+    parse_target,
+)
 
 #: Largest --window of a channel sender.
 MAX_CLI_WINDOW = 65536
@@ -50,13 +62,12 @@ def add_service_parsers(commands: Any) -> None:
 
 
 def add_channel_parser(commands: Any) -> None:
-    channel = commands.add_parser(
-        "channel", help="slotted-FIFO channels over UDP: recv, send",
+    sub = _command_group(
+        commands, "channel", help="slotted-FIFO channels over UDP: recv, send",
         description="One channel carries four kinds of send: FR (FIFO, reliable; the "
                     "slot delimiters), R (reliable), F (FIFO within its slot, "
                     "unreliable), N (neither). The first datagram opens the channel "
                     "through SCMP (no handshake). Guide: docs/net.md.")
-    sub = channel.add_subparsers(dest="channel_command", metavar="COMMAND", required=True)
 
     recv = sub.add_parser(
         "recv", help="print one JSON line per delivery",
@@ -66,7 +77,7 @@ def add_channel_parser(commands: Any) -> None:
                     "udp://HOST:PORT' goes to stderr when ready; SIGTERM/SIGINT stop it.")
     recv.add_argument("--port", type=int, required=True, help="UDP port 0..65535 (0: any)")
     recv.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    recv.add_argument("--key-file", metavar="F", help="shared key (>= 16 bytes)")
+    _add_key_options(recv)
     recv.add_argument("--storage", metavar="PATH",
                       help="file keeping SCMP's latest, so a restart refuses replayed openings")
     recv.add_argument("--count", type=int, default=None, metavar="N",
@@ -74,7 +85,7 @@ def add_channel_parser(commands: Any) -> None:
     recv.add_argument("--f-hold-ms", type=float, default=None, metavar="MS",
                       help="deliver an F waiting behind a gap after MS ms (default: at "
                            "its slot's end)")
-    recv.add_argument("--stats", action="store_true", help="counters to stderr at exit")
+    _add_stats_option(recv)
     recv.set_defaults(handler=run_channel_recv)
 
     send = sub.add_parser(
@@ -85,12 +96,12 @@ def add_channel_parser(commands: Any) -> None:
                     "Exit 0; 1 if the channel failed (refused or no acknowledgment); 2 on "
                     "a bad line.")
     send.add_argument("target", metavar="HOST:PORT")
-    send.add_argument("--key-file", metavar="F", help="shared key (>= 16 bytes)")
+    _add_key_options(send)
     send.add_argument("--window", type=int, default=256, metavar="N",
                       help=f"messages in flight, 1..{MAX_CLI_WINDOW} (default 256)")
     send.add_argument("--timeout", type=float, default=10.0, metavar="S",
                       help="give up after S seconds without acknowledgment (default 10)")
-    send.add_argument("--stats", action="store_true", help="counters to stderr at exit")
+    _add_stats_option(send)
     send.set_defaults(handler=run_channel_send)
 
 
@@ -114,35 +125,23 @@ def run_channel_recv(args: argparse.Namespace) -> int:
                                f_hold=None if hold is None else hold / 1000.0)
 
     async def main() -> None:
-        try:
-            await listener.start()
-        except OSError as exc:
-            raise UsageError("--host/--port", f"cannot bind {args.host}:{args.port}: "
-                                              f"{exc.strerror or exc}") from None
-        print(f"listening on udp://{format_address(listener.address)}", file=sys.stderr,
-              flush=True)
-        loop = asyncio.get_running_loop()
-        import signal
-
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, listener.close)
+        await _start_bound(listener, args.host, args.port)
+        _announce(listener.address, sys.stderr)
         seen = 0
         out = sys.stdout
         try:
-            async for d in listener:
-                out.write(delivery_line(d.kind.value, d.slot, d.id, d.data) + "\n")
-                seen += 1
-                if args.count is not None and seen >= args.count:
-                    break
-                if listener._queue is not None and listener._queue.empty():
-                    out.flush()
-            out.flush()
+            with on_signals(listener.close):
+                async for d in listener:
+                    out.write(delivery_line(d.kind.value, d.slot, d.id, d.data) + "\n")
+                    seen += 1
+                    if args.count is not None and seen >= args.count:
+                        break
+                    if listener._queue is not None and listener._queue.empty():
+                        out.flush()
+                out.flush()
         finally:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(sig)
             listener.close()
-            if args.stats:
-                print(json.dumps(listener.statistics(), sort_keys=True), file=sys.stderr)
+            _print_stats(args, listener)
 
     run(main())
     return 0
@@ -219,8 +218,7 @@ def run_channel_send(args: argparse.Namespace) -> int:
             await channel.drain(timeout=None)
         finally:
             channel.close()
-            if args.stats:
-                print(json.dumps(channel.statistics(), sort_keys=True), file=sys.stderr)
+            _print_stats(args, channel)
 
     try:
         run(main())
@@ -236,12 +234,11 @@ def run_channel_send(args: argparse.Namespace) -> int:
 
 
 def add_group_parser(commands: Any) -> None:
-    group = commands.add_parser(
-        "group", help="multicast group with message stability over UDP: join",
+    sub = _command_group(
+        commands, "group", help="multicast group with message stability over UDP: join",
         description="Members on UDP (unicast fan-out) with reliable FIFO delivery per "
                     "sender and timestamp acknowledgments for message stability "
                     "(stability paper, Fig. 1 and section 6). Guide: docs/net.md.")
-    sub = group.add_subparsers(dest="group_command", metavar="COMMAND", required=True)
     join = sub.add_parser(
         "join", help="join as NAME; multicast stdin lines; print JSON events",
         description="Join the group as member NAME (one of --members; its address is "
@@ -267,10 +264,10 @@ def add_group_parser(commands: Any) -> None:
                       help="disconnect a member silent S seconds (default: never)")
     join.add_argument("--max-buffer", type=int, default=4096, metavar="N",
                       help="most messages not yet stable, 1..1000000 (send waits)")
-    join.add_argument("--key-file", metavar="F", help="shared key (>= 16 bytes)")
+    _add_key_options(join)
     join.add_argument("--exit-when-stable", action="store_true",
                       help="exit once stdin ends and every message sent is stable")
-    join.add_argument("--stats", action="store_true", help="counters to stderr at exit")
+    _add_stats_option(join)
     join.set_defaults(handler=run_group_join)
 
 
@@ -324,20 +321,15 @@ def run_group_join(args: argparse.Namespace) -> int:
                    dead_after=args.dead_after, max_buffer=args.max_buffer)
 
     async def main() -> None:
-        import signal
-
         try:
             await member.start()
         except OSError as exc:
             raise UsageError("--members", f"cannot bind {args.name}'s address "
                                           f"{format_address(members[args.name])}: "
                                           f"{exc.strerror or exc}") from None
-        print(f"listening on udp://{format_address(member.address)}", file=sys.stderr,
-              flush=True)
+        _announce(member.address, sys.stderr)
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
 
         async def printer() -> None:
             out = sys.stdout
@@ -359,15 +351,12 @@ def run_group_join(args: argparse.Namespace) -> int:
 
         tasks = [asyncio.ensure_future(printer()), asyncio.ensure_future(sender())]
         try:
-            await stop.wait()
+            await until_signal(stop)
         finally:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(sig)
             tasks[1].cancel()
             member.close()
             await asyncio.gather(tasks[0], return_exceptions=True)
-            if args.stats:
-                print(json.dumps(member.statistics(), sort_keys=True), file=sys.stderr)
+            _print_stats(args, member)
 
     run(main())
     return 0
@@ -385,7 +374,7 @@ def _system_options(parser: argparse.ArgumentParser, required: bool = True) -> N
                         help=f"message delay bound (G2), ms, 0..{MAX_DELTA}")
     parser.add_argument("--n", type=int, default=64, metavar="N",
                         help=f"bound on the number of publishers, 1..{MAX_N} (default 64)")
-    parser.add_argument("--key-file", metavar="F", help="shared key (>= 16 bytes)")
+    _add_key_options(parser)
 
 
 def _check_system(args: argparse.Namespace) -> None:
@@ -406,14 +395,13 @@ def _targets(text: str, option: str) -> list[tuple[str, int]]:
 
 
 def add_pubsub_parser(commands: Any) -> None:
-    ps = commands.add_parser(
-        "pubsub", help="causal pub-sub over UDP: publish, merge, subscribe",
+    sub = _command_group(
+        commands, "pubsub", help="causal pub-sub over UDP: publish, merge, subscribe",
         description="Publishers stamp <r, c, kn> (bounded wire form); replicated causal "
                     "deterministic mergers deliver one causal order, stackable in levels "
                     "(a level-2 merger takes --delta = level-1 delta + 3 epsilon and "
                     "--upstream the level-1 mergers); subscribers print that order with a "
                     "running digest. Times in ms. Guide: docs/net.md.")
-    sub = ps.add_subparsers(dest="pubsub_command", metavar="COMMAND", required=True)
 
     pub = sub.add_parser("publish", help="publish stdin lines to mergers",
                          description="Publish every stdin line as process NAME to every "
@@ -435,7 +423,7 @@ def add_pubsub_parser(commands: Any) -> None:
     merge.add_argument("--upstream", default=None, metavar="HOST:PORT,...",
                        help="lower-level mergers to subscribe to (level 2)")
     merge.add_argument("--quiet", action="store_true", help="print no deliveries")
-    merge.add_argument("--stats", action="store_true", help="counters to stderr at exit")
+    _add_stats_option(merge)
     _system_options(merge)
     merge.set_defaults(handler=run_pubsub_merge)
 
@@ -505,27 +493,13 @@ def run_pubsub_merge(args: argparse.Namespace) -> int:
                           on_deliver=None if args.quiet else show)
 
     async def main() -> None:
-        import signal
-
+        await _start_bound(server, args.host, args.port)
+        _announce(server.address, sys.stderr)
         try:
-            await server.start()
-        except OSError as exc:
-            raise UsageError("--host/--port", f"cannot bind {args.host}:{args.port}: "
-                                              f"{exc.strerror or exc}") from None
-        print(f"listening on udp://{format_address(server.address)}", file=sys.stderr,
-              flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        try:
-            await stop.wait()
+            await until_signal()
         finally:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(sig)
             server.close()
-            if args.stats:
-                print(json.dumps(server.statistics(), sort_keys=True), file=sys.stderr)
+            _print_stats(args, server)
 
     run(main())
     return 0
@@ -551,30 +525,23 @@ def run_pubsub_subscribe(args: argparse.Namespace) -> int:
     client = SubscriberClient(target, name=args.name, key=key, gap_wait=args.gap_wait_ms)
 
     async def main() -> None:
-        import signal
-
         await client.start()
         local = client._transport.get_extra_info("sockname") if client._transport else None
         if local is not None:  # subscribed: the SUB is out
-            print(f"listening on udp://{format_address((local[0], local[1]))}",
-                  file=sys.stderr, flush=True)
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, client.close)
+            _announce((local[0], local[1]), sys.stderr)
         seen = 0
         try:
-            async for d in client:
-                fields = _stamp_fields(d.proc, d.msg, d.stamp)
-                fields["data"] = d.data.decode("utf-8", "replace")
-                fields["digest"] = d.digest
-                sys.stdout.write(json.dumps(fields) + "\n")
-                sys.stdout.flush()
-                seen += 1
-                if args.count is not None and seen >= args.count:
-                    break
+            with on_signals(client.close):
+                async for d in client:
+                    fields = _stamp_fields(d.proc, d.msg, d.stamp)
+                    fields["data"] = d.data.decode("utf-8", "replace")
+                    fields["digest"] = d.digest
+                    sys.stdout.write(json.dumps(fields) + "\n")
+                    sys.stdout.flush()
+                    seen += 1
+                    if args.count is not None and seen >= args.count:
+                        break
         finally:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(sig)
             client.close()
 
     run(main())

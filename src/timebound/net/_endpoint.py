@@ -5,7 +5,9 @@ datagram socket: ``DatagramProtocol`` hands the driver its transport
 (``owner._transport``), every datagram (``owner._datagram(data, addr)``) and counts
 socket errors (``owner.socket_errors``); ``open_datagram`` creates that socket bound
 (``local``) or connected (``remote``) and returns its local address; ``Timer`` is the
-one loop timer a driver re-arms at its core's ``next_deadline()``.
+one loop timer a driver re-arms at its core's ``next_deadline()``; ``on_signals``
+calls back on SIGTERM and SIGINT while a block runs (a server or a command stops
+cleanly).
 
 ``Lifecycle`` gives ``async with driver:`` (``start()`` on entry, ``close()`` on exit)
 and ``QueueIterator`` the ``async for item in driver`` of a driver that queues what its
@@ -16,7 +18,9 @@ reader).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+import signal
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Generic, Self, TypeVar, cast
 
 T = TypeVar("T")
@@ -81,6 +85,29 @@ async def open_datagram(owner: Any, local: tuple[str, int] | None = None,
         lambda: DatagramProtocol(owner), local_addr=local, remote_addr=remote)
     name = transport.get_extra_info("sockname")
     return (name[0], name[1])
+
+
+@contextlib.contextmanager
+def on_signals(callback: Callable[[], object], enabled: bool = True) -> Iterator[None]:
+    """``callback()`` on SIGTERM and SIGINT while the block runs (nothing unless
+    ``enabled``); the loop's handlers are removed on leaving it."""
+    loop = asyncio.get_running_loop()
+    if enabled:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, callback)
+    try:
+        yield
+    finally:
+        if enabled:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+
+
+async def until_signal(stop: asyncio.Event | None = None) -> None:
+    """Until SIGTERM, SIGINT or ``stop`` is set."""
+    stop = stop if stop is not None else asyncio.Event()
+    with on_signals(stop.set):
+        await stop.wait()
 
 
 class Lifecycle:

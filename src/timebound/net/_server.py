@@ -18,7 +18,6 @@ import dataclasses
 import inspect
 import json
 import os
-import signal
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -34,6 +33,7 @@ from timebound.core.rpc._live import (
 from timebound.core.wire import FrameCodec
 from timebound.errors import UsageError
 from timebound.net._clock import Clock, seconds
+from timebound.net._endpoint import on_signals
 from timebound.net._keys import keyring
 from timebound.storage import FileStorage
 
@@ -224,16 +224,8 @@ class RpcServer:
     async def serve_forever(self, *, signals: bool = True) -> None:
         """Serve until SIGTERM/SIGINT (with ``signals``) or ``close()``."""
         assert self._closed is not None, "start() first"
-        loop = asyncio.get_running_loop()
-        if signals:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(sig, lambda: asyncio.ensure_future(self.close()))
-        try:
+        with on_signals(lambda: asyncio.ensure_future(self.close()), signals):
             await self._closed.wait()
-        finally:
-            if signals:
-                for sig in (signal.SIGTERM, signal.SIGINT):
-                    loop.remove_signal_handler(sig)
 
     def statistics(self) -> dict[str, int | None]:
         stats = dataclasses.asdict(self.service.statistics())

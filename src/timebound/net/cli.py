@@ -9,12 +9,11 @@ rejection or a remote error, with one line naming which.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib
 import json
 import os
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 from timebound.adapters.atmostonce import AtMostOnceOptions, add_receiver_arguments
 from timebound.core.atmostonce import ReceiverConfig
@@ -24,13 +23,19 @@ from timebound.errors import StorageError, UsageError
 MAX_TIMEOUT = 3600.0
 
 
+def _command_group(commands: Any, name: str, help: str,
+                   description: str | None = None) -> Any:
+    """The subcommands (``dest`` ``<name>_command``, required) of a new command."""
+    parser = commands.add_parser(name, help=help, description=description)
+    return parser.add_subparsers(dest=f"{name}_command", metavar="COMMAND", required=True)
+
+
 def add_rpc_parser(commands: Any) -> None:
-    rpc = commands.add_parser(
-        "rpc", help="at-most-once RPC over UDP: serve, call, stats, bench",
+    sub = _command_group(
+        commands, "rpc", help="at-most-once RPC over UDP: serve, call, stats, bench",
         description="At-most-once remote procedure calls over UDP without connection "
                     "set-up (SCMP section 3.1): a call never runs twice, across server "
                     "crashes too. Wire format: docs/wire.md; guide: docs/net.md.")
-    sub = rpc.add_subparsers(dest="rpc_command", metavar="COMMAND", required=True)
 
     serve = sub.add_parser(
         "serve", help="serve the handlers of MODULE:ATTR",
@@ -94,8 +99,8 @@ def add_rpc_parser(commands: Any) -> None:
 
 
 def add_net_parser(commands: Any) -> None:
-    net = commands.add_parser("net", help="network tooling: a fault-injecting UDP proxy")
-    sub = net.add_subparsers(dest="net_command", metavar="COMMAND", required=True)
+    sub = _command_group(
+        commands, "net", help="network tooling: a fault-injecting UDP proxy")
     proxy = sub.add_parser(
         "proxy", help="relay UDP with loss, duplication, delay and reordering",
         description="Relay datagrams between clients and --upstream, with faults in both "
@@ -120,6 +125,16 @@ def add_net_parser(commands: Any) -> None:
 def _add_key_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key-file", metavar="F",
                         help="shared key (>= 16 bytes) for HMAC-SHA256 frames")
+
+
+def _add_stats_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stats", action="store_true", help="counters to stderr at exit")
+
+
+def _print_stats(args: argparse.Namespace, endpoint: Any) -> None:
+    """``endpoint``'s counters as one JSON line on stderr, with ``--stats``."""
+    if args.stats:
+        print(json.dumps(endpoint.statistics(), sort_keys=True), file=sys.stderr)
 
 
 def add_receiver_options(parser: argparse.ArgumentParser) -> None:
@@ -196,6 +211,20 @@ def format_address(address: tuple[str, int]) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def _announce(address: tuple[str, int], file: TextIO | None = None) -> None:
+    """The readiness line ``listening on udp://HOST:PORT`` (default: stdout)."""
+    print(f"listening on udp://{format_address(address)}", file=file, flush=True)
+
+
+async def _start_bound(endpoint: Any, host: str, port: int) -> None:
+    """``endpoint.start()``; failing to bind is a UsageError naming --host/--port."""
+    try:
+        await endpoint.start()
+    except OSError as exc:
+        raise UsageError("--host/--port", f"cannot bind {host}:{port}: "
+                                          f"{exc.strerror or exc}") from None
+
+
 def _key(args: argparse.Namespace, name: str = "key_file") -> bytes | None:
     from timebound.net._keys import read_key
 
@@ -261,11 +290,7 @@ def run_serve(args: argparse.Namespace) -> int:
         raise UsageError("--storage", str(exc)) from None
 
     async def main() -> None:
-        try:
-            await server.start()
-        except OSError as exc:
-            raise UsageError("--host/--port", f"cannot bind {args.host}:{args.port}: "
-                                              f"{exc.strerror or exc}") from None
+        await _start_bound(server, args.host, args.port)
         stop_metrics = None
         try:
             if args.metrics_port is not None:
@@ -275,7 +300,7 @@ def run_serve(args: argparse.Namespace) -> int:
                                                  args.metrics_port)
                 except OSError as exc:
                     raise UsageError("--metrics-port", f"cannot bind: {exc}") from None
-            print(f"listening on udp://{format_address(server.address)}", flush=True)
+            _announce(server.address)
             await server.serve_forever()
         finally:
             await server.close()
@@ -355,20 +380,16 @@ def run_proxy(args: argparse.Namespace) -> int:
                     delay=args.delay, jitter=args.jitter, reorder_delay=args.reorder_delay)
 
     async def main() -> None:
-        import signal
+        from timebound.net._endpoint import until_signal
 
         proxy = FaultProxy(upstream, faults, host=args.host, port=args.port, seed=args.seed)
         try:
             await proxy.start()
         except OSError as exc:
             raise UsageError("--host/--port", f"cannot bind: {exc.strerror or exc}") from None
-        print(f"listening on udp://{format_address(proxy.address)}", flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+        _announce(proxy.address)
         try:
-            await stop.wait()
+            await until_signal()
         finally:
             proxy.close()
             print(json.dumps(vars(proxy.stats)), file=sys.stderr)
