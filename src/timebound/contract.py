@@ -201,6 +201,12 @@ SIM_TABLES: dict[str, Table] = {
 }
 
 
+#: Option columns that extend the papers' receivers (issue 16's reorder window): the
+#: simulator writes one only when some run of the dataset uses it, so datasets of the
+#: papers' receivers keep the columns they always had. Readers treat it as optional.
+EXTENSION_COLUMNS: dict[str, tuple[str, ...]] = {"messages": ("reorder_window",)}
+
+
 def dataset_columns(table: str, *, simulated: bool = False) -> list[tuple[str, str]]:
     """``(column, type)`` of a dataset table in order: input columns, then option
     columns (``simulated``: only those the simulator writes)."""

@@ -25,7 +25,7 @@ from typing import Any
 
 from timebound.adapters import Row
 from timebound.adapters.atmostonce import AtMostOnceAdapter, AtMostOnceOptions
-from timebound.contract import LOST_VERDICTS
+from timebound.contract import EXTENSION_COLUMNS, LOST_VERDICTS
 from timebound.core.atmostonce import ClassifiedReceiver, ReceiverConfig, crc32_classifier
 from timebound.sim._clocks import Clock
 from timebound.sim._dataset import DatasetWriter
@@ -59,7 +59,7 @@ def open_messages(ds: DatasetWriter, configs: Sequence[ReceiverConfig]) -> None:
     column (an extension beyond the papers) is written only when some run uses a
     window, so datasets of the papers' receivers keep the columns they always had."""
     uses_window = any(opts.reorder_window != 1 for opts in configs)
-    ds.table("messages", omit=() if uses_window else ("reorder_window",))
+    ds.table("messages", omit=() if uses_window else EXTENSION_COLUMNS["messages"])
 
 
 def option_params(opts: ReceiverConfig) -> dict[str, Any]:
