@@ -119,14 +119,23 @@ def test_floods_are_dropped_and_counted_while_serving() -> None:
                 for n in range(300):
                     await channel.send(b"%d" % n, "FR" if n % 10 == 0 else "R")
             await flood_task
-            await asyncio.sleep(0.2)
+            # drain: wait until the counters stop moving, and read the kernel's drop
+            # count while the socket still exists (a closed socket reports none)
+            seen, still = -1, 0
+            while still < 3:
+                await asyncio.sleep(0.05)
+                stats = listener.statistics()
+                count = stats["malformed"] + stats["unauthenticated"]
+                still = still + 1 if count == seen else 0
+                seen = count
+            dropped = udp_drops(port)
             listener.close()
             await reader
             sock.close()
             assert sorted(got) == list(range(300))
             stats = listener.statistics()
             counted = stats["malformed"] + stats["unauthenticated"]
-            assert counted >= 0.95 * (sent_ok - udp_drops(port)) and counted > flood // 2
+            assert counted >= 0.95 * (sent_ok - dropped) and counted > flood // 2
             assert stats["unauthenticated"] > flood // 4
             assert stats["opens"] == 1 and stats["sessions"] == 1
 
