@@ -12,12 +12,23 @@ Per call the driver makes one future and no timer: a call's timeout is a deadlin
 kept beside the core's, and the one timer (re-armed only when a deadline comes
 earlier than the one it is armed for, as aioquic does) fires at the earliest of
 them. A wake-up with nothing due is harmless.
+
+Opening and closing are cheap, since a client making one call (the paper's Fig.
+3-3) pays them once per call: the socket is a non-blocking socket connected to the
+server and read by ``loop.add_reader`` (no transport, protocol or waiter: no loop
+iteration spent on set-up; asyncio and uvloop alike); a numeric address needs no
+resolver; the client id's random bits come from a per-process pool of
+``os.urandom`` bytes (refilled in a forked child); the retransmission policy of
+the same options is made once. A datagram the socket cannot take right now waits
+for it to be writable, as a transport's buffer would; an ICMP error (the server is
+down) is counted in ``socket_errors`` and retransmissions go on.
 """
 
 from __future__ import annotations
 
 import asyncio
-import secrets
+import os
+import socket
 from typing import Any
 
 from timebound.core.rpc import GaveUp, Policy
@@ -37,16 +48,91 @@ DEFAULT_REPLY_ACK_DELAY = 0.05
 DEFAULT_REPLY_ACK_MIN_BYTES = 64
 
 
-class _Protocol(asyncio.DatagramProtocol):
-    def __init__(self, client: RpcClient) -> None:
-        self.client = client
+#: Largest datagram read (the UDP limit).
+_RECV_BYTES = 65536
+#: Client ids drawn per ``os.urandom`` call (8 bytes each).
+_IDS_PER_DRAW = 128
 
-    def datagram_received(self, data: bytes, addr: Any) -> None:
-        self.client._datagram(data)
+# (pid, bytes, offset): random bytes for client ids; redrawn after a fork.
+_pool: list[Any] = [0, b"", 0]
+# (interval, max_interval, backoff) -> Policy (a frozen value: shared).
+_policies: dict[tuple[float, float, int], Policy] = {}
 
-    def error_received(self, exc: Exception) -> None:
-        # ICMP port unreachable while the server is down: retransmissions go on.
-        self.client.socket_errors += 1
+
+def new_client_id() -> str:
+    """64 random bits in hex (``secrets.token_hex(8)``'s source, drawn in bulk)."""
+    pool = _pool
+    pid = os.getpid()
+    at = pool[2]
+    if pool[0] != pid or at >= len(pool[1]):
+        pool[0], pool[1], at = pid, os.urandom(8 * _IDS_PER_DRAW), 0
+    pool[2] = at + 8
+    return str(pool[1][at:at + 8].hex())
+
+
+def _policy(interval: float, max_interval: float, backoff: int) -> Policy:
+    policy = _policies.get((interval, max_interval, backoff))
+    if policy is None:
+        first = max(1, seconds(interval))
+        policy = Policy(interval=first, give_up_after=seconds(3600), backoff=backoff,
+                        max_interval=max(seconds(max_interval), first))
+        if len(_policies) < 64:
+            _policies[(interval, max_interval, backoff)] = policy
+    return policy
+
+
+def _numeric(address: Any) -> tuple[int, Any] | None:
+    """``(family, address)`` of a numeric ``(host, port)``; None for a name."""
+    if len(address) != 2 or not isinstance(address[0], str):
+        return None
+    host = address[0]
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+        except (OSError, ValueError):
+            continue
+        return family, (host, address[1])
+    return None
+
+
+async def _connected_socket(loop: asyncio.AbstractEventLoop, address: Any,
+                            local_addr: tuple[str, int] | None) -> socket.socket:
+    """A non-blocking UDP socket connected to ``address`` (bound to ``local_addr``),
+    trying each address a name resolves to, as ``create_datagram_endpoint`` does."""
+    numeric = _numeric(address)
+    if numeric is not None:
+        candidates = [numeric]
+    else:
+        infos = await loop.getaddrinfo(*address[:2], type=socket.SOCK_DGRAM)
+        if not infos:
+            raise OSError(f"getaddrinfo({address[0]!r}) returned nothing")
+        candidates = [(family, address if len(address) == 4 and family == socket.AF_INET6
+                       else sockaddr) for family, _t, _p, _c, sockaddr in infos]
+    error: OSError | None = None
+    for family, sockaddr in candidates:
+        sock = socket.socket(family, socket.SOCK_DGRAM)
+        try:
+            sock.setblocking(False)
+            if local_addr is not None:
+                local = _numeric(local_addr)
+                if local is None:
+                    infos = await loop.getaddrinfo(*local_addr[:2], family=family,
+                                                   type=socket.SOCK_DGRAM)
+                    if not infos:
+                        raise OSError(f"getaddrinfo({local_addr[0]!r}) returned nothing")
+                    local = (family, infos[0][4])
+                sock.bind(local[1])
+            sock.connect(sockaddr)
+        except OSError as exc:
+            sock.close()
+            error = exc
+            continue
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+    assert error is not None
+    raise error
 
 
 class RpcClient:
@@ -74,16 +160,15 @@ class RpcClient:
     ) -> None:
         self.address = address
         self.clock = clock or Clock()
-        self.client_id = client_id or secrets.token_hex(8)
-        policy = Policy(interval=max(1, seconds(interval)), give_up_after=seconds(3600),
-                        backoff=backoff, max_interval=max(seconds(max_interval),
-                                                          max(1, seconds(interval))))
-        self.caller = RpcCaller(self.client_id, policy, FrameCodec(keyring(key)),
+        self.client_id = client_id or new_client_id()
+        self.caller = RpcCaller(self.client_id, _policy(interval, max_interval, backoff),
+                                FrameCodec(None if key is None else keyring(key)),
                                 reply_ack_delay=seconds(reply_ack_delay),
                                 reply_ack_min_bytes=reply_ack_min_bytes)
         self.local_addr = local_addr
         self.socket_errors = 0
-        self._transport: asyncio.DatagramTransport | None = None
+        self._sock: socket.socket | None = None
+        self._backlog: list[bytes] = []  # datagrams waiting for the socket to be writable
         # conn -> (the caller's future, the tick its timeout expires)
         self._waiting: dict[str, tuple[asyncio.Future[Answered | Rejected | GaveUp | None],
                                        int]] = {}
@@ -101,23 +186,44 @@ class RpcClient:
         self.close()
 
     async def open(self) -> None:
+        if self._sock is not None:
+            raise RuntimeError("client is already open")
         loop = self._loop = asyncio.get_running_loop()
-        transport, _ = await loop.create_datagram_endpoint(
-            lambda: _Protocol(self), remote_addr=self.address, local_addr=self.local_addr)
-        self._transport = transport
+        sock = await _connected_socket(loop, self.address, self.local_addr)
+        try:
+            loop.add_reader(sock.fileno(), self._readable)
+        except BaseException:
+            sock.close()
+            raise
+        self._sock = sock
+
+    @property
+    def local_address(self) -> Any:
+        """The socket's local address (None when not open)."""
+        return None if self._sock is None else self._sock.getsockname()
 
     def close(self) -> None:
-        self._send(self.caller.flush_reply_acks())
+        acks = self.caller.flush_reply_acks()
+        if acks:
+            self._send(acks)
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        for fut, _expires in self._waiting.values():
-            if not fut.done():
-                fut.cancel()
-        self._waiting.clear()
-        if self._transport is not None:
-            self._transport.close()
-            self._transport = None
+        if self._waiting:
+            for fut, _expires in self._waiting.values():
+                if not fut.done():
+                    fut.cancel()
+            self._waiting.clear()
+        sock = self._sock
+        if sock is not None:
+            self._sock = None
+            loop = self._loop
+            assert loop is not None
+            loop.remove_reader(sock.fileno())
+            if self._backlog:
+                loop.remove_writer(sock.fileno())
+                self._backlog.clear()
+            sock.close()
 
     async def call(self, proc: str, payload: bytes = b"", *, timeout: float = 2.0,
                    new_connection: bool = False) -> bytes:
@@ -128,8 +234,7 @@ class RpcClient:
         unknown: ran at most once), ``CallRejected`` (``.reason``) or ``RemoteError``
         (the handler raised; it ran once).
         """
-        transport = self._transport
-        if transport is None:
+        if self._sock is None:
             raise RuntimeError("client is not open (use async with)")
         if not timeout > 0:
             raise ValueError(f"timeout must be > 0 s, got {timeout}")
@@ -146,8 +251,7 @@ class RpcClient:
         fut: asyncio.Future[Answered | Rejected | GaveUp | None] = loop.create_future()
         expires = now + seconds(timeout)
         self._waiting[conn] = (fut, expires)
-        for frame in frames:
-            transport.sendto(frame)
+        self._send(frames)
         armed = self._armed
         if armed is None or expires < armed:
             self._rearm()
@@ -182,6 +286,21 @@ class RpcClient:
         self._uids += 1
         return f"{self.client_id}.{self._uids}"
 
+    def _readable(self) -> None:
+        """One datagram per wake-up (the loop calls again while more are queued)."""
+        sock = self._sock
+        if sock is None:
+            return
+        try:
+            data = sock.recv(_RECV_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            # ICMP port unreachable while the server is down: retransmissions go on.
+            self.socket_errors += 1
+            return
+        self._datagram(data)
+
     def _datagram(self, data: bytes) -> None:
         out = self.caller.receive(data, now=self.clock.now())
         if out.outcomes or out.datagrams:
@@ -200,9 +319,38 @@ class RpcClient:
             self._rearm()
 
     def _send(self, datagrams: tuple[bytes, ...]) -> None:
-        if self._transport is not None:
-            for d in datagrams:
-                self._transport.sendto(d)
+        sock = self._sock
+        if sock is None:
+            return
+        for i, d in enumerate(datagrams):
+            if self._backlog:
+                self._backlog.extend(datagrams[i:])
+                return
+            try:
+                sock.send(d)
+            except (BlockingIOError, InterruptedError):
+                self._backlog.append(d)
+                loop = self._loop
+                assert loop is not None
+                loop.add_writer(sock.fileno(), self._writable)
+            except OSError:
+                self.socket_errors += 1  # e.g. ICMP refused: retransmissions go on
+
+    def _writable(self) -> None:
+        sock = self._sock
+        backlog = self._backlog
+        while sock is not None and backlog:
+            try:
+                sock.send(backlog[0])
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                self.socket_errors += 1
+            del backlog[0]
+        if sock is not None:
+            loop = self._loop
+            assert loop is not None
+            loop.remove_writer(sock.fileno())
 
     def _next_wakeup(self) -> int | None:
         deadline = self.caller.next_deadline()
@@ -217,7 +365,7 @@ class RpcClient:
             self._timer.cancel()
             self._timer = None
         deadline = self._armed = self._next_wakeup()
-        if deadline is None or self._transport is None:
+        if deadline is None or self._sock is None:
             return
         loop = self._loop
         assert loop is not None
