@@ -53,8 +53,8 @@ _RECV_BYTES = 65536
 #: Client ids drawn per ``os.urandom`` call (8 bytes each).
 _IDS_PER_DRAW = 128
 
-# (pid, bytes, offset): random bytes for client ids; redrawn after a fork.
-_pool: list[Any] = [0, b"", 0]
+# (bytes, offset): random bytes for client ids; redrawn in a forked child.
+_pool: list[Any] = [b"", 0]
 # (interval, max_interval, backoff) -> Policy (a frozen value: shared).
 _policies: dict[tuple[float, float, int], Policy] = {}
 
@@ -62,12 +62,18 @@ _policies: dict[tuple[float, float, int], Policy] = {}
 def new_client_id() -> str:
     """64 random bits in hex (``secrets.token_hex(8)``'s source, drawn in bulk)."""
     pool = _pool
-    pid = os.getpid()
-    at = pool[2]
-    if pool[0] != pid or at >= len(pool[1]):
-        pool[0], pool[1], at = pid, os.urandom(8 * _IDS_PER_DRAW), 0
-    pool[2] = at + 8
-    return str(pool[1][at:at + 8].hex())
+    at = pool[1]
+    if at >= len(pool[0]):
+        pool[0], at = os.urandom(8 * _IDS_PER_DRAW), 0
+    pool[1] = at + 8
+    return str(pool[0][at:at + 8].hex())
+
+
+def _forget_ids() -> None:
+    _pool[0], _pool[1] = b"", 0  # a forked child draws its own
+
+
+os.register_at_fork(after_in_child=_forget_ids)
 
 
 def _policy(interval: float, max_interval: float, backoff: int) -> Policy:

@@ -452,6 +452,10 @@ class CallerOutput:
 
 
 _NO_OUTPUT = CallerOutput()
+#: Procedure name -> its CALL payload prefix, shared by every caller (a pure
+#: function's memo: a fresh caller making one call does not encode the name again).
+_PROC_PREFIXES: dict[str, bytes] = {}
+_MAX_PROC_PREFIXES = 1024
 
 
 class RpcCaller:
@@ -489,7 +493,7 @@ class RpcCaller:
         self._malformed = 0
         # conn -> (due, REPLY-ACK message, sealed when sent); insertion order = due order.
         self._acks: dict[str, tuple[int, bytes]] = {}
-        self._procs: dict[str, bytes] = {}  # proc -> its payload prefix (bounded)
+        self._procs = _PROC_PREFIXES  # proc -> its payload prefix (bounded, shared)
 
     def next_deadline(self) -> int | None:
         deadline = self.client.next_deadline()
@@ -515,7 +519,7 @@ class RpcCaller:
         prefix = self._procs.get(proc)
         if prefix is None:
             prefix = encode_call_payload(proc, b"")
-            if len(self._procs) < 1024:
+            if len(self._procs) < _MAX_PROC_PREFIXES:
                 self._procs[proc] = prefix
         ts, datagram = self.client.start(prefix + args, now=now, conn=conn)  # checks conn
         return ts, (self.codec.seal(KIND_RPC, datagram),)

@@ -155,6 +155,12 @@ def head(kind: int, conn: str) -> bytes:
     return bytes((kind, len(raw))) + raw
 
 
+def parsed_head(kind: int, conn: str) -> bytes:
+    """``head`` of a connection id that ``parse`` returned (so already checked)."""
+    raw = conn.encode("utf-8")
+    return bytes((kind, len(raw))) + raw
+
+
 def frame(prefix: bytes, ts: int, body: bytes | None = None) -> bytes:
     """A message from its ``head`` and checked fields: no validation (hot path)."""
     if body is None:

@@ -124,8 +124,8 @@ from timebound.core.rpc._messages import (
     REPLY_TYPE,
     TRUNCATED_TYPE,
     frame,
-    head,
     parse,
+    parsed_head,
 )
 from timebound.errors import MalformedDatagram, ProtocolUsageError
 
@@ -403,7 +403,7 @@ class Server(Generic[P]):
         verdict = self.receiver.receive(conn, ts, now=now)
         if verdict is _ACCEPTED:
             old = self._entries.get(conn)
-            prefix = old.head if old is not None else head(REPLY_TYPE, conn)
+            prefix = old.head if old is not None else parsed_head(REPLY_TYPE, conn)
             # A new entry discards any stored reply.
             self._entries[conn] = _Entry(ts, peer, prefix)
             self._started += 1

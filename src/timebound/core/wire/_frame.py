@@ -135,6 +135,12 @@ class FrameStatistics:
     oversized: int
 
 
+# Building an ``Opened`` without the generated ``__new__`` (hot path).
+_new_opened = tuple.__new__
+# The header of an untagged frame of each kind (index: kind).
+_PLAIN_HEADS = tuple(bytes((VERSION, kind, 0, 0)) for kind in range(256))
+
+
 class FrameCodec:
     """Seals and opens frames for one endpoint; counts what it drops.
 
@@ -166,7 +172,7 @@ class FrameCodec:
         if key is None and self.keyring is not None:
             key = self.keyring.current
         if key is None:
-            frame = bytes((VERSION, kind, 0, 0)) + body
+            frame = _PLAIN_HEADS[kind] + body
         else:
             head = bytes((VERSION, kind, FLAG_AUTH, key.id)) + body
             frame = head + key.tag(head)
@@ -206,7 +212,7 @@ class FrameCodec:
                     self.unauthenticated += 1
                 return None
             self.opened += 1
-            return Opened(kind, bytes(datagram[HEADER_BYTES:]), None)
+            return _new_opened(Opened, (kind, bytes(datagram[HEADER_BYTES:]), None))
         if size < HEADER_BYTES + TAG_BYTES:
             self.malformed += 1
             return None
