@@ -305,7 +305,9 @@ class RpcClient:
             # ICMP port unreachable while the server is down: retransmissions go on.
             self.socket_errors += 1
             return
-        self._datagram(data)
+        out = self.caller.receive(data, now=self.clock.now())
+        if out.outcomes or out.datagrams:
+            self._act(out)
 
     def _datagram(self, data: bytes) -> None:
         out = self.caller.receive(data, now=self.clock.now())
@@ -328,6 +330,15 @@ class RpcClient:
         sock = self._sock
         if sock is None:
             return
+        if len(datagrams) == 1 and not self._backlog:
+            try:
+                sock.send(datagrams[0])
+                return
+            except (BlockingIOError, InterruptedError):
+                pass  # the general path below queues it
+            except OSError:
+                self.socket_errors += 1
+                return
         for i, d in enumerate(datagrams):
             if self._backlog:
                 self._backlog.extend(datagrams[i:])

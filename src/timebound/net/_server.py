@@ -40,6 +40,8 @@ from timebound.storage import FileStorage
 Handler = Callable[[bytes], bytes] | Callable[[bytes], Awaitable[bytes]]
 Address = Any  # (host, port) or (host, port, flowinfo, scope_id)
 
+_OK = Status.OK
+
 #: The built-in procedure answering the server's counters as JSON.
 STATS_PROCEDURE = "timebound.stats"
 
@@ -265,7 +267,10 @@ class RpcServer:
             self._failed(run, exc)
             return
         if type(result) is bytes:  # the common case first: a sync handler's reply
-            self._finish(run, Status.OK, result)
+            transport = self._transport
+            if transport is not None:
+                for o in self.service.complete(run, _OK, result, now=self.clock.now()).sends:
+                    transport.sendto(o.datagram, o.peer)
             return
         if inspect.isawaitable(result):
             task = asyncio.ensure_future(self._await(run, result))

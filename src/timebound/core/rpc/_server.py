@@ -379,7 +379,11 @@ class Server(Generic[P]):
 
     def _entry(self, conn: str) -> _Entry[P] | None:
         entry = self._entries.get(conn)
-        if entry is not None and self._class_of(conn).lookup(conn) != entry.ts:
+        if entry is None:
+            return None
+        receiver = self.receiver
+        if (receiver.receiver_for(conn) if isinstance(receiver, ClassifiedReceiver)
+                else receiver).lookup(conn) != entry.ts:
             # Defensive: the receiver dropped or replaced the entry without asking
             # ``retain`` (a crash is handled in ``crash``); follow the receiver.
             del self._entries[conn]
