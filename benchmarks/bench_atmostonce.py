@@ -2,7 +2,9 @@
 
 Side by side in one run: a bare dict connection-table check (the floor any receiver
 pays in Python), then ``Receiver.receive`` with each estimator, plain and resilient,
-then ``timebound replay atmostonce`` end to end (JSON Lines and Parquet).
+then ``timebound replay atmostonce`` end to end: JSON Lines (row path) and Parquet,
+the row path and the record-batch path alternating in one run (each line names the
+path that ran). ``--replay-only`` skips the receiver micro-benchmarks.
 
     .venv/bin/python benchmarks/bench_atmostonce.py [--messages N] [--repeats R]
 """
@@ -20,6 +22,7 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+import timebound.cli as cli
 from timebound.cli import main as cli_main
 from timebound.core.atmostonce import (
     Fixed,
@@ -29,6 +32,7 @@ from timebound.core.atmostonce import (
     StableLatest,
     UnlimitedHorizon,
 )
+from timebound.replay import _batch
 
 
 def workload(n: int, conns: int, seed: int = 1) -> list[tuple[str, int, int]]:
@@ -83,6 +87,8 @@ def main() -> None:
     parser.add_argument("--conns", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, runs in seconds")
+    parser.add_argument("--replay-only", action="store_true",
+                        help="only the end-to-end replay rates")
     args = parser.parse_args()
     if args.smoke:
         args.messages, args.conns, args.repeats = 2_000, 100, 1
@@ -99,6 +105,8 @@ def main() -> None:
     print(f"{args.messages} messages over {args.conns} connections, median of {args.repeats}")
     floor = None
     for name, make in cases.items():
+        if args.replay_only:
+            break
         us = time_per_message(make, messages, args.repeats)
         floor = floor or us
         print(f"  {name:<32} {us:6.3f} us/message  ({us / floor:4.2f}x floor)")
@@ -111,17 +119,38 @@ def main() -> None:
         psrc = os.path.join(tmp, "trace.parquet")
         pq.write_table(pa.Table.from_pylist(
             [{"type": "msg", "receiver": "s1", "conn": c, "ts": t, "at": n} for c, t, n in messages]), psrc)
-        for label, inp, out in (("jsonl -> jsonl", src, "o.jsonl"), ("parquet -> parquet", psrc, "o.parquet")):
-            samples = []
-            for _ in range(max(1, args.repeats // 2)):
+        # Both paths alternate in one run (median of each); JSON Lines always take the
+        # row path, at-most-once Parquet -> Parquet the record-batch path by default.
+        cases = (("jsonl -> jsonl", src, "o.jsonl", True),
+                 ("parquet -> parquet", psrc, "o.parquet", False),
+                 ("parquet -> parquet", psrc, "o.parquet", True))
+        samples: dict[int, list[float]] = {i: [] for i in range(len(cases))}
+        for _ in range(max(1, args.repeats // 2)):
+            for i, (_label, inp, out, fast) in enumerate(cases):
                 start = time.perf_counter()
-                code = cli_main(["replay", "atmostonce", "-i", inp, "-o", os.path.join(tmp, out),
-                                 "--estimator", "unlimited", "--gc-every", "100"])
-                samples.append(time.perf_counter() - start)
+                code = replay(["replay", "atmostonce", "-i", inp, "-o", os.path.join(tmp, out),
+                               "--estimator", "unlimited", "--gc-every", "100"], fast)
+                samples[i].append(time.perf_counter() - start)
                 assert code == 0
-            rate = len(messages) / statistics.median(samples)
-            print(f"  replay {label:<26} {rate:10,.0f} rows/s")
+        rates = {}
+        print(f"  replay: median of {len(samples[0])} runs each, the three cases alternating")
+        for i, (label, inp, _out, fast) in enumerate(cases):
+            path = _batch.PATH_BATCH if fast and inp == psrc else _batch.PATH_ROW
+            rates[i] = len(messages) / statistics.median(samples[i])
+            print(f"  replay {label:<26} {rates[i]:10,.0f} rows/s  path: {path}")
+        print(f"  parquet -> parquet, batch / row path: {rates[2] / rates[1]:.1f}x")
 
+
+def replay(argv: list[str], fast: bool) -> int:
+    """``timebound replay`` as a user runs it; ``fast=False`` forces the row path."""
+    if fast:
+        return cli_main(argv)
+    original = cli.replay_rows
+    cli.replay_rows = lambda command, args: original(command, args, fast=False)
+    try:
+        return cli_main(argv)
+    finally:
+        cli.replay_rows = original
 
 if __name__ == "__main__":
     main()

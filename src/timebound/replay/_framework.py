@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from timebound import adapters
 from timebound._safety import guard_output
 from timebound.adapters import Row, RowAdapter
+from timebound.adapters.atmostonce import AtMostOnceAdapter
 from timebound.errors import TraceError
+from timebound.replay import _batch
 from timebound.replay._io import OutputWriter, read_rows
 
 #: The old name of ``RowAdapter``.
@@ -38,10 +40,18 @@ class ReplayCommand:
     example_args: Sequence[str] = field(default_factory=tuple)
 
 
-def replay_rows(command: ReplayCommand, args: argparse.Namespace) -> RowAdapter:
-    """Run ``command`` from ``args.input`` to ``args.output``; return the adapter."""
+def replay_rows(command: ReplayCommand, args: argparse.Namespace, *,
+                fast: bool = True) -> RowAdapter:
+    """Run ``command`` from ``args.input`` to ``args.output``; return the adapter.
+
+    At-most-once Parquet -> Parquet takes the record-batch path (``_batch``, the same
+    decisions and output) unless ``fast`` is False."""
     guard_output(args.output, [args.input], "--output")
     replayer = command.build(args)
+    if fast and _batch.applies(replayer, args.input, args.output):
+        assert isinstance(replayer, AtMostOnceAdapter)
+        _batch.replay_parquet(replayer, args.input, args.output)
+        return replayer
     source = "<stdin>" if args.input == "-" else args.input
     # An adapter may refine the column types for its mode (e.g. stability's value).
     with OutputWriter(args.output, replayer.output_types) as out:
