@@ -173,7 +173,7 @@ def test_bench_smoke(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=90)
     assert done.returncode == 0, done.stderr
     text = (tmp_path / "rpc_bench.md").read_text()
-    for label in ("at-most-once RPC", "plain UDP", "TCP, one connection",
+    for label in ("at-most-once RPC", "plain UDP", "plain UDP, raw socket", "TCP, one connection",
                   "TCP, connection per call", "gRPC, one channel", "gRPC, channel per call"):
         assert label in text
     assert "at-most-once / plain UDP" in done.stdout and "[paper]" in text
