@@ -17,23 +17,28 @@ checks the whole receiver first (``check_time_order``), naming the first bad row
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from timebound.adapters import ATMOSTONCE
 from timebound.adapters.atmostonce import AtMostOnceOptions
-from timebound.errors import TraceError
+from timebound.errors import TimeboundError, TraceError
 from timebound.pipeline import _columnar, _group
 from timebound.pipeline.schemas import DECISION_EXTRA
+from timebound.sparkutil import marked
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
 TABLE = "messages"
+#: How the operator runs in Spark, for benchmark output (with ``_fast_atmostonce.PATH``).
+ENGINE = "mapInArrow, partitions sorted by seq in the JVM"
 
 
 def _classes(options: AtMostOnceOptions) -> int:
@@ -71,19 +76,66 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions]) -> DataFram
             [run for run, opts in options.items() if _classes(opts) > 1])))
 
     arrow_schema = _group.arrow_schema(schema)
+    plan = {run: (ATMOSTONCE, opts, _classes(opts)) for run, opts in options.items()}
 
-    @_group.guarded
-    def group(key: tuple[pa.Scalar, ...], table: pa.Table) -> pa.Table:
-        run, cls = key[0].as_py(), key[2].as_py()
-        k = _classes(options[run])
-        replayer = ATMOSTONCE.adapter(options[run])
-        source = f"{TABLE}[run {run!r}]"
-        # Column-wise (pipeline/_columnar.py): the replayer decides, its core
-        # receivers driven over Arrow columns; crash and malformed rows take its row path.
-        return _columnar.atmostonce_group(replayer, source, table, cls, k, arrow_schema)
+    def decide(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        try:
+            yield from _stream(batches, plan, arrow_schema)
+        except TimeboundError as exc:
+            raise marked(exc) from None
 
-    return with_classes(df, options).groupBy("run", "receiver", "cls") \
-        .applyInArrow(group, schema)
+    # The JVM hash-partitions by group and sorts each partition by ``seq`` alone (one
+    # long key: a radix sort on its prefix): every group's rows arrive in trace order,
+    # in record batches, with no grouped-map materialization (``_stream`` keeps each
+    # group's replayer across batches).
+    return with_classes(df, options) \
+        .repartition("run", "receiver", "cls") \
+        .sortWithinPartitions(F.asc_nulls_last("seq")) \
+        .mapInArrow(decide, schema)
+
+
+_KEY = ("run", "receiver", "cls")
+
+
+def _codes(column: pa.Array) -> tuple[np.ndarray, int]:
+    """Integer codes of ``column`` (equal values, equal codes; null -> 0; values from 1)
+    and the number of codes."""
+    encoded = pc.dictionary_encode(column)
+    codes: np.ndarray = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    return codes.astype(np.int64) + 1, len(encoded.dictionary) + 1
+
+
+def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
+            schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """Decide one partition, its rows in ``seq`` order (groups may interleave). Each
+    (run, receiver, cls) group has its own replayer, kept from its first row to the
+    end of the partition; each batch's rows of a group (in order) are decided by it in
+    turn. The column-wise path checks a slice against the replayer's state, so a
+    group spread over batches decides, and fails, exactly as in one piece."""
+    groups: dict[tuple[Any, ...], tuple[Any, str, int]] = {}
+    for batch in batches:
+        n = batch.num_rows
+        if n == 0:
+            continue
+        combined = np.zeros(n, dtype=np.int64)
+        for name in _KEY:
+            codes, size = _codes(batch.column(name))
+            combined = np.unique(combined * size + codes, return_inverse=True)[1]
+        order = np.argsort(combined, kind="stable")
+        ordered = combined[order]
+        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]).tolist()
+        for g, begin in enumerate(starts):
+            end = starts[g + 1] if g + 1 < len(starts) else n
+            first = int(order[begin])
+            key = tuple(batch.column(name)[first].as_py() for name in _KEY)
+            if key not in groups:
+                spec, opts, k = plan[key[0]]
+                groups[key] = (spec.adapter(opts), f"{TABLE}[run {key[0]!r}]", k)
+            replayer, source, k = groups[key]
+            part = batch if len(starts) == 1 else batch.take(pa.array(order[begin:end]))
+            table = pa.Table.from_batches([part])
+            out = _columnar.atmostonce_group(replayer, source, table, key[2], k, schema)
+            yield from out.to_batches()
 
 
 OPERATOR = _group.Operator(TABLE, ATMOSTONCE, operate)

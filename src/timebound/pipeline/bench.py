@@ -91,10 +91,11 @@ def compare(spark: SparkSession, rows: int, connections: Sequence[int], *, repea
     """Time both sides at each connection count; report the table; return its rows."""
     from timebound.adapters.atmostonce import AtMostOnceOptions
     from timebound.pipeline import atmostonce
-    from timebound.pipeline._fast_atmostonce import PATH
+    from timebound.pipeline._fast_atmostonce import PATH as DECISIONS
     from timebound.pipeline.datasets import read_table
 
     check_ranges(rows, connections, repeats, classes)
+    path = f"{DECISIONS}; {atmostonce.ENGINE}"
     options = {"bench": AtMostOnceOptions.from_values({
         "estimator": "fixed", "rho": 500, "gc_every": 100, "classes": classes})}
     report(f"{rows:,} rows, {RECEIVERS} receivers, --classes {classes}, "
@@ -119,9 +120,9 @@ def compare(spark: SparkSession, rows: int, connections: Sequence[int], *, repea
             r_ours = rows / statistics.median(ours)
             r_base = rows / statistics.median(base)
             row = {"connections": conns, "ours": r_ours, "builtin": r_base,
-                   "ratio": r_ours / r_base, "path": PATH,
+                   "ratio": r_ours / r_base, "path": path,
                    "ours_s": ours, "builtin_s": base}
             results.append(row)
             report(f"{conns:>11,} {r_ours / 1e6:>14.3f} {r_base / 1e6:>18.3f} "
-                   f"{r_ours / r_base:>6.2f}  {PATH}")
+                   f"{r_ours / r_base:>6.2f}  {path}")
     return results
