@@ -10,9 +10,15 @@ percentiles over every row. Here the same numbers come from:
   ``max_by`` (seq is unique within a run, so "last" is the same row the windows pick);
   the run-wide measures, the final estimate and the series are sums and maxima of the
   cells (a few thousand rows);
-- the lifetime percentiles from a histogram ``(run, at - ts) -> count``, with
+- the lifetime percentiles from a histogram ``(run, at - ts) -> count`` (summed from
+  one ``(run, at - ts, verdict) -> count`` table, which gives the verdict counts too), with
   ``percentile(value, p, frequency)`` (exact; the same interpolation);
-- the at-most-once violations and verdict counts exactly as the definition.
+- the at-most-once violations exactly as the definition.
+
+The per-run span of ``at``, the cells and the (lifetime, verdict) counts are each
+read by several measures; the optimizer would prune each reader's copy differently and
+Spark would scan and shuffle once per reader, so each is materialized once
+(``localCheckpoint``: small tables, kept in the block store until unreachable).
 """
 
 from __future__ import annotations
@@ -35,7 +41,9 @@ def atmostonce(d: DataFrame) -> list[DataFrame]:
     lost = F.col("verdict").isin(*LOST_VERDICTS) & F.col("original")
     judged = F.col("original") & (F.col("verdict") != UNDECIDED_VERDICT)
     known = F.col("original").isNotNull()
-    span = msgs.groupBy("run").agg(F.min("at").alias("_lo"), F.max("at").alias("_hi"))
+    # materialized once: read by several measures (see the module's docstring)
+    span = msgs.groupBy("run").agg(F.min("at").alias("_lo"), F.max("at").alias("_hi")) \
+        .localCheckpoint()
     width = F.greatest(F.lit(1), F.ceil((F.col("_hi") - F.col("_lo") + 1) / definition.BUCKETS))
     bucketed = msgs.join(F.broadcast(span), "run").withColumn(
         "t", F.col("_lo") + F.floor((F.col("at") - F.col("_lo")) / width) * width)
@@ -53,8 +61,16 @@ def atmostonce(d: DataFrame) -> list[DataFrame]:
         F.max_by("rho", by_entries).alias("size_rho"),
         F.max(by_rho).alias("rho_seq"),
         F.max_by("rho", by_rho).alias("rho_last"),
-    )
-    hist = msgs.groupBy("run", (F.col("at") - F.col("ts")).alias("lifetime")).count()
+    ).localCheckpoint()
+    # one scan for the lifetime histogram and the verdict counts (both sums of this)
+    joint = msgs.groupBy("run", (F.col("at") - F.col("ts")).alias("lifetime"), "verdict") \
+        .count().localCheckpoint()
+    hist = joint.groupBy("run", "lifetime").agg(F.sum("count").alias("count"))
+    verdicts = joint.where(F.col("verdict").isNotNull()).groupBy("run", "verdict").agg(
+        F.sum("count").alias("count")).select(
+        "run", F.lit(p).alias("protocol"),
+        F.concat(F.lit("verdict."), F.col("verdict")).alias("measure"),
+        F.col("count").cast("double").alias("value"), F.lit(None).cast("long").alias("t"))
     pct = hist.groupBy("run").agg(
         F.percentile(F.col("lifetime"), F.lit(0.5), F.col("count")).alias("lifetime_p50"),
         F.percentile(F.col("lifetime"), F.lit(0.99), F.col("count")).alias("lifetime_p99"))
@@ -84,5 +100,5 @@ def atmostonce(d: DataFrame) -> list[DataFrame]:
         .select("run", F.lit(p).alias("protocol"), "measure",
                 F.col("value").cast("double").alias("value"), F.col("t").cast("long"))
     return [definition._long(wide, p), definition._long(final, p),
-            definition._long(twice, p), definition._counts(msgs, "verdict", "verdict.", p),
+            definition._long(twice, p), verdicts,
             series]
