@@ -3,7 +3,8 @@
 Spark side (one run, each stage adds one step, each timed to the ``noop`` sink, median
 of R): the Parquet scan; + the class column and explode; + the shuffle into Arrow
 groups and back with an identity Python function (the cost of getting rows to Python
-and back); + the Arrow sort by ``seq``; the whole operator; ``dropDuplicates`` for
+and back); + the Arrow sort by ``seq``; the operator's engine (repartition, JVM sort
+by ``seq``, and ``mapInArrow`` with an identity function); the whole operator; ``dropDuplicates`` for
 scale. Python side (in this process, on one group as a worker gets it, ``cProfile``):
 the operator's group function and its top functions by own time.
 
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyspark.sql import functions as F
 
 from timebound.adapters.atmostonce import AtMostOnceAdapter, AtMostOnceOptions
 from timebound.pipeline import _columnar, _group, atmostonce
@@ -62,13 +64,21 @@ def spark_stages(spark, ds: str, rows: int, options, repeats: int) -> None:
     def sorted_identity(key: Any, table: Any) -> pa.Table:
         return identity(key, table.sort_by([("seq", "ascending")]))
 
+    def stream_identity(batches: Any) -> Any:
+        for batch in batches:
+            yield from identity(None, pa.Table.from_batches([batch])).to_batches()
+
     classed = atmostonce.with_classes(df, options)
     grouped = classed.groupBy("run", "receiver", "cls")
+    ordered = classed.repartition("run", "receiver", "cls") \
+        .sortWithinPartitions(F.asc_nulls_last("seq"))
     stages = [
         ("Parquet scan", df),
         ("+ class column, explode", classed),
         ("+ shuffle, Arrow to Python and back", grouped.applyInArrow(identity, schema)),
         ("+ Arrow sort by seq", grouped.applyInArrow(sorted_identity, schema)),
+        ("+ repartition, JVM sort by seq", ordered),
+        ("+ mapInArrow identity (engine)", ordered.mapInArrow(stream_identity, schema)),
         ("whole operator (decisions)", atmostonce.operate(df, options)),
         ("dropDuplicates (built-in)", df.dropDuplicates(["receiver", "conn", "ts"])),
     ]
