@@ -191,6 +191,29 @@ def test_file_storage_round_trip_and_restart(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["latest.json"]
 
 
+def test_file_storage_removes_only_its_own_leftover_temporaries(tmp_path: Path) -> None:
+    # A SIGKILL between mkstemp and the rename leaves a temporary behind; the next
+    # start (read) removes it, and never a file of another target or of the user.
+    path = tmp_path / "latest.json"
+    FileStorage(path).write(StableRecord(5, 2, 1))
+    ours = tmp_path / ".latest.json.ab_12xyz.timebound-tmp"
+    theirs = [tmp_path / n for n in (".latest.json.1.ab_12xyz.timebound-tmp",
+                                     ".latest.json.notes", ".latest.abcdefgh",
+                                     ".latest.json.abc.timebound-tmp", "latest.json.bak")]
+    for f in [ours, *theirs]:
+        f.write_text("x")
+    assert FileStorage(path).read() == StableRecord(5, 2, 1)
+    assert not ours.exists() and all(f.exists() for f in theirs)
+
+
+def test_file_storage_write_failure_leaves_no_temporary(tmp_path: Path) -> None:
+    path = tmp_path / "latest.json"
+    path.mkdir()  # the rename over a folder fails after the temporary is written
+    with pytest.raises(StorageError):
+        FileStorage(path).write(StableRecord(5, 2, 1))
+    assert [p.name for p in tmp_path.iterdir()] == ["latest.json"]
+
+
 def test_file_storage_refuses_garbage(tmp_path: Path) -> None:
     path = tmp_path / "latest.json"
     path.write_text("{not json")

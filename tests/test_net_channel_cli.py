@@ -163,3 +163,34 @@ def test_bad_input_exits_2_with_one_line() -> None:
         assert json.loads(recv.stdout.read())["data"] == "fine"
     finally:
         stop(recv, signal.SIGTERM)
+
+
+def test_stdin_lines_ending_after_the_loop_leaves_nothing_unawaited() -> None:
+    # The reader thread may hand over its last line after the command's loop has
+    # closed (a bad line ended the command): nothing may be left un-awaited, which
+    # would print a RuntimeWarning on stderr, and the thread must end.
+    import gc
+    import warnings
+
+    from timebound.net._cli_services import StdinLines
+
+    gate = threading.Event()
+
+    def source():  # type: ignore[no-untyped-def]
+        yield "FR a\n"
+        gate.wait(10)
+        yield "FR b\n"
+
+    async def main() -> StdinLines:
+        lines = StdinLines(asyncio.get_running_loop(), source=source())
+        assert await lines.get() == "FR a\n"
+        return lines
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lines = asyncio.run(main())
+        gate.set()
+        lines.thread.join(10)
+        gc.collect()
+    assert not lines.thread.is_alive()
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], caught

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from timebound.errors import UsageError
@@ -147,29 +148,47 @@ def run_channel_recv(args: argparse.Namespace) -> int:
     return 0
 
 
-def stdin_lines(loop: asyncio.AbstractEventLoop) -> asyncio.Queue[str]:
+class StdinLines:
     """Lines of stdin, read by a daemon thread ('' at end of input), so that the loop
-    keeps retransmitting while input is slow and exit never waits for stdin."""
-    import threading
+    keeps retransmitting while input is slow and exit never waits for stdin.
 
-    queue: asyncio.Queue[str] = asyncio.Queue(maxsize=1024)
+    The thread hands each line over with ``call_soon_threadsafe`` (no coroutine is
+    created in the thread, so a loop that stops first leaves nothing un-awaited), and
+    a semaphore keeps at most ``room`` lines read ahead of the consumer."""
 
-    def read() -> None:
-        import concurrent.futures
+    def __init__(self, loop: asyncio.AbstractEventLoop, room: int = 1024,
+                 source: Iterable[str] | None = None) -> None:
+        import threading
 
-        for line in sys.stdin:
-            future = asyncio.run_coroutine_threadsafe(queue.put(line), loop)
-            try:
-                future.result()
-            except (RuntimeError, concurrent.futures.CancelledError):
+        self._loop = loop
+        self._source = sys.stdin if source is None else source
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._room = threading.Semaphore(room)
+        self.thread = threading.Thread(target=self._read, name="stdin", daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        for line in self._source:
+            self._room.acquire()
+            if not self._post(line):
                 return
-        try:
-            asyncio.run_coroutine_threadsafe(queue.put(""), loop)
-        except RuntimeError:
-            return
+        self._post("")
 
-    threading.Thread(target=read, name="stdin", daemon=True).start()
-    return queue
+    def _post(self, line: str) -> bool:
+        try:
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, line)
+        except RuntimeError:  # the loop is closed: the command is ending
+            return False
+        return True
+
+    async def get(self) -> str:
+        line = await self._queue.get()
+        self._room.release()
+        return line
+
+
+def stdin_lines(loop: asyncio.AbstractEventLoop) -> StdinLines:
+    return StdinLines(loop)
 
 
 def parse_kind_line(line: str, number: int) -> tuple[str, bytes]:
