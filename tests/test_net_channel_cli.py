@@ -16,6 +16,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.test_net_channel_core import check_rules
 from tests.test_net_support import TIMEBOUND, stop
 from timebound.core.channel import ChannelSender
@@ -162,6 +164,27 @@ def test_bad_input_exits_2_with_one_line() -> None:
         assert recv.stdout is not None
         assert json.loads(recv.stdout.read())["data"] == "fine"
     finally:
+        stop(recv, signal.SIGTERM)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_halfway_ends_the_input_and_exits_cleanly(sig: int) -> None:
+    # stdin still open, one line sent: SIGTERM or SIGINT ends the input there; what
+    # was sent is delivered, the sender exits 0 at once, and prints no traceback.
+    recv, addr = start(["channel", "recv", "--port", "0"])
+    send = subprocess.Popen(TIMEBOUND + ["channel", "send", f"{addr[0]}:{addr[1]}"],
+                            stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        got = Lines(recv)
+        assert send.stdin is not None
+        send.stdin.write(b"FR first\n")
+        send.stdin.flush()
+        assert [line["data"] for line in got.wait_for(1, 20)] == ["first"]
+        send.send_signal(sig)
+        assert send.wait(timeout=10) == 0
+        assert send.stderr is not None and send.stderr.read() == b""
+    finally:
+        stop(send)
         stop(recv, signal.SIGTERM)
 
 

@@ -186,6 +186,10 @@ class StdinLines:
         self._room.release()
         return line
 
+    def stop(self) -> None:
+        """End the input here (SIGTERM, SIGINT): the next ``get`` returns ''."""
+        self._queue.put_nowait("")
+
 
 def stdin_lines(loop: asyncio.AbstractEventLoop) -> StdinLines:
     return StdinLines(loop)
@@ -221,19 +225,20 @@ def run_channel_send(args: argparse.Namespace) -> int:
         lines = stdin_lines(loop)
         try:
             number = 0
-            while True:
-                line = await lines.get()
-                if not line:
-                    break
-                number += 1
-                if not line.strip():
-                    continue
-                try:
-                    kind, data = parse_kind_line(line, number)
-                except UsageError as exc:
-                    bad.append(exc)
-                    break
-                await channel.send(data, kind)
+            with on_signals(lines.stop):  # SIGTERM, SIGINT: input ends, sent ones drain
+                while True:
+                    line = await lines.get()
+                    if not line:
+                        break
+                    number += 1
+                    if not line.strip():
+                        continue
+                    try:
+                        kind, data = parse_kind_line(line, number)
+                    except UsageError as exc:
+                        bad.append(exc)
+                        break
+                    await channel.send(data, kind)
             await channel.drain(timeout=None)
         finally:
             channel.close()
@@ -480,13 +485,14 @@ def run_pubsub_publish(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         async with publisher:
             lines = stdin_lines(loop)
-            while True:
-                line = await lines.get()
-                if not line:
-                    break
-                msg, stamp = await publisher.publish(
-                    line.rstrip("\n").rstrip("\r").encode("utf-8"))
-                sys.stdout.write(json.dumps(_stamp_fields(args.name, msg, stamp)) + "\n")
+            with on_signals(lines.stop):  # SIGTERM, SIGINT: the input ends here
+                while True:
+                    line = await lines.get()
+                    if not line:
+                        break
+                    msg, stamp = await publisher.publish(
+                        line.rstrip("\n").rstrip("\r").encode("utf-8"))
+                    sys.stdout.write(json.dumps(_stamp_fields(args.name, msg, stamp)) + "\n")
             sys.stdout.flush()
 
     run(main())
