@@ -36,7 +36,6 @@ if TYPE_CHECKING:  # pragma: no cover
 def atmostonce(d: DataFrame) -> list[DataFrame]:
     from timebound.pipeline import metrics as definition  # it imports this module
 
-    p = "atmostonce"
     msgs = d.where(F.col("type") == "msg")
     lost = F.col("verdict").isin(*LOST_VERDICTS) & F.col("original")
     judged = F.col("original") & (F.col("verdict") != UNDECIDED_VERDICT)
@@ -65,6 +64,20 @@ def atmostonce(d: DataFrame) -> list[DataFrame]:
     # one scan for the lifetime histogram and the verdict counts (both sums of this)
     joint = msgs.groupBy("run", (F.col("at") - F.col("ts")).alias("lifetime"), "verdict") \
         .count().localCheckpoint()
+    twice = msgs.where(F.col("verdict") == "accepted") \
+        .groupBy("run", "receiver", "conn", "ts").count() \
+        .groupBy("run").agg(F.sum(F.when(F.col("count") > 1, 1).otherwise(0))
+                            .alias("at_most_once_violations"))
+    return measures(cells, joint, twice)
+
+
+def measures(cells: DataFrame, joint: DataFrame, twice: DataFrame) -> list[DataFrame]:
+    """The measures from the cells, the (run, lifetime, verdict) counts and the
+    violations per run (here from the decision table; ``_partial_metrics`` gathers the
+    same three tables while the operator decides)."""
+    from timebound.pipeline import metrics as definition  # it imports this module
+
+    p = "atmostonce"
     hist = joint.groupBy("run", "lifetime").agg(F.sum("count").alias("count"))
     verdicts = joint.where(F.col("verdict").isNotNull()).groupBy("run", "verdict").agg(
         F.sum("count").alias("count")).select(
@@ -90,10 +103,6 @@ def atmostonce(d: DataFrame) -> list[DataFrame]:
     final = cells.where(F.col("rho_seq").isNotNull()) \
         .groupBy("run", "receiver", "cls").agg(F.max_by("rho_last", "rho_seq").alias("_r")) \
         .groupBy("run").agg(F.max("_r").alias("estimate_final"))
-    twice = msgs.where(F.col("verdict") == "accepted") \
-        .groupBy("run", "receiver", "conn", "ts").count() \
-        .groupBy("run").agg(F.sum(F.when(F.col("count") > 1, 1).otherwise(0))
-                            .alias("at_most_once_violations"))
     sizes = cells.where(F.col("size_last").isNotNull()).groupBy("run", "t").agg(
         F.sum("size_last").alias("table_size"), F.max("size_rho").alias("estimate"))
     series = sizes.unpivot(["run", "t"], ["table_size", "estimate"], "measure", "value") \

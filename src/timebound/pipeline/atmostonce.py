@@ -30,6 +30,8 @@ from timebound.adapters import ATMOSTONCE
 from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.errors import TimeboundError, TraceError
 from timebound.pipeline import _columnar, _group
+from timebound.pipeline._partial_metrics import Gathered, Gatherer
+from timebound.pipeline._placement import label_column, place, survey
 from timebound.pipeline.schemas import DECISION_EXTRA
 from timebound.sparkutil import marked
 
@@ -68,30 +70,53 @@ def check_time_order(df: DataFrame) -> None:
                          f"({row['at']} < {row['prev']})")
 
 
-def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions]) -> DataFrame:
-    """Decision table of ``messages``: input columns + verdict, rho, entries, cls."""
+def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
+            gather: Gathered | None = None, by_receiver: bool | None = None) -> DataFrame:
+    """Decision table of ``messages``: input columns + verdict, rho, entries, cls.
+
+    With ``gather``, each group also sums its share of the at-most-once measures into
+    its accumulator as the table is computed (``_partial_metrics``; this sets its
+    spans). ``by_receiver``: send each whole receiver to one task (True), each
+    receiver class (False), or per receiver when that keeps the cores evenly busy
+    (None, ``_placement``); per receiver, the trace rule across classes is checked as
+    the rows are decided instead of by ``check_time_order`` first."""
     schema = _group.out_schema(df.schema, DECISION_EXTRA[TABLE])
-    if any(_classes(opts) > 1 for opts in options.values()):
-        check_time_order(df.where(F.col("run").isin(
-            [run for run, opts in options.items() if _classes(opts) > 1])))
+    classed = sorted(run for run, opts in options.items() if _classes(opts) > 1)
+    found = survey(df) if classed or gather is not None else None
+    if gather is not None and found is not None:
+        gather.spans.update(found.spans)
+    labels = None
+    if classed and found is not None and by_receiver is not False:
+        spark = df.sparkSession
+        partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 1)
+        labels = place(spark, found.rows, partitions, spark.sparkContext.defaultParallelism,
+                       force=bool(by_receiver))
+    if classed and labels is None:
+        check_time_order(df.where(F.col("run").isin(classed)))
 
     arrow_schema = _group.arrow_schema(schema)
     plan = {run: (ATMOSTONCE, opts, _classes(opts)) for run, opts in options.items()}
+    accumulator, spans = (gather.accumulator, gather.spans) if gather else (None, {})
+    receiver_rule = frozenset(classed) if labels is not None else frozenset()
 
     def decide(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        gatherer = None if accumulator is None else Gatherer(accumulator, spans)
         try:
-            yield from _stream(batches, plan, arrow_schema)
+            yield from _stream(batches, plan, arrow_schema, gatherer, receiver_rule)
         except TimeboundError as exc:
             raise marked(exc) from None
 
-    # The JVM hash-partitions by group and sorts each partition by ``seq`` alone (one
-    # long key: a radix sort on its prefix): every group's rows arrive in trace order,
-    # in record batches, with no grouped-map materialization (``_stream`` keeps each
-    # group's replayer across batches).
-    return with_classes(df, options) \
-        .repartition("run", "receiver", "cls") \
-        .sortWithinPartitions(F.asc_nulls_last("seq")) \
-        .mapInArrow(decide, schema)
+    # The JVM hash-partitions by group (or by receiver) and sorts each partition by
+    # ``seq`` alone (one long key: a radix sort on its prefix): every group's rows
+    # arrive in trace order, in record batches, with no grouped-map materialization
+    # (``_stream`` keeps each group's replayer across batches).
+    classes = with_classes(df, options)
+    if labels is None:
+        spread = classes.repartition("run", "receiver", "cls")
+    else:
+        spread = classes.withColumn("_slot", label_column(labels)) \
+            .repartition(partitions, "_slot").drop("_slot")
+    return spread.sortWithinPartitions(F.asc_nulls_last("seq")).mapInArrow(decide, schema)
 
 
 _KEY = ("run", "receiver", "cls")
@@ -106,13 +131,17 @@ def _codes(column: pa.Array) -> tuple[np.ndarray, int]:
 
 
 def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
-            schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+            schema: pa.Schema, gatherer: Gatherer | None = None,
+            receiver_rule: frozenset[str] = frozenset()) -> Iterator[pa.RecordBatch]:
     """Decide one partition, its rows in ``seq`` order (groups may interleave). Each
     (run, receiver, cls) group has its own replayer, kept from its first row to the
     end of the partition; each batch's rows of a group (in order) are decided by it in
     turn. The column-wise path checks a slice against the replayer's state, so a
-    group spread over batches decides, and fails, exactly as in one piece."""
+    group spread over batches decides, and fails, exactly as in one piece. For the
+    runs in ``receiver_rule`` (whole receivers in this partition) each batch is first
+    checked for ``at`` going back per receiver, across classes and batches."""
     groups: dict[tuple[Any, ...], tuple[Any, str, int]] = {}
+    last_at: dict[tuple[Any, Any], int] = {}
     for batch in batches:
         n = batch.num_rows
         if n == 0:
@@ -121,6 +150,8 @@ def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
         for name in _KEY:
             codes, size = _codes(batch.column(name))
             combined = np.unique(combined * size + codes, return_inverse=True)[1]
+            if name == "receiver" and receiver_rule:
+                _receiver_order(batch, combined, receiver_rule, last_at)
         order = np.argsort(combined, kind="stable")
         ordered = combined[order]
         starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]).tolist()
@@ -135,7 +166,48 @@ def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
             part = batch if len(starts) == 1 else batch.take(pa.array(order[begin:end]))
             table = pa.Table.from_batches([part])
             out = _columnar.atmostonce_group(replayer, source, table, key[2], k, schema)
+            if gatherer is not None:
+                gatherer.group(key).add(out)
             yield from out.to_batches()
+    if gatherer is not None:  # the partition is whole: its groups' partials are final
+        gatherer.send()
 
 
 OPERATOR = _group.Operator(TABLE, ATMOSTONCE, operate)
+
+
+def _receiver_order(batch: pa.RecordBatch, receivers: np.ndarray, runs: frozenset[str],
+                    last_at: dict[tuple[Any, Any], int]) -> None:
+    """``check_time_order`` over one batch of whole receivers (``receivers``: a code
+    per (run, receiver)), in ``seq`` order, continuing from ``last_at`` (updated).
+    A batch with a null ``at`` or ``seq`` is left to the groups' own checks, which
+    name the malformed row."""
+    wanted = pc.is_in(batch.column("run"), pa.array(sorted(runs), pa.string())) \
+        .fill_null(False).to_numpy(zero_copy_only=False)
+    rows = np.flatnonzero(wanted)
+    at_column, seq_column = batch.column("at"), batch.column("seq")
+    if len(rows) == 0 or at_column.null_count or seq_column.null_count:
+        return
+    at = at_column.to_numpy()[rows]
+    seq = seq_column.to_numpy()[rows]
+    order = np.argsort(receivers[rows], kind="stable")  # each receiver's rows, in seq order
+    code, at_sorted = receivers[rows][order], at[order]
+    first = np.r_[True, code[1:] != code[:-1]]
+    prev = np.r_[at_sorted[:1], at_sorted[:-1]]
+    names = {}
+    for i in np.flatnonzero(first).tolist():
+        row = int(rows[order[i]])
+        name = (batch.column("run")[row].as_py(), batch.column("receiver")[row].as_py())
+        names[i] = name
+        prev[i] = last_at.get(name, at_sorted[i])
+    bad = np.flatnonzero(at_sorted < prev)
+    if len(bad):
+        i = int(bad[np.argmin(seq[order][bad])])
+        row = int(rows[order[i]])
+        run, receiver = batch.column("run")[row].as_py(), batch.column("receiver")[row].as_py()
+        raise TraceError(f"{TABLE}[run {run!r}]", int(seq[order][i]), "at",
+                         f"goes back in time for receiver {receiver!r} "
+                         f"({int(at_sorted[i])} < {int(prev[i])})")
+    ends = np.r_[np.flatnonzero(first)[1:] - 1, len(code) - 1]
+    for start, end in zip(np.flatnonzero(first).tolist(), ends.tolist()):
+        last_at[names[start]] = int(at_sorted[end])

@@ -23,7 +23,16 @@ from pyspark.sql import functions as F
 
 from timebound._safety import check_writable_folder, follow_umask, guard_output
 from timebound.errors import UsageError
-from timebound.pipeline import _group, atmostonce, causal, merge, slotted, stability
+from timebound.pipeline import (
+    _fast_metrics,
+    _group,
+    atmostonce,
+    causal,
+    merge,
+    slotted,
+    stability,
+)
+from timebound.pipeline._partial_metrics import Gathered
 from timebound.pipeline.datasets import (
     check_parquet_files,
     present_tables,
@@ -126,6 +135,7 @@ def run_pipeline(
                                "shuffle_partitions": partitions}
     try:
         decisions: dict[str, DataFrame] = {}
+        gathered: dict[str, list[DataFrame]] = {}  # measures gathered while deciding
         for index, table in enumerate(tables, start=1):
             protocol = PROTOCOLS[table]
             t0 = time.perf_counter()
@@ -134,19 +144,31 @@ def run_pipeline(
             with _group.translate_errors():
                 per_run = resolve_options(inputs[table], table, options, progress)
                 op = OPERATORS[table]
-                result = op.operate(inputs[table], _group.typed_options(op.spec, per_run))
+                typed = _group.typed_options(op.spec, per_run)
+                gather = None
+                if op is atmostonce.OPERATOR:
+                    gather = Gathered.create(spark)
+                    result = atmostonce.operate(inputs[table], typed, gather=gather)
+                else:
+                    result = op.operate(inputs[table], typed)
                 result.write.parquet(os.path.join(tmp, table))
             decisions[table] = spark.read.parquet(os.path.join(tmp, table))
             rows = decisions[table].count()
+            if gather is not None and gather.usable(rows):
+                gathered[table] = _fast_metrics.measures(*gather.tables(spark))
             seconds = time.perf_counter() - t0
             summary["protocols"][protocol] = {"table": table, "runs": len(per_run),
                                               "decisions": rows, "seconds": round(seconds, 2)}
+            if gather is not None:
+                summary["protocols"][protocol]["measures"] = (
+                    "gathered while deciding" if table in gathered
+                    else "read from the decision table")
             progress(f"pipeline {scenario} [{index}/{len(tables)}] {protocol}: "
                      f"{len(per_run)} run(s), "
                      f"{rows} decision rows -> {table}/ ({seconds:.1f} s)")
         t0 = time.perf_counter()
         with _group.translate_errors():
-            table_metrics = metrics(spark, decisions)
+            table_metrics = metrics(spark, decisions, gathered)
             table_metrics.coalesce(1).write.parquet(os.path.join(tmp, "metrics"))
         m = spark.read.parquet(os.path.join(tmp, "metrics"))
         summary["metrics_rows"] = m.count()

@@ -1,0 +1,98 @@
+"""Where the at-most-once operator's rows go: per receiver, or per receiver class.
+
+``--classes K`` splits a receiver into K hash classes so that one large receiver spreads
+over K tasks. The price: no task sees the whole receiver, so the trace rule (``at``
+never decreasing per receiver, in ``seq`` order) needs a job of its own, a window over
+(run, receiver) that sorts every row (``atmostonce.check_time_order``).
+
+When there are enough receivers to keep every core busy anyway, the operator instead
+sends each whole receiver (all its classes) to one partition and checks the rule as it
+decides. ``survey`` reads, in one small aggregate, the rows of each (run, receiver) and
+each run's span of message ``at`` (the metrics' time buckets); ``place`` assigns the
+receivers to the shuffle partitions largest first, each to the least loaded one
+(LPT), and accepts the assignment when its largest partition is within ``SLACK`` of
+an even split over the cores that run them. Spark's ``repartition(P, col)`` sends a
+row to partition ``pmod(hash(col), P)`` (Murmur3, seed 42, the SQL ``hash``); so each
+partition gets a label whose hash lands on it (found by asking Spark for the hashes
+of 0, 1, 2, ...) and each receiver's rows carry the label of its partition.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyspark.sql import functions as F
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+#: A per-receiver placement is used when its largest partition holds at most this
+#: times an even share of the rows per core.
+SLACK = 1.1
+
+Receiver = tuple[str, str]  # (run, receiver)
+
+
+@dataclass(frozen=True)
+class Survey:
+    rows: dict[Receiver, int]  # rows of each (run, receiver), every type
+    spans: dict[str, tuple[int, int]]  # run -> (min, max) of its message rows' ``at``
+
+
+def survey(df: DataFrame) -> Survey:
+    msg_at = F.when(F.col("type") == "msg", F.col("at"))
+    found = df.groupBy("run", "receiver").agg(
+        F.count("*").alias("n"), F.min(msg_at).alias("lo"), F.max(msg_at).alias("hi")
+    ).collect()
+    spans: dict[str, tuple[int, int]] = {}
+    for r in found:
+        if r["lo"] is not None:
+            lo, hi = spans.get(r["run"], (r["lo"], r["hi"]))
+            spans[r["run"]] = (min(lo, r["lo"]), max(hi, r["hi"]))
+    return Survey({(r["run"], r["receiver"]): r["n"] for r in found}, spans)
+
+
+def place(spark: SparkSession, rows: Mapping[Receiver, int], partitions: int,
+          cores: int, force: bool = False) -> dict[Receiver, int] | None:
+    """``(run, receiver) -> label`` (see the module's docstring), or None when the
+    receivers cannot be spread evenly enough (``force``: place them anyway)."""
+    if not rows or partitions < 1:
+        return None
+    load = [(0, p) for p in range(partitions)]
+    slot: dict[Receiver, int] = {}
+    for receiver, n in sorted(rows.items(), key=lambda kv: (-kv[1], str(kv[0]))):
+        used, p = heapq.heappop(load)
+        slot[receiver] = p
+        heapq.heappush(load, (used + n, p))
+    largest = max(used for used, _ in load)
+    even = sum(rows.values()) / min(partitions, max(1, cores))
+    if not force and largest > SLACK * even:
+        return None
+    labels = hash_labels(spark, partitions)
+    if labels is None:
+        return None
+    return {receiver: labels[p] for receiver, p in slot.items()}
+
+
+def hash_labels(spark: SparkSession, partitions: int) -> list[int] | None:
+    """For each partition p, a long whose ``pmod(hash(x), partitions)`` is p."""
+    found = spark.range(0, 64 * partitions).select(
+        F.col("id"), F.pmod(F.hash(F.col("id")), F.lit(partitions)).alias("p")
+    ).groupBy("p").agg(F.min("id").alias("id")).collect()
+    labels = {r["p"]: r["id"] for r in found}
+    if len(labels) < partitions:
+        return None
+    return [labels[p] for p in range(partitions)]
+
+
+def label_column(labels: Mapping[Receiver, int]) -> Column:
+    """The label of each row's (run, receiver), as a column."""
+    pairs = [x for (run, receiver), label in sorted(labels.items(), key=str)
+             if run is not None and receiver is not None
+             for x in (F.lit(f"{len(run)}:{run}{receiver}"), F.lit(label))]
+    key = F.concat(F.length(F.col("run")).cast("string"), F.lit(":"), F.col("run"),
+                   F.col("receiver"))
+    return F.try_element_at(F.create_map(*pairs), key) if pairs else F.lit(None)

@@ -1,0 +1,85 @@
+"""The at-most-once operator per whole receiver (pipeline/_placement.py): the same
+decisions as per receiver class, the trace rule across classes caught as it decides
+(with check_time_order's own error), and receivers placed where the labels say."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.test_pipeline_atmostonce import generated
+from tests.test_pipeline_support import write_table
+from timebound.adapters.atmostonce import AtMostOnceOptions
+from timebound.core.atmostonce import crc32_class
+from timebound.errors import TraceError
+from timebound.pipeline import _placement, atmostonce
+from timebound.pipeline._group import translate_errors
+from timebound.pipeline.datasets import read_table
+
+pytestmark = pytest.mark.spark
+
+OPTIONS = {
+    "a": {"estimator": "unlimited", "gc_every": 50, "resilient": True, "beta": 400,
+          "latest_every": 100, "classes": 3},
+    "b": {"estimator": "fixed", "rho": 40, "gc_every": 7, "classes": 1},
+    "c": {"estimator": "limited", "window": 4, "spikes": 1, "p": 2, "classes": 4},
+}
+
+
+def _decided(df: Any, by_receiver: bool) -> list[tuple]:
+    options = {run: AtMostOnceOptions.from_values(v) for run, v in OPTIONS.items()}
+    rows = atmostonce.operate(df, options, by_receiver=by_receiver).collect()
+    return sorted(tuple(r) for r in rows)
+
+
+def test_per_receiver_decides_as_per_class(spark: Any, tmp_path: Any) -> None:
+    ds = str(tmp_path / "ds")
+    write_table(ds, "messages", {"a": generated(1, receivers=3, rows=700),
+                                 "b": generated(2, rows=300, crashes=False),
+                                 "c": generated(3, receivers=4, rows=500, crashes=False)})
+    df = read_table(spark, ds, "messages")
+    assert _decided(df, True) == _decided(df, False)
+
+
+def test_time_going_back_across_classes_is_caught_per_receiver(
+        spark: Any, tmp_path: Any) -> None:
+    a = "c1"
+    b = next(f"c{i}" for i in range(2, 99) if crc32_class(f"c{i}", 4) != crc32_class(a, 4))
+    rows = [{"type": "msg", "receiver": "s1", "conn": a, "ts": 5, "at": 50 + i}
+            for i in range(5)]
+    rows += [{"type": "msg", "receiver": "s2", "conn": a, "ts": 5, "at": 60}]
+    rows += [{"type": "msg", "receiver": "s1", "conn": b, "ts": 5, "at": 40},
+             {"type": "msg", "receiver": "s1", "conn": b, "ts": 5, "at": 30}]
+    ds = str(tmp_path / "ds")
+    write_table(ds, "messages", {"c": rows})
+    df = read_table(spark, ds, "messages")
+    for by_receiver in (True, False):
+        with pytest.raises(TraceError) as caught, translate_errors():
+            _decided(df, by_receiver)
+        assert str(caught.value) == ("messages[run 'c']:6: field 'at': goes back in time "
+                                     "for receiver 's1' (40 < 54)")
+
+
+def test_hash_labels_land_where_they_say(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    labels = _placement.hash_labels(spark, 5)
+    assert labels is not None and len(labels) == 5
+    df = spark.createDataFrame([(x,) for x in labels], "label long")
+    got = df.repartition(5, "label").select("label", F.spark_partition_id().alias("p")) \
+        .collect()
+    assert sorted((r["p"], r["label"]) for r in got) == list(enumerate(labels))
+
+
+def test_placement_is_even_or_refused(spark: Any) -> None:
+    even = {("r", f"s{i}"): 100 for i in range(4)}
+    labels = _placement.place(spark, even, partitions=2, cores=2)
+    assert labels is not None
+    hashes = _placement.hash_labels(spark, 2)
+    assert hashes is not None
+    assert sorted(hashes.index(v) for v in labels.values()) == [0, 0, 1, 1]
+    skewed = {("r", "big"): 1000, ("r", "small"): 10}
+    assert _placement.place(spark, skewed, partitions=4, cores=2) is None
+    assert _placement.place(spark, skewed, partitions=4, cores=2, force=True) is not None
+    assert _placement.place(spark, {("r", "one"): 5}, partitions=4, cores=2) is None
