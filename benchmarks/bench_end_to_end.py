@@ -52,14 +52,18 @@ def run(argv: list[str]) -> tuple[float, str]:
 
 
 def stages(log_dir: str) -> list[str]:
-    """One line per completed stage of the event log(s) in ``log_dir``."""
+    """One line per completed stage of the event log(s) in ``log_dir``: submitted at
+    (seconds after the application started), seconds, tasks, rows, the job's call site."""
     jobs: dict[int, str] = {}
     lines = []
+    start = 0  # the application's start (each stage line: when it was submitted)
     for path in sorted(glob.glob(os.path.join(log_dir, "**", "events_*"), recursive=True)):
         with open(path, encoding="utf-8") as handle:
             for raw in handle:
                 event = json.loads(raw)
-                if event["Event"] == "SparkListenerJobStart":
+                if event["Event"] == "SparkListenerApplicationStart":
+                    start = event["Timestamp"]
+                elif event["Event"] == "SparkListenerJobStart":
                     site = event.get("Properties", {}).get("callSite.short", "")
                     for stage in event["Stage IDs"]:
                         jobs[stage] = f"job {event['Job ID']}: {site}"
@@ -70,7 +74,8 @@ def stages(log_dir: str) -> list[str]:
                     read = acc.get("internal.metrics.input.recordsRead") or \
                         acc.get("internal.metrics.shuffle.read.recordsRead", "")
                     wrote = acc.get("internal.metrics.shuffle.write.recordsWritten", "")
-                    lines.append(f"  stage {info['Stage ID']:>3} {seconds:6.2f} s "
+                    at = (info["Submission Time"] - start) / 1000
+                    lines.append(f"  +{at:6.2f} s stage {info['Stage ID']:>3} {seconds:6.2f} s "
                                  f"{info['Number of Tasks']:>3} tasks  rows in {read!s:>9}"
                                  f"  shuffled out {wrote!s:>9}  "
                                  f"{jobs.get(info['Stage ID'], '')[:70]}")

@@ -17,7 +17,7 @@ from tests.test_pipeline_atmostonce import generated
 from tests.test_pipeline_support import write_table
 from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.cli import main
-from timebound.pipeline import _fast_metrics, atmostonce, metrics
+from timebound.pipeline import atmostonce, metrics
 from timebound.pipeline._partial_metrics import Gathered, bucket_width, merge_cell
 from timebound.pipeline.datasets import read_table
 
@@ -37,6 +37,11 @@ def _collect(frames: list[Any]) -> list[tuple]:
         for r in frame.select("run", "protocol", "measure", "value", "t").collect():
             out.append((r["run"], r["protocol"], r["measure"], r["t"], r["value"]))
     return sorted(out, key=lambda x: (x[0], x[1], x[2], -1 if x[3] is None else x[3]))
+
+
+def _sorted(rows: list[tuple]) -> list[tuple]:
+    return sorted(((r[0], r[1], r[2], r[4], r[3]) for r in rows),
+                  key=lambda x: (x[0], x[1], x[2], -1 if x[3] is None else x[3]))
 
 
 def _same(want: list[tuple], got: list[tuple]) -> None:
@@ -67,7 +72,7 @@ def test_gathered_measures_equal_the_definition(spark: Any, tmp_path: Any, seed:
     assert gather.usable(rows)
     assert len(gather.accumulator.value) == 3 * 3 + 2 * 1 + 2 * 2  # (run, receiver, cls)
     want = _collect(metrics.atmostonce(decided))
-    got = _collect(_fast_metrics.measures(*gather.tables(spark)))
+    got = _sorted(gather.rows())
     _same(want, got)
     assert any(m[2] == "at_most_once_violations" for m in got)
     assert {m[0] for m in got if m[2] == "lost_rate"} == {"a", "b"}  # c: no ground truth
@@ -126,9 +131,7 @@ def test_the_pipeline_gathers_its_measures(spark: Any, tmp_path: Any) -> None:
     decided = spark.read.parquet(os.path.join(out, "messages"))
     want = _collect(metrics.atmostonce(decided))
     table = pq.read_table(os.path.join(out, "metrics")).to_pylist()
-    got = sorted(((r["run"], r["protocol"], r["measure"], r["t"], r["value"]) for r in table),
-                 key=lambda x: (x[0], x[1], x[2], -1 if x[3] is None else x[3]))
-    _same(want, got)
+    _same(want, _sorted([tuple(r.values()) for r in table]))
 
 
 def test_lifetime_counts_dense_and_sparse_equal_a_counter() -> None:
@@ -146,3 +149,30 @@ def test_lifetime_counts_dense_and_sparse_equal_a_counter() -> None:
         codes = [rnd.randrange(3) for _ in range(500)]
         want = Counter((lt, names[c]) for lt, c in zip(lifetimes, codes))
         assert _counts(np.array(lifetimes), np.array(codes), names) == want
+
+
+def test_ratios_over_zero_are_null_in_both(spark: Any) -> None:
+    """A run whose every original copy was refused down (originals 0) and that accepted
+    nothing: lost_rate and lost_per_accepted are absent (try_divide), not an error."""
+    from types import SimpleNamespace
+
+    import pyarrow as pa
+
+    from timebound.pipeline._partial_metrics import GroupGatherer
+
+    table = pa.table({
+        "run": ["z"] * 3, "seq": [1, 2, 3], "type": ["msg"] * 3, "receiver": ["s"] * 3,
+        "conn": ["x", "y", "x"], "ts": [5, 6, 5], "at": [10, 11, 12],
+        "original": [True, True, False], "verdict": ["down", "down", "stale"],
+        "rho": pa.array([None, None, 9], pa.int64()),
+        "entries": pa.array([None, None, 0], pa.int64()), "cls": [0] * 3})
+    g = GroupGatherer((10, 12))
+    g.add(table)
+    gathered = Gathered(SimpleNamespace(value={("z", "s", 0): g.finish()}),  # type: ignore[arg-type]
+                        {"z": (10, 12)})
+    assert gathered.usable(3)
+    got = _sorted(gathered.rows())
+    want = _collect(metrics.atmostonce(spark.createDataFrame(table)))
+    _same(want, got)
+    assert not [r for r in got if r[2] in ("lost_rate", "lost_per_accepted")]
+    assert ("z", "atmostonce", "originals", None, 0.0) in got

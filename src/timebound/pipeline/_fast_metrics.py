@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
 def atmostonce(d: DataFrame) -> list[DataFrame]:
     from timebound.pipeline import metrics as definition  # it imports this module
 
+    p = "atmostonce"
     msgs = d.where(F.col("type") == "msg")
     lost = F.col("verdict").isin(*LOST_VERDICTS) & F.col("original")
     judged = F.col("original") & (F.col("verdict") != UNDECIDED_VERDICT)
@@ -64,20 +65,6 @@ def atmostonce(d: DataFrame) -> list[DataFrame]:
     # one scan for the lifetime histogram and the verdict counts (both sums of this)
     joint = msgs.groupBy("run", (F.col("at") - F.col("ts")).alias("lifetime"), "verdict") \
         .count().localCheckpoint()
-    twice = msgs.where(F.col("verdict") == "accepted") \
-        .groupBy("run", "receiver", "conn", "ts").count() \
-        .groupBy("run").agg(F.sum(F.when(F.col("count") > 1, 1).otherwise(0))
-                            .alias("at_most_once_violations"))
-    return measures(cells, joint, twice)
-
-
-def measures(cells: DataFrame, joint: DataFrame, twice: DataFrame) -> list[DataFrame]:
-    """The measures from the cells, the (run, lifetime, verdict) counts and the
-    violations per run (here from the decision table; ``_partial_metrics`` gathers the
-    same three tables while the operator decides)."""
-    from timebound.pipeline import metrics as definition  # it imports this module
-
-    p = "atmostonce"
     hist = joint.groupBy("run", "lifetime").agg(F.sum("count").alias("count"))
     verdicts = joint.where(F.col("verdict").isNotNull()).groupBy("run", "verdict").agg(
         F.sum("count").alias("count")).select(
@@ -93,16 +80,20 @@ def measures(cells: DataFrame, joint: DataFrame, twice: DataFrame) -> list[DataF
         F.sum("lost").alias("lost"),
         F.sum("accepted").alias("_accepted"),
         F.max("entries_max").alias("table_size_max"),
-        (F.sum("entries_sum") / F.sum("entries_n")).alias("table_mean"),
+        F.try_divide(F.sum("entries_sum"), F.sum("entries_n")).alias("table_mean"),
     ).join(pct, "run", "left") \
-        .withColumn("lost_rate", F.col("lost") / F.col("originals")) \
-        .withColumn("lost_per_accepted", F.col("lost") / F.col("_accepted")).drop("_accepted")
+        .withColumn("lost_rate", F.try_divide("lost", "originals")) \
+        .withColumn("lost_per_accepted", F.try_divide("lost", "_accepted")).drop("_accepted")
     wide = wide.select("run", "messages", "originals", "lost", "lifetime_p50",
                        "lifetime_p99", "table_size_max", "table_mean", "lost_rate",
                        "lost_per_accepted")
     final = cells.where(F.col("rho_seq").isNotNull()) \
         .groupBy("run", "receiver", "cls").agg(F.max_by("rho_last", "rho_seq").alias("_r")) \
         .groupBy("run").agg(F.max("_r").alias("estimate_final"))
+    twice = msgs.where(F.col("verdict") == "accepted") \
+        .groupBy("run", "receiver", "conn", "ts").count() \
+        .groupBy("run").agg(F.sum(F.when(F.col("count") > 1, 1).otherwise(0))
+                            .alias("at_most_once_violations"))
     sizes = cells.where(F.col("size_last").isNotNull()).groupBy("run", "t").agg(
         F.sum("size_last").alias("table_size"), F.max("size_rho").alias("estimate"))
     series = sizes.unpivot(["run", "t"], ["table_size", "estimate"], "measure", "value") \

@@ -1,35 +1,41 @@
-"""The at-most-once measures' inputs, gathered while the operator decides.
+"""The at-most-once measures, gathered while the operator decides.
 
-``_fast_metrics`` computes the measures from three small tables: the *cells*, one
-aggregate per (run, receiver, cls, time bucket ``t``); the *joint* histogram
-``(run, at - ts, verdict) -> count``; and the at-most-once violations per run. Read
-from the written decision table, they cost a scan and a shuffle each (most of the
-``metrics`` step of ``timebound pipeline``). Each (run, receiver, cls) group of the
-operator already holds exactly its rows, in one Python worker, with its decisions: here
-each group sums its own share of the three tables as it decides (numpy and Arrow over
-the group's output columns), and sends the result to the driver through a Spark
-accumulator at the end of its partition.
+``_fast_metrics`` computes the measures from three small tables read back from the
+written decision table: the *cells*, one aggregate per (run, receiver, cls, time
+bucket ``t``); the *joint* histogram ``(run, at - ts, verdict) -> count``; and the
+accepted copies per (run, receiver, conn, ts). That costs scans and shuffles of every
+row (most of the ``metrics`` step of ``timebound pipeline``). Each (run, receiver, cls)
+group of the operator already holds exactly its rows, in one Python worker, with its
+decisions: here each group sums its own share of those tables as it decides (numpy
+over the group's output columns, ``GroupGatherer``) and sends it to the driver through
+a Spark accumulator at the end of its partition; the driver turns the partials into
+the metrics rows (``Gathered.rows``: the same sums, maxima, "value at the largest
+seq" and Spark's exact percentile interpolation, in the same double arithmetic).
 
-Exactness: a group is one cell family (its key is in every cell's key), so groups never
-need merging with each other; within a group the batches merge by the aggregates' own
-rules (sums, maxima, the value at the largest ``seq``). The null rules are the SQL ones
-of ``_fast_metrics`` (``originals``/``lost`` null without ground truth, ``entries``
-and ``rho`` null on ``down`` rows). The buckets need each run's span of ``at`` before
-any group starts: the driver computes it from the input (``spans``) and every group
-checks its own rows against it.
+Exactness: every cell key holds its group's key, so groups never merge with each
+other; within a group the batches merge by the aggregates' own rules. The null rules
+are the SQL ones (``originals``/``lost`` null without ground truth, ``entries`` and
+``rho`` null on ``down`` rows; a ratio over zero is null, as ``try_divide``). The
+buckets need each run's span of ``at`` before any group starts: the operator's survey
+of its input gives it (``spans``), and the driver checks every group against it.
 
 Idempotent: the accumulator's value is ``group key -> partial``; a task that Spark runs
 again (a retry, a speculative copy) sends the same partial for the same keys, which
-replaces, never adds. ``Gathered.usable`` is the driver's check before it uses them: every
-decision row accounted for, every group's ``at`` inside its run's span, no histogram
-over ``JOINT_LIMIT`` entries; otherwise the pipeline reads the decision table as before.
+replaces, never adds. ``Gathered.usable`` is the driver's check before it uses them:
+every decision row accounted for, the groups' spans making up each run's span, no
+histogram over ``JOINT_LIMIT`` entries; otherwise the pipeline computes the measures
+from the decision table as before (``_fast_metrics``).
 
-tests/test_pipeline_partial_metrics.py checks the measures from these partials equal
-the definition (``metrics.atmostonce``) on the operator's own decision tables.
+Memory: a group keeps its cells (at most ``metrics.BUCKETS``), its (lifetime, verdict)
+counts, and the (conn, ts) of its accepted rows until its partition ends (for the
+violations count): a few bytes per accepted row, as the grouped operator held its rows.
+
+tests/test_pipeline_partial_metrics.py checks these rows equal the definition
+(``metrics.atmostonce``) on the operator's own decision tables.
 """
-
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
 from collections.abc import Mapping
@@ -46,13 +52,14 @@ from timebound.pipeline.metrics import BUCKETS
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark import Accumulator
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 #: Largest (lifetime, verdict) histogram one group sends to the driver; a larger one
 #: (``at - ts`` of fine resolution) makes the pipeline read the decision table instead.
 JOINT_LIMIT = 50_000
 
 Key = tuple[Any, ...]  # (run, receiver, cls)
+MetricRow = tuple[str, str, str, "float | None", "int | None"]  # a metrics table row
 
 # cell fields, in the order ``_fast_metrics`` names them
 N, ORIGINALS, LOST, ACCEPTED, ENTRIES_MAX, ENTRIES_SUM, ENTRIES_N, \
@@ -319,43 +326,104 @@ class Gathered:
                 seen[run] = (min(lo, p.lo), max(hi, p.hi))
         return seen == self.spans
 
-    def tables(self, spark: SparkSession) -> tuple[DataFrame, DataFrame, DataFrame]:
-        """(cells, joint, violations) as ``_fast_metrics`` reads them (built from Arrow
-        tables on the driver: no Python worker reads them back)."""
-        parts = self.accumulator.value
-        cells = [(run, receiver, cls, t, *(c[i] for i in _CELL_FIELDS))
-                 for (run, receiver, cls), p in sorted(parts.items(), key=_order)
-                 for t, c in sorted(p.cells.items())]
-        joint: Counter[tuple[str, int, str | None]] = Counter()
-        violations: dict[str, int] = {}
-        for (run, _, _), p in parts.items():
-            for lifetime, verdict, number in p.joint:
-                joint[(run, lifetime, verdict)] += number
-            if p.accepted:
-                violations[run] = violations.get(run, 0) + p.violations
-        counts = [(*k, v) for k, v in sorted(joint.items(), key=_order)]
-        return (_frame(spark, CELL_SCHEMA, cells), _frame(spark, JOINT_SCHEMA, counts),
-                _frame(spark, TWICE_SCHEMA, sorted(violations.items())))
+    def rows(self) -> list[MetricRow]:
+        """The at-most-once rows of the metrics table (run, protocol, measure, value,
+        t), computed here from the partials: ``_fast_metrics.measures``'s sums, maxima
+        and exact percentiles in the same (double) arithmetic, no Spark job. A ratio
+        over zero is null and dropped, as ``try_divide`` gives it."""
+        out: list[MetricRow] = []
+        runs: dict[str, list[GroupPartial]] = {}
+        for (run, _, _), p in sorted(self.accumulator.value.items(), key=_order):
+            runs.setdefault(run, []).append(p)
+        for run, parts in runs.items():
+            cells = [c for p in parts for c in p.cells.values()]
+            if not cells:
+                continue
+            hist: Counter[int] = Counter()
+            verdicts: Counter[str] = Counter()
+            for p in parts:
+                for lifetime, verdict, number in p.joint:
+                    hist[lifetime] += number
+                    if verdict is not None:
+                        verdicts[verdict] += number
+            originals = _total(c[ORIGINALS] for c in cells)
+            lost = _total(c[LOST] for c in cells)
+            accepted = sum(c[ACCEPTED] for c in cells)
+            entries_sum = _total(c[ENTRIES_SUM] for c in cells)
+            wide = {
+                "messages": sum(c[N] for c in cells),
+                "originals": originals,
+                "lost": lost,
+                "lifetime_p50": spark_percentile(hist, 0.5),
+                "lifetime_p99": spark_percentile(hist, 0.99),
+                "table_size_max": max((c[ENTRIES_MAX] for c in cells
+                                       if c[ENTRIES_MAX] is not None), default=None),
+                "table_mean": _ratio(entries_sum, sum(c[ENTRIES_N] for c in cells)),
+                "lost_rate": _ratio(lost, originals),
+                "lost_per_accepted": _ratio(lost, accepted),
+            }
+            # the estimate in force on each group's last message with one
+            lasts = [max((c for c in p.cells.values() if c[RHO_SEQ] is not None),
+                         key=lambda c: c[RHO_SEQ], default=None) for p in parts]
+            wide["estimate_final"] = max((c[RHO_LAST] for c in lasts
+                                          if c is not None and c[RHO_LAST] is not None),
+                                         default=None)
+            if accepted:
+                wide["at_most_once_violations"] = sum(p.violations for p in parts)
+            out += [(run, PROTOCOL, m, float(v), None) for m, v in wide.items()
+                    if v is not None]
+            out += [(run, PROTOCOL, f"verdict.{v}", float(n), None)
+                    for v, n in sorted(verdicts.items())]
+            sizes: dict[int, tuple[int, int | None]] = {}
+            for p in parts:
+                for t, c in p.cells.items():
+                    if c[SIZE_LAST] is None:
+                        continue
+                    size, rho = sizes.get(t, (0, None))
+                    sizes[t] = (size + c[SIZE_LAST], _max(rho, c[SIZE_RHO]))
+            for t, (size, rho) in sorted(sizes.items()):
+                out.append((run, PROTOCOL, "table_size", float(size), t))
+                out.append((run, PROTOCOL, "estimate", None if rho is None else float(rho), t))
+        return out
 
 
-_CELL_FIELDS = (N, ORIGINALS, LOST, ACCEPTED, ENTRIES_MAX, ENTRIES_SUM, ENTRIES_N,
-                SIZE_LAST, SIZE_RHO, RHO_SEQ, RHO_LAST)
-CELL_SCHEMA = pa.schema(
-    [("run", pa.string()), ("receiver", pa.string()), ("cls", pa.int64()),
-     ("t", pa.int64()), ("n", pa.int64()), ("originals", pa.int64()), ("lost", pa.int64()),
-     ("accepted", pa.int64()), ("entries_max", pa.int64()), ("entries_sum", pa.float64()),
-     ("entries_n", pa.int64()), ("size_last", pa.int64()), ("size_rho", pa.int64()),
-     ("rho_seq", pa.int64()), ("rho_last", pa.int64())])
-JOINT_SCHEMA = pa.schema([("run", pa.string()), ("lifetime", pa.int64()),
-                          ("verdict", pa.string()), ("count", pa.int64())])
-TWICE_SCHEMA = pa.schema([("run", pa.string()), ("at_most_once_violations", pa.int64())])
+PROTOCOL = "atmostonce"
 
 
-def _frame(spark: SparkSession, schema: pa.Schema, rows: list[tuple[Any, ...]]) -> DataFrame:
-    columns: list[list[Any]] = [[row[i] for row in rows] for i in range(len(schema))]
-    table = pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, schema)],
-                                 schema=schema)
-    return spark.createDataFrame(table)
+def _total(values: Any) -> Any:
+    """SQL ``sum``: null when every value is null."""
+    found = [v for v in values if v is not None]
+    return sum(found) if found else None
+
+
+def _ratio(a: Any, b: Any) -> float | None:
+    """SQL ``try_divide`` of two numbers as doubles: null over null or zero."""
+    if a is None or b is None or b == 0:
+        return None
+    return float(a) / float(b)
+
+
+def spark_percentile(hist: Mapping[int, int], p: float) -> float | None:
+    """Spark's exact ``percentile(value, p, frequency)`` of ``value -> count``
+    (Percentile.getPercentile: position (n - 1) p, linear interpolation between the
+    values at floor and ceil, in doubles)."""
+    keys = sorted(k for k, n in hist.items() if n > 0)
+    if not keys:
+        return None
+    accumulated = []
+    total = 0
+    for k in keys:
+        total += hist[k]
+        accumulated.append(total)
+    position = float(total - 1) * p
+    lower, higher = math.floor(position), math.ceil(position)
+    lower_key = keys[bisect.bisect_left(accumulated, lower + 1)]
+    if higher == lower:
+        return float(lower_key)
+    higher_key = keys[bisect.bisect_left(accumulated, higher + 1)]
+    if higher_key == lower_key:
+        return float(lower_key)
+    return (higher - position) * float(lower_key) + (position - lower) * float(higher_key)
 
 
 def _order(item: tuple[Any, Any]) -> tuple[str, ...]:

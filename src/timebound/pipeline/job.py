@@ -11,6 +11,7 @@ copied to DIR/manifest.json and a small DIR/summary.json records what ran.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import sys
@@ -19,20 +20,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import functions as F
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from timebound._safety import check_writable_folder, follow_umask, guard_output
 from timebound.errors import UsageError
-from timebound.pipeline import (
-    _fast_metrics,
-    _group,
-    atmostonce,
-    causal,
-    merge,
-    slotted,
-    stability,
-)
-from timebound.pipeline._partial_metrics import Gathered
+from timebound.pipeline import _group, atmostonce, causal, merge, slotted, stability
+from timebound.pipeline._partial_metrics import Gathered, MetricRow
 from timebound.pipeline.datasets import (
     check_parquet_files,
     present_tables,
@@ -41,7 +35,7 @@ from timebound.pipeline.datasets import (
     table_bytes,
 )
 from timebound.pipeline.metrics import metrics
-from timebound.pipeline.schemas import PROTOCOLS
+from timebound.pipeline.schemas import METRICS, PROTOCOLS
 from timebound.pipeline.session import build_session, size_shuffles
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -135,7 +129,7 @@ def run_pipeline(
                                "shuffle_partitions": partitions}
     try:
         decisions: dict[str, DataFrame] = {}
-        gathered: dict[str, list[DataFrame]] = {}  # measures gathered while deciding
+        gathered: dict[str, list[MetricRow]] = {}  # metrics rows gathered while deciding
         for index, table in enumerate(tables, start=1):
             protocol = PROTOCOLS[table]
             t0 = time.perf_counter()
@@ -155,7 +149,7 @@ def run_pipeline(
             decisions[table] = spark.read.parquet(os.path.join(tmp, table))
             rows = decisions[table].count()
             if gather is not None and gather.usable(rows):
-                gathered[table] = _fast_metrics.measures(*gather.tables(spark))
+                gathered[table] = gather.rows()
             seconds = time.perf_counter() - t0
             summary["protocols"][protocol] = {"table": table, "runs": len(per_run),
                                               "decisions": rows, "seconds": round(seconds, 2)}
@@ -168,10 +162,11 @@ def run_pipeline(
                      f"{rows} decision rows -> {table}/ ({seconds:.1f} s)")
         t0 = time.perf_counter()
         with _group.translate_errors():
-            table_metrics = metrics(spark, decisions, gathered)
-            table_metrics.coalesce(1).write.parquet(os.path.join(tmp, "metrics"))
-        m = spark.read.parquet(os.path.join(tmp, "metrics"))
-        summary["metrics_rows"] = m.count()
+            write_metrics(spark, {t: d for t, d in decisions.items() if t not in gathered},
+                          [row for rows in gathered.values() for row in rows],
+                          os.path.join(tmp, "metrics"))
+        m = pq.read_table(os.path.join(tmp, "metrics")).to_pylist()
+        summary["metrics_rows"] = len(m)
         summary["headline"] = _headline(m)
         progress(f"pipeline {scenario}: metrics: {summary['metrics_rows']} rows "
                  f"({time.perf_counter() - t0:.1f} s)")
@@ -202,16 +197,40 @@ HEADLINE = [
 ]
 
 
-def _headline(m: DataFrame) -> list[tuple[str, str, float]]:
-    rows = m.where(F.col("t").isNull()).groupBy("protocol", "measure").agg(
-        F.sum("value").alias("sum"), F.avg("value").alias("avg"),
-        F.max("value").alias("max")).collect()
-    found = {(r["protocol"], r["measure"]): r for r in rows}
+def write_metrics(spark: SparkSession, decisions: Mapping[str, DataFrame],
+                  ready: list[MetricRow], path: str) -> None:
+    """Write the metrics table to ``path``: the measures of ``decisions`` (Spark) and the
+    rows already computed (``ready``). With nothing left for Spark, ``ready`` is written
+    with pyarrow as one Parquet file (the folder Spark would write, no job)."""
+    table = pa.Table.from_pylist([dict(zip(METRICS.names, row)) for row in ready],
+                                 schema=METRICS_ARROW)
+    if decisions:
+        frame = metrics(spark, dict(decisions))
+        if ready:
+            frame = frame.unionByName(spark.createDataFrame(table))
+        frame.coalesce(1).write.parquet(path)
+        return
+    os.mkdir(path)
+    pq.write_table(table, os.path.join(path, "part-00000.parquet"))
+
+
+METRICS_ARROW = _group.arrow_schema(METRICS)
+
+
+def _headline(m: list[dict[str, Any]]) -> list[tuple[str, str, float]]:
+    """HEADLINE's measures over the metrics rows (not series points): sum, avg or max
+    over runs of the non-null values."""
+    values: dict[tuple[str, str], list[float]] = {}
+    for r in m:
+        if r["t"] is None and r["value"] is not None:
+            values.setdefault((r["protocol"], r["measure"]), []).append(r["value"])
+    how: dict[str, Callable[[list[float]], float]] = {
+        "sum": math.fsum, "avg": lambda v: math.fsum(v) / len(v), "max": max}
     out = []
-    for protocol, measure, how in HEADLINE:
-        row = found.get((protocol, measure))
-        if row is not None and row[how] is not None:
-            out.append((protocol, f"{measure} ({how} over runs)", float(row[how])))
+    for protocol, measure, kind in HEADLINE:
+        found = values.get((protocol, measure))
+        if found:
+            out.append((protocol, f"{measure} ({kind} over runs)", float(how[kind](found))))
     return out
 
 

@@ -89,8 +89,8 @@ def atmostonce(d: DataFrame) -> list[DataFrame]:
         _pct("lifetime", 0.99).alias("lifetime_p99"),
         F.max("entries").alias("table_size_max"),
         F.avg("entries").alias("table_mean"),
-    ).withColumn("lost_rate", F.col("lost") / F.col("originals")) \
-        .withColumn("lost_per_accepted", F.col("lost") / F.col("_accepted")).drop("_accepted")
+    ).withColumn("lost_rate", F.try_divide("lost", "originals")) \
+        .withColumn("lost_per_accepted", F.try_divide("lost", "_accepted")).drop("_accepted")
     # a copy of one message (receiver, conn, ts) accepted twice breaks at-most-once
     twice = msgs.where(F.col("verdict") == "accepted") \
         .groupBy("run", "receiver", "conn", "ts").count() \
@@ -132,7 +132,8 @@ def merge(d: DataFrame) -> list[DataFrame]:
     wide = d.groupBy("run").agg(
         F.sum(F.when(F.col("action") == "late", 1).otherwise(0)).alias("_late"),
         F.sum(F.when(F.col("action") == "deliver", 1).otherwise(0)).alias("_deliver"),
-    ).select("run", (F.col("_late") / (F.col("_late") + F.col("_deliver"))).alias("late_rate"))
+    ).select("run", F.try_divide(F.col("_late"), F.col("_late") + F.col("_deliver"))
+             .alias("late_rate"))
     buffering = delivered.groupBy("run").agg(
         _pct("buffering", 0.5).alias("buffering_p50"),
         _pct("buffering", 0.9).alias("buffering_p90"),
@@ -182,7 +183,7 @@ def stability(d: DataFrame) -> list[DataFrame]:
         F.sum(F.when(F.col("delivered"), 1).otherwise(0)).alias("recv.delivered"),
         F.sum(F.when(F.col("delivered") == F.lit(False), 1).otherwise(0))
         .alias("recv.ignored"),
-    ).withColumn("ack_bytes_per_ack", F.col("ack_bytes") / F.col("acks"))
+    ).withColumn("ack_bytes_per_ack", F.try_divide("ack_bytes", "acks"))
     return [_long(wide, p), _long(lat, p)]
 
 
