@@ -64,7 +64,7 @@ def test_time_going_back_across_classes_is_caught_per_receiver(
 def test_hash_labels_land_where_they_say(spark: Any) -> None:
     from pyspark.sql import functions as F
 
-    labels = _placement.hash_labels(spark, 5)
+    labels = _placement.hash_labels(5)
     assert labels is not None and len(labels) == 5
     df = spark.createDataFrame([(x,) for x in labels], "label long")
     got = df.repartition(5, "label").select("label", F.spark_partition_id().alias("p")) \
@@ -72,14 +72,23 @@ def test_hash_labels_land_where_they_say(spark: Any) -> None:
     assert sorted((r["p"], r["label"]) for r in got) == list(enumerate(labels))
 
 
-def test_placement_is_even_or_refused(spark: Any) -> None:
+def test_spark_hash_is_sparks(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    values = [0, 1, -1, 42, 2**31, -(2**31) - 1, 2**63 - 1, -(2**63), 123456789012345]
+    df = spark.createDataFrame([(v,) for v in values], "v long")
+    got = {r["v"]: r["h"] for r in df.select("v", F.hash("v").alias("h")).collect()}
+    assert got == {v: _placement.spark_hash(v) for v in values}
+
+
+def test_placement_is_even_or_refused() -> None:
     even = {("r", f"s{i}"): 100 for i in range(4)}
-    labels = _placement.place(spark, even, partitions=2, cores=2)
+    labels = _placement.place(even, partitions=2, cores=2)
     assert labels is not None
-    hashes = _placement.hash_labels(spark, 2)
+    hashes = _placement.hash_labels(2)
     assert hashes is not None
     assert sorted(hashes.index(v) for v in labels.values()) == [0, 0, 1, 1]
     skewed = {("r", "big"): 1000, ("r", "small"): 10}
-    assert _placement.place(spark, skewed, partitions=4, cores=2) is None
-    assert _placement.place(spark, skewed, partitions=4, cores=2, force=True) is not None
-    assert _placement.place(spark, {("r", "one"): 5}, partitions=4, cores=2) is None
+    assert _placement.place(skewed, partitions=4, cores=2) is None
+    assert _placement.place(skewed, partitions=4, cores=2, force=True) is not None
+    assert _placement.place({("r", "one"): 5}, partitions=4, cores=2) is None

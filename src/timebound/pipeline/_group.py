@@ -61,13 +61,16 @@ class Operator(Generic[OptionsT]):
 def run_options(df: DataFrame, table: str, spec: AdapterSpec[Any, Any],
                 given: Mapping[str, Any],
                 per_run_defaults: Mapping[str, Mapping[str, Any]] | None = None,
+                rows: Sequence[Mapping[str, Any]] | None = None,
                 ) -> dict[str, dict[str, Any]]:
     """``run -> option values`` for every run of ``df``, each validated by building the
     protocol's typed options (a bad one is a UsageError naming the option and the run).
     Precedence: the table's option columns, then ``given`` (the command line), then
-    ``per_run_defaults`` of the run."""
+    ``per_run_defaults`` of the run. ``rows``: the distinct (run, option columns) of
+    ``df`` if the caller has them already."""
     columns = [c for c in spec.option_columns if c in df.columns]
-    rows = df.select("run", *columns).distinct().collect()
+    if rows is None:
+        rows = [r.asDict() for r in df.select("run", *columns).distinct().collect()]
     per_run: dict[str, dict[str, Any]] = {}
     for row in rows:
         run = row["run"]

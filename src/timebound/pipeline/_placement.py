@@ -13,21 +13,22 @@ receivers to the shuffle partitions largest first, each to the least loaded one
 (LPT), and accepts the assignment when its largest partition is within ``SLACK`` of
 an even split over the cores that run them. Spark's ``repartition(P, col)`` sends a
 row to partition ``pmod(hash(col), P)`` (Murmur3, seed 42, the SQL ``hash``); so each
-partition gets a label whose hash lands on it (found by asking Spark for the hashes
-of 0, 1, 2, ...) and each receiver's rows carry the label of its partition.
+partition gets a label whose hash lands on it (the smallest of 0, 1, 2, ... by
+``spark_hash``, Spark's Murmur3 in Python, checked against Spark by the tests) and
+each receiver's rows carry the label of its partition.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame
 
 #: A per-receiver placement is used when its largest partition holds at most this
 #: times an even share of the rows per core.
@@ -40,22 +41,30 @@ Receiver = tuple[str, str]  # (run, receiver)
 class Survey:
     rows: dict[Receiver, int]  # rows of each (run, receiver), every type
     spans: dict[str, tuple[int, int]]  # run -> (min, max) of its message rows' ``at``
+    options: list[dict[str, Any]]  # the distinct (run, option columns) of the input
 
 
-def survey(df: DataFrame) -> Survey:
+def survey(df: DataFrame, option_columns: Sequence[str] = ()) -> Survey:
+    """One aggregate over (run, receiver, option columns) of the input."""
     msg_at = F.when(F.col("type") == "msg", F.col("at"))
-    found = df.groupBy("run", "receiver").agg(
+    found = df.groupBy("run", "receiver", *option_columns).agg(
         F.count("*").alias("n"), F.min(msg_at).alias("lo"), F.max(msg_at).alias("hi")
     ).collect()
+    rows: dict[Receiver, int] = {}
     spans: dict[str, tuple[int, int]] = {}
+    options: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in found:
+        key = (r["run"], r["receiver"])
+        rows[key] = rows.get(key, 0) + r["n"]
         if r["lo"] is not None:
             lo, hi = spans.get(r["run"], (r["lo"], r["hi"]))
             spans[r["run"]] = (min(lo, r["lo"]), max(hi, r["hi"]))
-    return Survey({(r["run"], r["receiver"]): r["n"] for r in found}, spans)
+        values = {c: r[c] for c in ("run", *option_columns)}
+        options.setdefault(tuple(values.values()), values)
+    return Survey(rows, spans, list(options.values()))
 
 
-def place(spark: SparkSession, rows: Mapping[Receiver, int], partitions: int,
+def place(rows: Mapping[Receiver, int], partitions: int,
           cores: int, force: bool = False) -> dict[Receiver, int] | None:
     """``(run, receiver) -> label`` (see the module's docstring), or None when the
     receivers cannot be spread evenly enough (``force``: place them anyway)."""
@@ -71,21 +80,49 @@ def place(spark: SparkSession, rows: Mapping[Receiver, int], partitions: int,
     even = sum(rows.values()) / min(partitions, max(1, cores))
     if not force and largest > SLACK * even:
         return None
-    labels = hash_labels(spark, partitions)
+    labels = hash_labels(partitions)
     if labels is None:
         return None
     return {receiver: labels[p] for receiver, p in slot.items()}
 
 
-def hash_labels(spark: SparkSession, partitions: int) -> list[int] | None:
-    """For each partition p, a long whose ``pmod(hash(x), partitions)`` is p."""
-    found = spark.range(0, 64 * partitions).select(
-        F.col("id"), F.pmod(F.hash(F.col("id")), F.lit(partitions)).alias("p")
-    ).groupBy("p").agg(F.min("id").alias("id")).collect()
-    labels = {r["p"]: r["id"] for r in found}
-    if len(labels) < partitions:
-        return None
-    return [labels[p] for p in range(partitions)]
+def hash_labels(partitions: int) -> list[int] | None:
+    """For each partition p, the smallest long x >= 0 with ``pmod(hash(x), partitions)
+    == p`` (Spark's SQL ``hash``: Murmur3 x86 32-bit, seed 42; ``spark_hash``)."""
+    labels: dict[int, int] = {}
+    for x in range(64 * partitions):
+        labels.setdefault(spark_hash(x) % partitions, x)
+        if len(labels) == partitions:
+            return [labels[p] for p in range(partitions)]
+    return None
+
+
+_MASK = 0xFFFFFFFF
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _MASK
+
+
+def _mix_k1(k1: int) -> int:
+    return (_rotl((k1 * 0xCC9E2D51) & _MASK, 15) * 0x1B873593) & _MASK
+
+
+def _mix_h1(h1: int, k1: int) -> int:
+    return (_rotl(h1 ^ k1, 13) * 5 + 0xE6546B64) & _MASK
+
+
+def spark_hash(value: int, seed: int = 42) -> int:
+    """Spark's ``hash`` of one long (``Murmur3_x86_32.hashLong``), as a signed int."""
+    h1 = _mix_h1(seed, _mix_k1(value & _MASK))
+    h1 = _mix_h1(h1, _mix_k1((value >> 32) & _MASK))
+    h1 ^= 8
+    h1 ^= h1 >> 16
+    h1 = (h1 * 0x85EBCA6B) & _MASK
+    h1 ^= h1 >> 13
+    h1 = (h1 * 0xC2B2AE35) & _MASK
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 & 0x80000000 else h1
 
 
 def label_column(labels: Mapping[Receiver, int]) -> Column:

@@ -31,7 +31,7 @@ from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.errors import TimeboundError, TraceError
 from timebound.pipeline import _columnar, _group
 from timebound.pipeline._partial_metrics import Gathered, Gatherer
-from timebound.pipeline._placement import label_column, place, survey
+from timebound.pipeline._placement import Survey, label_column, place, survey
 from timebound.pipeline.schemas import DECISION_EXTRA
 from timebound.sparkutil import marked
 
@@ -71,7 +71,8 @@ def check_time_order(df: DataFrame) -> None:
 
 
 def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
-            gather: Gathered | None = None, by_receiver: bool | None = None) -> DataFrame:
+            gather: Gathered | None = None, by_receiver: bool | None = None,
+            surveyed: Survey | None = None) -> DataFrame:
     """Decision table of ``messages``: input columns + verdict, rho, entries, cls.
 
     With ``gather``, each group also sums its share of the at-most-once measures into
@@ -79,17 +80,20 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
     spans). ``by_receiver``: send each whole receiver to one task (True), each
     receiver class (False), or per receiver when that keeps the cores evenly busy
     (None, ``_placement``); per receiver, the trace rule across classes is checked as
-    the rows are decided instead of by ``check_time_order`` first."""
+    the rows are decided instead of by ``check_time_order`` first. ``surveyed``: the
+    input's ``_placement.survey`` if the caller has it (else read here when needed)."""
     schema = _group.out_schema(df.schema, DECISION_EXTRA[TABLE])
     classed = sorted(run for run, opts in options.items() if _classes(opts) > 1)
-    found = survey(df) if classed or gather is not None else None
+    found = surveyed
+    if found is None and (classed or gather is not None):
+        found = survey(df)
     if gather is not None and found is not None:
         gather.spans.update(found.spans)
     labels = None
     if classed and found is not None and by_receiver is not False:
         spark = df.sparkSession
         partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 1)
-        labels = place(spark, found.rows, partitions, spark.sparkContext.defaultParallelism,
+        labels = place(found.rows, partitions, spark.sparkContext.defaultParallelism,
                        force=bool(by_receiver))
     if classed and labels is None:
         check_time_order(df.where(F.col("run").isin(classed)))

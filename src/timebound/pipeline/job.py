@@ -17,7 +17,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -27,6 +27,7 @@ from timebound._safety import check_writable_folder, follow_umask, guard_output
 from timebound.errors import UsageError
 from timebound.pipeline import _group, atmostonce, causal, merge, slotted, stability
 from timebound.pipeline._partial_metrics import Gathered, MetricRow
+from timebound.pipeline._placement import survey
 from timebound.pipeline.datasets import (
     check_parquet_files,
     present_tables,
@@ -57,13 +58,16 @@ def _stderr(line: str) -> None:
 
 
 def resolve_options(df: DataFrame, table: str, given: Mapping[str, Any],
-                    progress: Callable[[str], None] = _stderr) -> dict[str, dict[str, Any]]:
+                    progress: Callable[[str], None] = _stderr,
+                    rows: Sequence[Mapping[str, Any]] | None = None,
+                    ) -> dict[str, dict[str, Any]]:
     """``run -> option values`` of ``table`` (option columns over the command line over
-    the operator's defaults), validated."""
+    the operator's defaults), validated. ``rows``: the distinct (run, option columns)
+    of ``df`` when already read (else a job reads them)."""
     op = OPERATORS[table]
     defaults = {**op.defaults, **{k: v for k, v in given.items() if v is not None}}
     per_run = op.run_defaults(df) if op.run_defaults is not None else None
-    resolved = _group.run_options(df, table, op.spec, defaults, per_run)
+    resolved = _group.run_options(df, table, op.spec, defaults, per_run, rows=rows)
     check_overridden(table, given, resolved, progress)
     return resolved
 
@@ -136,13 +140,18 @@ def run_pipeline(
             progress(f"pipeline {scenario} [{index}/{len(tables)}] {protocol}: "
                      f"reading {table}")
             with _group.translate_errors():
-                per_run = resolve_options(inputs[table], table, options, progress)
                 op = OPERATORS[table]
+                gather = found = None
+                if op is atmostonce.OPERATOR:  # one aggregate: options, receivers, spans
+                    found = survey(inputs[table], [c for c in op.spec.option_columns
+                                                   if c in inputs[table].columns])
+                per_run = resolve_options(inputs[table], table, options, progress,
+                                          rows=found.options if found else None)
                 typed = _group.typed_options(op.spec, per_run)
-                gather = None
-                if op is atmostonce.OPERATOR:
+                if found is not None:
                     gather = Gathered.create(spark)
-                    result = atmostonce.operate(inputs[table], typed, gather=gather)
+                    result = atmostonce.operate(inputs[table], typed, gather=gather,
+                                                surveyed=found)
                 else:
                     result = op.operate(inputs[table], typed)
                 result.write.parquet(os.path.join(tmp, table))
