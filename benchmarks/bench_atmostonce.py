@@ -135,7 +135,7 @@ def main() -> None:
         rates = {}
         print(f"  replay: median of {len(samples[0])} runs each, the three cases alternating")
         for i, (label, inp, _out, fast) in enumerate(cases):
-            path = _batch.PATH_BATCH if fast and inp == psrc else _batch.PATH_ROW
+            path = _batch.path_batch() if fast and inp == psrc else _batch.PATH_ROW
             rates[i] = len(messages) / statistics.median(samples[i])
             print(f"  replay {label:<26} {rates[i]:10,.0f} rows/s  path: {path}")
         print(f"  parquet -> parquet, batch / row path: {rates[2] / rates[1]:.1f}x")

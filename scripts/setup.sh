@@ -9,4 +9,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e ".[all,test]"
+# The at-most-once core compiled with mypyc (same source; pure Python if this fails).
+if .venv/bin/python scripts/compile_core.py build > .venv/compile-core.log 2>&1; then
+  echo "compiled core: built (mypyc; .venv/compile-core.log)"
+else
+  echo "compiled core: not built, the pure-Python core is used (.venv/compile-core.log)"
+fi
 .venv/bin/timebound demo

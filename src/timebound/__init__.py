@@ -6,3 +6,7 @@ feed them.
 """
 
 __version__ = "0.1.0"
+
+from timebound import _compiled  # noqa: E402
+
+_compiled.select()  # the compiled core if built and current (before any core import)

@@ -22,7 +22,7 @@ through the row path between the segments, so crashes land at the right place.
 Every decision is still the core's: no protocol rule lives here. The differential
 test (tests/test_pipeline_fastpath.py) checks this path equal to the row path over
 generated traces (every estimator, classes, resilient crashes, malformed rows).
-``PATH`` names it in benchmark output.
+``path()`` names it in benchmark output.
 """
 
 from __future__ import annotations
@@ -36,8 +36,12 @@ import pyarrow.compute as pc
 
 from timebound.core.atmostonce import Verdict, crc32_classifier
 
-#: Which decision path ran, for benchmark output.
-PATH = "columnar (pure-Python core, Arrow/numpy column checks)"
+
+def path() -> str:
+    """Which decision path runs, for benchmark output (the core: see ``_compiled``)."""
+    from timebound._compiled import status
+
+    return f"columnar ({status()}, Arrow/numpy column checks)"
 
 #: Verdict codes (int8) -> output strings.
 NAMES = tuple(v.value for v in Verdict)

@@ -39,8 +39,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
 TABLE = "messages"
-#: How the operator runs in Spark, for benchmark output (with ``_fast_atmostonce.PATH``).
-ENGINE = "mapInArrow, partitions sorted by seq in the JVM"
+#: How the operator runs in Spark, for benchmark output (with ``_fast_atmostonce.path()``).
+ENGINE = ("mapInArrow over partitions sorted by seq in the JVM, whole receivers evenly "
+          "placed (else receiver classes)")
 
 
 def _classes(options: AtMostOnceOptions) -> int:

@@ -91,11 +91,11 @@ def compare(spark: SparkSession, rows: int, connections: Sequence[int], *, repea
     """Time both sides at each connection count; report the table; return its rows."""
     from timebound.adapters.atmostonce import AtMostOnceOptions
     from timebound.pipeline import atmostonce
-    from timebound.pipeline._fast_atmostonce import PATH as DECISIONS
+    from timebound.pipeline._fast_atmostonce import path as decisions_path
     from timebound.pipeline.datasets import read_table
 
     check_ranges(rows, connections, repeats, classes)
-    path = f"{DECISIONS}; {atmostonce.ENGINE}"
+    path = f"{decisions_path()}; {atmostonce.ENGINE}"
     options = {"bench": AtMostOnceOptions.from_values({
         "estimator": "fixed", "rho": 500, "gc_every": 100, "classes": classes})}
     report(f"{rows:,} rows, {RECEIVERS} receivers, --classes {classes}, "

@@ -46,8 +46,14 @@ from timebound.contract import REPLAY_OUTPUTS
 from timebound.errors import UsageError
 from timebound.replay._io import ARROW_TYPES, BATCH_ROWS, trace_format
 
-#: Which path each run took, for benchmark output.
-PATH_BATCH = "batch (Arrow record batches, pure-Python core)"
+
+def path_batch() -> str:
+    """The record-batch path's name, for benchmark output (with the core in use)."""
+    from timebound._compiled import status
+
+    return f"batch (Arrow record batches, {status()})"
+
+
 PATH_ROW = "row (one dict per row)"
 
 _STRINGS = ("type", "receiver", "conn")

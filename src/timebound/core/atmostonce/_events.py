@@ -18,7 +18,8 @@ one that hands the message to the application; every other verdict refuses it:
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 
 class Verdict(enum.Enum):
@@ -34,6 +35,13 @@ class Verdict(enum.Enum):
         return self.value
 
 
+def by_constructor(record: Any) -> tuple[Any, tuple[Any, ...]]:
+    """``__reduce__`` of a frozen record: unpickled through its constructor (the
+    default restores fields by assignment, which a frozen class compiled with mypyc
+    refuses; see ``timebound._compiled``)."""
+    return (type(record), tuple(getattr(record, f.name) for f in fields(record)))
+
+
 @dataclass(frozen=True, slots=True)
 class StableRecord:
     """What a resilient receiver keeps on stable storage.
@@ -45,6 +53,9 @@ class StableRecord:
     latest: int
     estimate: int
     p: int
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,3 +76,6 @@ class ReceiverStatistics:
     full: int
     gcs: int
     evicted: int
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)

@@ -115,10 +115,15 @@ from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
 from heapq import heappop, heappush
-from typing import Protocol
+from typing import Any, Protocol
 
 from timebound.core.atmostonce._estimators import Estimator
-from timebound.core.atmostonce._events import ReceiverStatistics, StableRecord, Verdict
+from timebound.core.atmostonce._events import (
+    ReceiverStatistics,
+    StableRecord,
+    Verdict,
+    by_constructor,
+)
 from timebound.errors import ProtocolUsageError
 
 _ACCEPTED = Verdict.ACCEPTED
@@ -171,6 +176,9 @@ class StableLatest:
         if self.latest_every < 1:
             raise ProtocolUsageError(f"latest_every must be >= 1, got {self.latest_every}")
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
+
 
 @dataclass(frozen=True, slots=True)
 class MonotonicClock:
@@ -181,6 +189,9 @@ class MonotonicClock:
     def __post_init__(self) -> None:
         if self.epsilon < 0:
             raise ProtocolUsageError(f"epsilon must be >= 0, got {self.epsilon}")
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
 
 
 Resilience = StableLatest | MonotonicClock
@@ -240,7 +251,6 @@ class Receiver:
             self.reorder_window = reorder_window
             self._windows = {}
             self._held = 0
-            self.receive = self._receive_windowed  # type: ignore[method-assign]
         self.upper = 0
         self._down = False
         # Timers: an absolute tick, or None when the timer is not armed.
@@ -361,9 +371,10 @@ class Receiver:
         return verdict
 
     def _receive_windowed(self, conn: str, ts: int, *, now: int) -> Verdict:
-        """``receive`` with a reorder window W > 1 (module docstring); installed as
-        the receiver's ``receive`` at construction, so W = 1 runs the figures' code
-        with no window test on its path."""
+        """``receive`` with a reorder window W > 1 (module docstring); ``receive``
+        hands over to it first thing, so W = 1 runs the figures' code with only that
+        one test on its path (a method, not an instance attribute swapped in at
+        construction, so the module also compiles with mypyc)."""
         due = self._due
         if due is not None and now >= due:
             self.handle_timer(now=now)

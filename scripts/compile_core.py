@@ -1,0 +1,9 @@
+"""Build, remove or show the mypyc-compiled at-most-once core (``timebound._compiled``).
+
+    .venv/bin/python scripts/compile_core.py build|clean|status
+"""
+
+from timebound._compiled import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,96 @@
+"""The mypyc-compiled core decides exactly as the pure Python (timebound/_compiled.py):
+the same generated traces (every estimator, classes, resilient crashes, reorder windows,
+duplicates, late and early copies) replayed in two processes, one forced to the pure
+Python; and a stale build is never used."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from timebound import _compiled
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+OPTIONS = [
+    {"estimator": "fixed", "rho": 40, "gc_every": 7},
+    {"estimator": "fixed", "rho": 300, "gc_every": 50, "classes": 3},
+    {"estimator": "unlimited", "gc_every": 20, "resilient": True, "beta": 400,
+     "latest_every": 100},
+    {"estimator": "unlimited", "gc_every": 1, "classes": 2, "reorder_window": 4},
+    {"estimator": "limited", "window": 4, "spikes": 1, "p": 2, "resilient": True,
+     "beta": 50, "latest_every": 30, "recovery_grace": 100},
+    {"estimator": "limited", "window": 1, "spikes": 0, "p": 1, "classes": 4,
+     "reorder_window": 2},
+]
+
+SCRIPT = """
+import json, sys
+from timebound import _compiled
+from timebound.adapters import Row
+from timebound.adapters.atmostonce import AtMostOnceAdapter, AtMostOnceOptions
+from timebound.errors import TraceError
+from tests.test_pipeline_atmostonce import generated
+options = json.loads(sys.argv[1])
+out = {"core": None, "runs": []}
+for i, values in enumerate(options):
+    for seed in range(6):
+        a = AtMostOnceAdapter(AtMostOnceOptions.from_values(values))
+        rows = generated(seed * 31 + i, receivers=2, conns=15, rows=500,
+                         crashes=bool(values.get("resilient")))
+        got = []
+        try:
+            for line, row in enumerate(rows, start=1):
+                for p in a.feed(Row("t", line, row)):
+                    got.append([line, p["verdict"], p["rho"], p["entries"]])
+            for p in a.finish():
+                got.append([None, p.get("verdict"), p.get("rho"), p.get("entries")])
+        except TraceError as exc:
+            got.append(str(exc))
+        out["runs"].append([values, seed, got, [list(x) for x in a.summary()]])
+out["core"] = _compiled.status()
+print(json.dumps(out))
+"""
+
+
+def _replay(pure: bool) -> dict[str, Any]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    env.pop(_compiled.PURE_ENV, None)
+    if pure:
+        env[_compiled.PURE_ENV] = "1"
+    done = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(OPTIONS)], env=env,
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+@pytest.mark.skipif(not _compiled.current(), reason="compiled core not built "
+                    "(scripts/setup.sh builds it; scripts/compile_core.py build)")
+def test_compiled_core_decides_as_the_pure_python() -> None:
+    compiled, pure = _replay(pure=False), _replay(pure=True)
+    assert compiled["core"] == "mypyc-compiled core"
+    assert pure["core"] == "pure-Python core"
+    assert len(compiled["runs"]) == len(OPTIONS) * 6
+    verdicts = {row[1] for run in compiled["runs"] for row in run[2] if isinstance(row, list)}
+    assert {"accepted", "duplicate", "stale", "down"} <= verdicts  # the traces reach them
+    for got, want in zip(compiled["runs"], pure["runs"]):
+        assert got == want
+
+
+def test_a_changed_source_is_never_run_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
+    record = {"tag": sys.implementation.cache_tag, "files": [],
+              "sources": {name: "0" * 64 for name in _compiled.MODULES}}
+    monkeypatch.setattr(_compiled, "_record", lambda: record)
+    assert not _compiled.current()  # digests differ: the pure finder is installed
+    record["sources"] = {name: _compiled._digest(name) for name in _compiled.MODULES}
+    assert _compiled.current()
+    record["tag"] = "cpython-0"
+    assert not _compiled.current()
+    spec = _compiled._PureFinder().find_spec(f"{_compiled.PACKAGE}._receiver")
+    assert spec is not None and spec.origin is not None and spec.origin.endswith(".py")
+    assert _compiled._PureFinder().find_spec(f"{_compiled.PACKAGE}._classes") is None
