@@ -337,6 +337,8 @@ class Receiver:
 
     def receive(self, conn: str, ts: int, *, now: int) -> Verdict:
         """Decide about message ``(conn, ts)`` arriving at receiver time ``now``."""
+        if self._windows is not None:
+            return self._receive_windowed(conn, ts, now=now)
         due = self._due
         if due is not None and now >= due:
             self.handle_timer(now=now)
