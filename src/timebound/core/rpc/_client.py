@@ -46,7 +46,9 @@ Choices where the paper leaves room
 
 Hot path: a connection's id is checked and encoded once (its message header is
 kept); datagrams are read with ``_messages.parse`` and written with
-``_messages.frame``, without message objects.
+``_messages.frame``, without message objects. ``receive_outcome`` is ``receive``
+returning a lone ``Completed`` when that is all there is (the live caller's hot
+path: no ``ClientOutput`` around it).
 
 Verbs (aioquic's): ``call(payload, *, now, conn=None)`` (``start``: the same
 without the ``Calling`` record), ``receive(datagram, *,
@@ -264,6 +266,14 @@ class Client:
 
     def receive(self, datagram: bytes, *, now: int) -> ClientOutput:
         """A datagram from the server arrived at client time ``now``."""
+        out = self.receive_outcome(datagram, now=now)
+        if type(out) is Completed:
+            return ClientOutput((), (out,))
+        return out  # type: ignore[return-value]
+
+    def receive_outcome(self, datagram: bytes, *, now: int) -> ClientOutput | Completed:
+        """``receive``, except that a completed call with no datagram to send comes
+        alone, not in a ``ClientOutput`` (the live caller's hot path)."""
         try:
             kind, conn, ts, body = parse(datagram)
         except MalformedDatagram:
@@ -279,7 +289,7 @@ class Client:
                     return _NOTHING
                 del self._pending[conn]
                 self._completed += 1
-                return ClientOutput((), (Completed(conn, ts, body),))
+                return Completed(conn, ts, body)
             prefix = self._heads.get(conn)
             if prefix is None:
                 prefix = head(REPLY_ACK_TYPE, conn)

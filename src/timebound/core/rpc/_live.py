@@ -63,7 +63,7 @@ from timebound.core.atmostonce import (
     Verdict,
     crc32_classifier,
 )
-from timebound.core.rpc._client import Client, Completed, GaveUp, Policy
+from timebound.core.rpc._client import Client, ClientOutput, Completed, GaveUp, Policy
 from timebound.core.rpc._messages import Call
 from timebound.core.rpc._server import AnyReceiver, Outgoing, Server, StartCall
 from timebound.core.wire import KIND_RPC, FrameCodec, Key
@@ -350,29 +350,23 @@ class RpcService(Generic[P]):
             self.calls += 1
         if key is not None:
             self._note_key(peer, key)
-        out = self.server.receive(message, peer, now=now)
-        starts = out.starts
-        if starts:
-            if len(starts) == 1 and proc is not None:
-                start = starts[0]  # the CALL just checked: its name is ``proc``
-                payload = start.payload
-                runs: tuple[Invocation[P], ...] = (
-                    Invocation(proc, payload[1 + payload[0]:], start),)
-            else:
-                runs = tuple(
-                    Invocation(*decode_call_payload(start.payload), start) for start in starts)
-            return ServiceOutput(out.sends, runs)
-        if out.sends:
+        out = self.server.receive_start(message, peer, now=now)
+        if isinstance(out, StartCall):
+            # Only the CALL just checked starts a call: its name is ``proc``.
+            assert proc is not None
+            payload = out.payload
+            return ServiceOutput((), (Invocation(proc, payload[1 + payload[0]:], out),))
+        if out.sends:  # a ServerOutput of receive_start starts nothing
             return ServiceOutput(out.sends)
         return _NOTHING  # type: ignore[return-value]
 
     def complete(self, run: Invocation[P], status: Status, data: bytes, *,
                  now: int) -> ServiceOutput[P]:
         """``run`` finished at ``now`` with ``status`` and ``data``."""
-        out = self.server.complete(run.start, bytes((status,)) + data, now=now)
-        if not out.sends:
+        reply = self.server.complete_reply(run.start, bytes((status,)) + data, now=now)
+        if reply is None:
             return _NOTHING  # type: ignore[return-value]
-        return ServiceOutput(out.sends)
+        return ServiceOutput((reply,))
 
     def handle_timer(self, *, now: int) -> ServiceOutput[P]:
         self.server.handle_timer(now=now)
@@ -538,7 +532,13 @@ class RpcCaller:
             return _NO_OUTPUT
         if message[0] == REFUSE_TYPE:
             return self._refusal(message)
-        out = self.client.receive(message, now=now)
+        out = self.client.receive_outcome(message, now=now)
+        if type(out) is Completed:  # a reply that needs no REPLY-ACK: the common case
+            r = out.result
+            if r and r[0] <= _LAST_STATUS:
+                return CallerOutput((), (Answered(out.conn, out.ts, _STATUSES[r[0]], r[1:]),))
+            return CallerOutput((), self._outcomes((out,)))
+        assert isinstance(out, ClientOutput)
         outcomes = out.outcomes
         datagrams = out.datagrams
         if not outcomes and not datagrams:

@@ -91,7 +91,10 @@ service's versioned, authenticated frame), so no layer re-packs its outputs.
 
 Hot path: datagrams are read with ``_messages.parse`` (``decode``'s checks, no message
 objects) and REPLY/ACK messages are built from a per-entry header; outputs with
-nothing in them are one shared empty ``ServerOutput``.
+nothing in them are one shared empty ``ServerOutput``. ``receive_start`` and
+``complete_reply`` are ``receive`` and ``complete`` for a driver that handles one
+call at a time (the live service): the ``StartCall`` or the REPLY's ``Outgoing``
+comes alone, without a ``ServerOutput`` around it.
 
 Verbs (aioquic's): ``receive(datagram, peer, *, now)``, ``complete(call, result, *,
 now)``, ``handle_timer(*, now)``, ``crash(*, now, down=None)``, ``restart(*, now)``,
@@ -317,6 +320,15 @@ class Server(Generic[P]):
 
     def receive(self, datagram: bytes, peer: P, *, now: int) -> ServerOutput[P]:
         """A datagram from ``peer`` arrived at server time ``now``."""
+        out = self.receive_start(datagram, peer, now=now)
+        if isinstance(out, StartCall):
+            return ServerOutput((), (out,))
+        return out
+
+    def receive_start(self, datagram: bytes, peer: P, *,
+                      now: int) -> StartCall[P] | ServerOutput[P]:
+        """``receive``, except that a call to start comes alone, not in a
+        ``ServerOutput`` (the live service's hot path: one object less per call)."""
         try:
             kind, conn, ts, body = parse(datagram)
         except MalformedDatagram:
@@ -334,13 +346,20 @@ class Server(Generic[P]):
 
     def complete(self, call: StartCall[P], result: bytes, *, now: int) -> ServerOutput[P]:
         """The computation of ``call`` finished with ``result`` at server time ``now``."""
+        reply = self.complete_reply(call, result, now=now)
+        return _NOTHING if reply is None else ServerOutput((reply,))  # type: ignore[return-value]
+
+    def complete_reply(self, call: StartCall[P], result: bytes, *,
+                       now: int) -> Outgoing[P] | None:
+        """``complete``, with the REPLY to send (or None) not wrapped in a
+        ``ServerOutput`` (the live service's hot path)."""
         receiver = self.receiver
         receiver.handle_timer(now=now)
         entry = self._entry(call.conn) if call.epoch == self.epoch else None
         if entry is None or entry.ts != call.ts or receiver.down:
             # Lost in a crash, or superseded by a newer call on the connection.
             self._counts["late_completions"] += 1
-            return _NOTHING  # type: ignore[return-value]
+            return None
         if entry.state is not _COMPUTING:
             raise ProtocolUsageError(f"call ({call.conn}, {call.ts}) completed twice")
         if len(result) > MAX_BODY_BYTES:
@@ -349,7 +368,10 @@ class Server(Generic[P]):
         entry.reply = result
         entry.reply_time = now
         self._replies += 1
-        return self._send(entry.peer, frame(entry.head, call.ts, result))
+        peer = entry.peer
+        message = frame(entry.head, call.ts, result)
+        wrap = self.wrap
+        return Outgoing(peer, message if wrap is None else wrap(message, peer))
 
     def handle_timer(self, *, now: int) -> ServerOutput[P]:
         """Fire the receiver's timers (GC, ``latest`` refresh, recovery) due by ``now``."""
@@ -403,7 +425,8 @@ class Server(Generic[P]):
         del self._entries[conn]
         return False
 
-    def _call(self, conn: str, ts: int, payload: bytes, now: int, peer: P) -> ServerOutput[P]:
+    def _call(self, conn: str, ts: int, payload: bytes, now: int,
+              peer: P) -> StartCall[P] | ServerOutput[P]:
         verdict = self.receiver.receive(conn, ts, now=now)
         if verdict is _ACCEPTED:
             old = self._entries.get(conn)
@@ -411,7 +434,7 @@ class Server(Generic[P]):
             # A new entry discards any stored reply.
             self._entries[conn] = _Entry(ts, peer, prefix)
             self._started += 1
-            return ServerOutput((), (StartCall(conn, ts, payload, peer, self.epoch),))
+            return StartCall(conn, ts, payload, peer, self.epoch)
         if verdict is _DUPLICATE:
             return self._duplicate(conn, ts, peer)
         return self._refused(conn, ts, verdict, now, peer)
