@@ -305,12 +305,14 @@ class RpcClient:
             # ICMP port unreachable while the server is down: retransmissions go on.
             self.socket_errors += 1
             return
-        out = self.caller.receive(data, now=self.clock.now())
-        if out.outcomes or out.datagrams:
-            self._act(out)
-
-    def _datagram(self, data: bytes) -> None:
-        out = self.caller.receive(data, now=self.clock.now())
+        out = self.caller.receive_outcome(data, now=self.clock.now())
+        if type(out) is Answered:
+            # Alone: nothing to send and no earlier deadline (``receive_outcome``).
+            entry = self._waiting.get(out.conn)
+            if entry is not None and not entry[0].done():
+                entry[0].set_result(out)
+            return
+        assert isinstance(out, CallerOutput)
         if out.outcomes or out.datagrams:
             self._act(out)
 

@@ -238,11 +238,15 @@ class RpcServer:
     # -- driving the core ----------------------------------------------------
 
     def _datagram(self, data: bytes, addr: Address) -> None:
-        out = self.service.receive(data, addr, now=self.clock.now())
-        if out.sends:
-            self._send(out.sends)
-        for run in out.runs:
-            self._run(run)
+        out = self.service.receive_run(data, addr, now=self.clock.now())
+        if type(out) is Invocation:
+            self._run(out)
+        else:
+            assert isinstance(out, ServiceOutput)
+            if out.sends:
+                self._send(out.sends)
+            for run in out.runs:
+                self._run(run)
         if self._armed is None:
             self._rearm()  # else the armed timer fires early at worst: harmless
 
@@ -269,8 +273,9 @@ class RpcServer:
         if type(result) is bytes:  # the common case first: a sync handler's reply
             transport = self._transport
             if transport is not None:
-                for o in self.service.complete(run, _OK, result, now=self.clock.now()).sends:
-                    transport.sendto(o.datagram, o.peer)
+                reply = self.service.complete_reply(run, _OK, result, now=self.clock.now())
+                if reply is not None:
+                    transport.sendto(reply.datagram, reply.peer)
             return
         if inspect.isawaitable(result):
             task = asyncio.ensure_future(self._await(run, result))

@@ -41,6 +41,12 @@ accepted timestamp is always at or below ``latest``, and a FULL table admits onl
 connections above ``upper``); *stale* and *down* refuse this copy only: an earlier
 copy may have run before a crash or an eviction, so the outcome is unknown, exactly
 as for a timeout. Never run twice either way. Tests: ``tests/test_net_service.py``.
+
+Hot path: ``RpcService.receive_run``/``complete_reply`` and
+``RpcCaller.receive_outcome`` are ``receive``/``complete``/``receive`` returning the
+one ``Invocation``, REPLY or ``Answered`` alone when that is all a datagram brings,
+so a null call builds no output record around it (``receive`` and ``complete`` wrap
+them, one code path).
 """
 
 from __future__ import annotations
@@ -331,6 +337,15 @@ class RpcService(Generic[P]):
 
     def receive(self, datagram: bytes, peer: P, *, now: int) -> ServiceOutput[P]:
         """A datagram from ``peer`` at server time ``now``."""
+        out = self.receive_run(datagram, peer, now=now)
+        if isinstance(out, Invocation):
+            return ServiceOutput((), (out,))
+        return out
+
+    def receive_run(self, datagram: bytes, peer: P, *,
+                    now: int) -> Invocation[P] | ServiceOutput[P]:
+        """``receive``, except that a procedure to run comes alone (it is then all
+        there is: nothing to send), not in a ``ServiceOutput`` (the driver's hot path)."""
         opened = self.codec.open(datagram, now=now)
         if opened is None:
             return _NOTHING  # type: ignore[return-value]
@@ -355,7 +370,7 @@ class RpcService(Generic[P]):
             # Only the CALL just checked starts a call: its name is ``proc``.
             assert proc is not None
             payload = out.payload
-            return ServiceOutput((), (Invocation(proc, payload[1 + payload[0]:], out),))
+            return Invocation(proc, payload[1 + payload[0]:], out)
         if out.sends:  # a ServerOutput of receive_start starts nothing
             return ServiceOutput(out.sends)
         return _NOTHING  # type: ignore[return-value]
@@ -363,10 +378,16 @@ class RpcService(Generic[P]):
     def complete(self, run: Invocation[P], status: Status, data: bytes, *,
                  now: int) -> ServiceOutput[P]:
         """``run`` finished at ``now`` with ``status`` and ``data``."""
-        reply = self.server.complete_reply(run.start, bytes((status,)) + data, now=now)
+        reply = self.complete_reply(run, status, data, now=now)
         if reply is None:
             return _NOTHING  # type: ignore[return-value]
         return ServiceOutput((reply,))
+
+    def complete_reply(self, run: Invocation[P], status: Status, data: bytes, *,
+                       now: int) -> Outgoing[P] | None:
+        """``complete``, with the REPLY frame to send (None: the call was lost in a
+        crash or superseded) not wrapped in a ``ServiceOutput`` (the driver's hot path)."""
+        return self.server.complete_reply(run.start, bytes((status,)) + data, now=now)
 
     def handle_timer(self, *, now: int) -> ServiceOutput[P]:
         self.server.handle_timer(now=now)
@@ -523,6 +544,16 @@ class RpcCaller:
         self.client.abandon(conn)
 
     def receive(self, datagram: bytes, *, now: int) -> CallerOutput:
+        out = self.receive_outcome(datagram, now=now)
+        if type(out) is Answered:
+            return CallerOutput((), (out,))
+        return out  # type: ignore[return-value]
+
+    def receive_outcome(self, datagram: bytes, *, now: int) -> CallerOutput | Answered:
+        """``receive``, except that an answer that is all there is comes alone, not
+        in a ``CallerOutput`` (the driver's hot path). A lone answer sends nothing and
+        sets no new deadline (it defers no REPLY-ACK): ``next_deadline()`` can only
+        have moved later."""
         opened = self.codec.open(datagram, now=now)
         if opened is None:
             return _NO_OUTPUT
@@ -536,7 +567,7 @@ class RpcCaller:
         if type(out) is Completed:  # a reply that needs no REPLY-ACK: the common case
             r = out.result
             if r and r[0] <= _LAST_STATUS:
-                return CallerOutput((), (Answered(out.conn, out.ts, _STATUSES[r[0]], r[1:]),))
+                return Answered(out.conn, out.ts, _STATUSES[r[0]], r[1:])
             return CallerOutput((), self._outcomes((out,)))
         assert isinstance(out, ClientOutput)
         outcomes = out.outcomes
