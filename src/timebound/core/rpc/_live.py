@@ -521,6 +521,8 @@ class RpcCaller:
 
     def flush_reply_acks(self) -> tuple[bytes, ...]:
         """Every deferred REPLY-ACK, now (the client is closing)."""
+        if not self._acks:
+            return ()
         seal = self.codec.seal
         frames = tuple(seal(KIND_RPC, message) for _, message in self._acks.values())
         self._acks.clear()

@@ -223,7 +223,7 @@ class _Entry(Generic[P]):
 
     def __init__(self, ts: int, peer: P, head: bytes) -> None:
         self.ts = ts
-        self.state = ConnState.COMPUTING
+        self.state = _COMPUTING
         self.reply: bytes | None = None
         self.reply_time: int | None = None
         self.peer = peer
@@ -429,10 +429,17 @@ class Server(Generic[P]):
               peer: P) -> StartCall[P] | ServerOutput[P]:
         verdict = self.receiver.receive(conn, ts, now=now)
         if verdict is _ACCEPTED:
-            old = self._entries.get(conn)
-            prefix = old.head if old is not None else parsed_head(REPLY_TYPE, conn)
-            # A new entry discards any stored reply.
-            self._entries[conn] = _Entry(ts, peer, prefix)
+            entry = self._entries.get(conn)
+            if entry is None:
+                self._entries[conn] = _Entry(ts, peer, parsed_head(REPLY_TYPE, conn))
+            else:
+                # The connection's entry turns to the new call, as a new entry would:
+                # COMPUTING, and any stored reply discarded.
+                entry.ts = ts
+                entry.state = _COMPUTING
+                entry.reply = None
+                entry.reply_time = None
+                entry.peer = peer
             self._started += 1
             return StartCall(conn, ts, payload, peer, self.epoch)
         if verdict is _DUPLICATE:
