@@ -101,6 +101,19 @@ def _numeric(address: Any) -> tuple[int, Any] | None:
     return None
 
 
+def _connected_numeric(family: int, sockaddr: Any) -> socket.socket:
+    """A non-blocking UDP socket connected to the numeric ``sockaddr``: what
+    ``_connected_socket`` does for a numeric address with no ``local_addr``."""
+    sock = socket.socket(family, socket.SOCK_DGRAM)
+    try:
+        sock.setblocking(False)
+        sock.connect(sockaddr)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 async def _connected_socket(loop: asyncio.AbstractEventLoop, address: Any,
                             local_addr: tuple[str, int] | None) -> socket.socket:
     """A non-blocking UDP socket connected to ``address`` (bound to ``local_addr``),
@@ -195,7 +208,11 @@ class RpcClient:
         if self._sock is not None:
             raise RuntimeError("client is already open")
         loop = self._loop = asyncio.get_running_loop()
-        sock = await _connected_socket(loop, self.address, self.local_addr)
+        numeric = _numeric(self.address) if self.local_addr is None else None
+        if numeric is not None:
+            sock = _connected_numeric(*numeric)  # no resolver, so no coroutine either
+        else:
+            sock = await _connected_socket(loop, self.address, self.local_addr)
         try:
             loop.add_reader(sock.fileno(), self._readable)
         except BaseException:
