@@ -196,6 +196,7 @@ class RpcClient:
         self._timer: asyncio.TimerHandle | None = None
         self._armed: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._timeout_ticks = (0.0, 0)  # the last call's timeout (s) in ticks
 
     async def __aenter__(self) -> RpcClient:
         await self.open()
@@ -269,12 +270,17 @@ class RpcClient:
         except BaseException:
             idle.append(conn)
             raise
+        # Sent first: the server works while this client does its bookkeeping (no
+        # answer can be read before the ``await`` below).
+        self._send(frames)
         loop = self._loop
         assert loop is not None
         fut: asyncio.Future[Answered | Rejected | GaveUp | None] = loop.create_future()
-        expires = now + seconds(timeout)
+        ticks = self._timeout_ticks
+        if ticks[0] != timeout:
+            ticks = self._timeout_ticks = (timeout, seconds(timeout))
+        expires = now + ticks[1]
         self._waiting[conn] = (fut, expires)
-        self._send(frames)
         armed = self._armed
         if armed is None or expires < armed:
             self._rearm()
