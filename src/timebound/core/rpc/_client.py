@@ -207,7 +207,7 @@ class Client:
             return None
         if len(pending) == 1:
             for p in pending.values():
-                return p.due()
+                return min(p.next_send, p.give_up_at)  # p.due(), inlined
         return min(p.due() for p in pending.values())
 
     def statistics(self) -> ClientStatistics:
