@@ -173,6 +173,10 @@ class _Pending:
 
 
 _NOTHING = ClientOutput()
+#: A new client's counters (copied: a fresh client is built per call in the paper's
+#: Fig. 3-3, and a copy is cheaper than building the dict).
+_ZERO_COUNTS = dict.fromkeys(
+    ("gave_up", "retransmissions", "truncated", "clock_bumps", "ignored", "malformed"), 0)
 
 
 class Client:
@@ -191,9 +195,7 @@ class Client:
         self._last_ts: dict[str, int] = {}
         self._heads: dict[str, bytes] = {}  # conn -> CALL header (type, length, id)
         self._calls = self._completed = 0
-        self._counts = dict.fromkeys(
-            ("gave_up", "retransmissions", "truncated", "clock_bumps", "ignored",
-             "malformed"), 0)
+        self._counts = _ZERO_COUNTS.copy()
 
     # -- queries -------------------------------------------------------------
 
@@ -232,7 +234,8 @@ class Client:
         """``call`` without its record: the call's timestamp and its CALL datagram."""
         if conn in self._pending:
             raise ProtocolUsageError(f"connection {conn!r} already has an outstanding call")
-        prefix = self._heads.get(conn)
+        heads = self._heads
+        prefix = heads.get(conn)
         if prefix is None:
             prefix = head(CALL_TYPE, conn)  # validates conn
             last = 0
@@ -245,7 +248,8 @@ class Client:
             raise ProtocolUsageError(f"body longer than {MAX_BODY_BYTES} bytes")
         if ts != now:
             self._counts["clock_bumps"] += 1
-        self._heads[conn] = prefix
+        if last == 0:
+            heads[conn] = prefix  # the connection's first call (ts >= 1 from then on)
         self._last_ts[conn] = ts
         self._pending[conn] = _Pending(ts, payload, now, self.policy)
         self._calls += 1
