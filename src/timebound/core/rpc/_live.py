@@ -387,7 +387,7 @@ class RpcService(Generic[P]):
                        now: int) -> Outgoing[P] | None:
         """``complete``, with the REPLY frame to send (None: the call was lost in a
         crash or superseded) not wrapped in a ``ServiceOutput`` (the driver's hot path)."""
-        return self.server.complete_reply(run.start, bytes((status,)) + data, now=now)
+        return self.server.complete_reply(run.start, _STATUS_BYTES[status] + data, now=now)
 
     def handle_timer(self, *, now: int) -> ServiceOutput[P]:
         self.server.handle_timer(now=now)
@@ -645,4 +645,6 @@ class RpcCaller:
 
 
 _STATUSES = tuple(Status)
+#: Each status's byte, by status value (``Status`` is an ``IntEnum``: it indexes).
+_STATUS_BYTES = tuple(bytes((status,)) for status in _STATUSES)
 _LAST_STATUS = len(_STATUSES) - 1
