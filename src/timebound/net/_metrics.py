@@ -13,7 +13,7 @@ from typing import Any
 COUNTERS = frozenset({
     "calls", "executions", "duplicates", "stale", "early", "down", "overloaded", "acks",
     "replies", "replies_retransmitted", "reply_acks", "malformed", "unauthenticated",
-    "late_completions", "socket_errors", "handler_errors",
+    "late_completions", "socket_errors", "handler_errors", "storage_errors",
 })
 PREFIX = "timebound_rpc_"
 

@@ -4,7 +4,8 @@ After aioquic's ``asyncio/server.py``: one ``DatagramProtocol`` hands every data
 and the clock's ``now`` to the sans-IO service, sends the frames it returns, runs
 the procedures it starts, and re-arms one timer at ``next_deadline()``. No protocol
 rule lives here: duplicates, refusals, ACKs, reply retransmission, garbage
-collection, ``latest`` on stable storage and authentication are all the core's.
+collection, ``latest`` on stable storage and authentication are all the core's;
+``latest`` is written in a worker thread (``_latest.LatestWriter``), off the loop.
 
 Handlers are ``def f(payload: bytes) -> bytes`` (run inline: null calls cost no task)
 or ``async def`` (one task per call). An exception becomes a REPLY with an error
@@ -21,7 +22,13 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from timebound.core.atmostonce import MemoryStorage, ReceiverConfig, StableRecord, StableStorage
+from timebound.core.atmostonce import (
+    ClassifiedReceiver,
+    MemoryStorage,
+    ReceiverConfig,
+    StableRecord,
+    StableStorage,
+)
 from timebound.core.rpc import Outgoing
 from timebound.core.rpc._live import (
     Invocation,
@@ -35,6 +42,7 @@ from timebound.errors import UsageError
 from timebound.net._clock import Clock, seconds
 from timebound.net._endpoint import on_signals
 from timebound.net._keys import keyring
+from timebound.net._latest import LatestWriter
 from timebound.storage import FileStorage
 
 Handler = Callable[[bytes], bytes] | Callable[[bytes], Awaitable[bytes]]
@@ -175,11 +183,16 @@ class RpcServer:
             self.storages = []
             self.storage = None
             stores = [MemoryStorage() for _ in range(classes)]
+        node = build_receiver(config, stores, start=now, capacity=capacity,
+                              high_water=high_water, deferred=storage is not None)
         self.service: RpcService[Address] = RpcService(
-            FrameCodec(ring), kappa=kappa,
-            receiver=build_receiver(config, stores, start=now, capacity=capacity,
-                                    high_water=high_water),
-        )
+            FrameCodec(ring), kappa=kappa, receiver=node)
+        # ``latest`` is fsynced in a worker thread, never in a datagram's callback.
+        self._latest: LatestWriter | None = None
+        if storage is not None:
+            self._latest = LatestWriter(
+                node.receivers if isinstance(node, ClassifiedReceiver) else [node],
+                self.storages)
         self.config = config
         self.socket_errors = 0
         self.handler_errors = 0
@@ -220,6 +233,8 @@ class RpcServer:
             task.cancel()
         self._transport.close()
         self._transport = None
+        if self._latest is not None:
+            await self._latest.drain()
         if self._closed is not None:
             self._closed.set()
 
@@ -233,6 +248,7 @@ class RpcServer:
         stats = dataclasses.asdict(self.service.statistics())
         stats["socket_errors"] = self.socket_errors
         stats["handler_errors"] = self.handler_errors
+        stats["storage_errors"] = 0 if self._latest is None else self._latest.storage_errors
         return stats
 
     # -- driving the core ----------------------------------------------------

@@ -36,6 +36,25 @@ down. A crash may carry its duration (``down``), in which case recovery is itsel
 timer. ``next_deadline()`` tells a driver when to call ``handle_timer`` again. A
 timer that will never fire is ``None`` (integer time has no infinity).
 
+Deferred writes (beyond the figures; for drivers with an event loop)
+--------------------------------------------------------------------
+Fig. 2-2 writes ``latest`` and only then uses it, so a driver whose storage is a
+file fsyncs on its hot path. With ``StableLatest(deferred=True)`` the periodic
+refreshes (and the estimator's updates) are not written by the receiver: each one
+becomes the *wanted* record, ``take_write()`` hands the wanted record to the driver
+(one write in flight at a time; a newer wanted record replaces an older one not yet
+handed out; ``write_wanted``, when a driver sets it, is told), and
+``write_done(record)`` reports it durable. ``EARLY`` is decided
+against the last *durable* ``latest`` only, so everything accepted is at or below a
+value on stable storage, exactly the invariant of SCMP 2.3: a crash at any moment,
+with any write in flight, recovers ``upper`` from storage above every accepted
+timestamp. Every record handed out carries the largest ``latest`` ever promised, so
+storage never goes backwards whatever order writes land in. The writes at creation
+and at recovery stay synchronous (they happen before the receiver serves), and a
+recovery with a write still in flight is a usage error: the driver must first learn
+whether it landed (a real crash ends the process, and its write, first).
+Tests: ``tests/test_atmostonce_deferred.py``.
+
 Verbs (aioquic's): ``receive(conn, ts, *, now)``, ``handle_timer(*, now)``,
 ``crash(*, now, down=None)``, ``restart(*, now)``, ``next_deadline()``,
 ``statistics()``. ``advance(now)`` is the old name of ``handle_timer``, kept as an
@@ -164,11 +183,16 @@ class MemoryStorage:
 
 @dataclass(frozen=True, slots=True)
 class StableLatest:
-    """Fig. 2-2 resilience: ``latest`` on stable storage, refreshed periodically."""
+    """Fig. 2-2 resilience: ``latest`` on stable storage, refreshed periodically.
+
+    ``deferred`` (default False) lets a driver write off its hot path (module
+    docstring, "Deferred writes"): the receiver's refreshes are handed out by
+    ``take_write()`` and count only once ``write_done`` reports them durable."""
 
     storage: StableStorage
     beta: int
     latest_every: int
+    deferred: bool = False
 
     def __post_init__(self) -> None:
         if self.beta < 0:
@@ -206,6 +230,9 @@ class Receiver:
     reorder_window: int = 1
     _windows: dict[str, list[int]] | None = None
     _held: int = 0
+    #: Deferred writes: called with the receiver when a record becomes wanted and no
+    #: write is in flight, so a driver need not poll ``take_write`` (set by drivers).
+    write_wanted: Callable[[Receiver], None] | None = None
 
     def __init__(
         self,
@@ -269,6 +296,11 @@ class Receiver:
         self.gcs = 0
         self.evicted = 0
         self._latest: int | None = None  # None: no bound (not StableLatest)
+        # Deferred writes: the largest latest put in any record, the record wanted
+        # next and the one the driver is writing (module docstring).
+        self._promised: int | None = None
+        self._wanted: StableRecord | None = None
+        self._in_flight: StableRecord | None = None
         self._tracks = estimator.observes
         # Only a resilient receiver can be down, recovering or see EARLY messages.
         self._guarded = resilience is not None
@@ -279,7 +311,7 @@ class Receiver:
         if isinstance(resilience, StableLatest):
             record = resilience.storage.read()
             if record is None:
-                self._write_latest(start + resilience.beta)
+                self._write_latest(start + resilience.beta, sync=True)
             else:
                 self._recover(start)
                 return
@@ -332,6 +364,35 @@ class Receiver:
             recovering=counts[_RECOVERING], full=counts[_FULL],
             gcs=self.gcs, evicted=self.evicted,
         )
+
+    # -- deferred writes (module docstring) ----------------------------------
+
+    def take_write(self) -> StableRecord | None:
+        """The record the driver must now write durably and then report with
+        ``write_done``; None when nothing is wanted or a write is in flight."""
+        record = self._wanted
+        if record is None or self._in_flight is not None:
+            return None
+        self._wanted = None
+        self._in_flight = record
+        return record
+
+    def write_done(self, record: StableRecord) -> None:
+        """``record`` (from ``take_write``) is durable: its ``latest`` is in force."""
+        if record is not self._in_flight:
+            raise ProtocolUsageError("write_done of a record that is not in flight")
+        self._in_flight = None
+        if not self._down and (self._latest is None or record.latest > self._latest):
+            self._latest = record.latest
+
+    def write_failed(self, record: StableRecord) -> None:
+        """Writing ``record`` (from ``take_write``) failed: it is wanted again (or a
+        newer record is), for the driver's next ``take_write``; nothing changed."""
+        if record is not self._in_flight:
+            raise ProtocolUsageError("write_failed of a record that is not in flight")
+        self._in_flight = None
+        if self._wanted is None and not self._down:
+            self._wanted = record
 
     # -- inputs --------------------------------------------------------------
 
@@ -525,6 +586,7 @@ class Receiver:
         self.upper = 0
         self._refuse_until = None
         self.estimator.lose_volatile()
+        self._wanted = None  # never handed out: lost with the process
         self._next_gc = self._next_refresh = None
         self._recover_at = None if down is None else now + down
         self._update_due()
@@ -539,6 +601,9 @@ class Receiver:
     # -- internals -----------------------------------------------------------
 
     def _recover(self, now: int) -> None:
+        if self._in_flight is not None:
+            raise ProtocolUsageError("recovery with a deferred write in flight: report "
+                                     "it (write_done) once it landed or failed")
         self._down = False
         self._no_evict_until = now + self.recovery_grace
         self._recover_at = None
@@ -552,8 +617,10 @@ class Receiver:
                 raise ProtocolUsageError("resilient recovery found nothing on stable storage")
             self.estimator.restore(record.estimate, record.p)
             self._latest = record.latest
+            self._promised = record.latest
+            self._wanted = None
             self.upper = record.latest
-            self._write_latest(now + resilience.beta)
+            self._write_latest(now + resilience.beta, sync=True)
         elif isinstance(resilience, MonotonicClock):
             self.upper = 0
             self._refuse_until = now + resilience.epsilon
@@ -576,12 +643,22 @@ class Receiver:
         armed = [t for t in timers if t is not None]
         self._due = min(armed) if armed else None
 
-    def _write_latest(self, candidate: int) -> None:
-        assert isinstance(self.resilience, StableLatest)
-        latest = candidate if self._latest is None else max(self._latest, candidate)
-        self.resilience.storage.write(
-            StableRecord(latest=latest, estimate=self.estimator.estimate, p=self.estimator.p)
-        )
+    def _write_latest(self, candidate: int, *, sync: bool = False) -> None:
+        resilience = self.resilience
+        assert isinstance(resilience, StableLatest)
+        latest = candidate
+        for bound in (self._latest, self._promised):
+            if bound is not None and bound > latest:
+                latest = bound
+        self._promised = latest
+        record = StableRecord(latest=latest, estimate=self.estimator.estimate,
+                              p=self.estimator.p)
+        if resilience.deferred and not sync:
+            self._wanted = record  # the driver writes it: take_write / write_done
+            if self._in_flight is None and self.write_wanted is not None:
+                self.write_wanted(self)
+            return
+        resilience.storage.write(record)
         self._latest = latest  # only after the write is durable (Fig. 2-2)
 
     def _gc(self, now: int) -> None:

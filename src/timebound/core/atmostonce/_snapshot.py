@@ -118,6 +118,8 @@ def restore_estimator(estimator: Estimator, data: Snapshot) -> None:
 
 def receiver_snapshot(receiver: Receiver) -> Snapshot:
     """The receiver's whole state as JSON-able data (module docstring)."""
+    if receiver._wanted is not None or receiver._in_flight is not None:
+        raise ProtocolUsageError("snapshot of a receiver with a deferred write pending")
     counts = receiver._counts
     windows: dict[str, list[int]] | None = getattr(receiver, "_windows", None)
     data: Snapshot = {
@@ -175,6 +177,7 @@ def restore_receiver(receiver: Receiver, data: Snapshot) -> Receiver:
     receiver._next_gc = _untime(data["next_gc"])
     receiver._next_refresh = _untime(data["next_refresh"])
     receiver._latest = _untime(data["latest"])
+    receiver._promised = receiver._latest
     accepted, duplicates, stale, *rare = (int(x) for x in data["counts"])
     receiver._accepted, receiver._duplicates, receiver._stale = accepted, duplicates, stale
     order = sorted(receiver._counts, key=lambda v: v.value)

@@ -197,13 +197,14 @@ def _call_procedure(message: bytes) -> str | None:
 
 
 def build_receiver(config: ReceiverConfig, storages: list[StableStorage], *, start: int,
-                   capacity: int | None = None,
-                   high_water: int | None = None) -> Receiver | ClassifiedReceiver:
+                   capacity: int | None = None, high_water: int | None = None,
+                   deferred: bool = False) -> Receiver | ClassifiedReceiver:
     """The receiver ``config`` names, with one class per storage in ``storages``
     (``crc32(utf-8 conn) mod K`` classes, as ``timebound replay atmostonce
     --classes K``; one storage: a plain ``Receiver``). ``capacity`` and
     ``high_water`` bound each class's table. A resilient config keeps each class's
-    ``latest`` in its own storage."""
+    ``latest`` in its own storage; ``deferred``: the driver writes it
+    (``StableLatest(deferred=True)``)."""
     if not storages:
         raise ProtocolUsageError("at least one storage (one class) is needed")
     if config.resilient and (config.beta is None or config.latest_every is None):
@@ -213,7 +214,7 @@ def build_receiver(config: ReceiverConfig, storages: list[StableStorage], *, sta
         resilience = None
         if config.resilient:
             assert config.beta is not None and config.latest_every is not None
-            resilience = StableLatest(storage, config.beta, config.latest_every)
+            resilience = StableLatest(storage, config.beta, config.latest_every, deferred)
         return Receiver(
             config.new_estimator(),
             gc_every=None if config.estimator == "limited" else config.gc_every,
