@@ -9,7 +9,7 @@ import random
 import socket
 
 from tests.test_net_channel_core import check_rules
-from tests.test_net_support import udp_drops
+from tests.test_net_support import settled_junk, udp_drops
 from timebound.core.slotted import Kind
 from timebound.core.wire import KIND_CHANNEL, FrameCodec, Key, Keyring
 from timebound.net import FaultProxy, Faults
@@ -121,13 +121,7 @@ def test_floods_are_dropped_and_counted_while_serving() -> None:
             await flood_task
             # drain: wait until the counters stop moving, and read the kernel's drop
             # count while the socket still exists (a closed socket reports none)
-            seen, still = -1, 0
-            while still < 3:
-                await asyncio.sleep(0.05)
-                stats = listener.statistics()
-                count = stats["malformed"] + stats["unauthenticated"]
-                still = still + 1 if count == seen else 0
-                seen = count
+            await settled_junk(listener.statistics, pause=0.05)
             dropped = udp_drops(port)
             listener.close()
             await reader

@@ -11,7 +11,7 @@ import itertools
 import random
 import socket
 
-from tests.test_net_support import udp_drops
+from tests.test_net_support import settled_junk, udp_drops
 from timebound.core.pubsub import SubscriberDelivery
 from timebound.core.wire import KIND_PUBSUB, FrameCodec, Key, Keyring
 from timebound.net import FaultProxy, Faults
@@ -133,13 +133,7 @@ def test_garbage_at_a_merger_is_counted_and_it_keeps_merging() -> None:
                 # let the merger drain the flood first: pub-sub datagrams are not
                 # retransmitted, and a socket buffer still full of junk would make the
                 # kernel drop the publisher's messages (not what this test is about)
-                seen, still = -1, 0
-                while still < 3:
-                    await asyncio.sleep(0.02)
-                    stats = merger.statistics()
-                    count = stats["malformed"] + stats["unauthenticated"]
-                    still = still + 1 if count == seen else 0
-                    seen = count
+                await settled_junk(merger.statistics)
                 async with Publisher("p", [merger.address], epsilon=EPS, delta=DELTA,
                                      key=key) as pub:
                     for i in range(20):

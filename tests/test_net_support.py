@@ -1,14 +1,18 @@
-"""Helpers of the live net tests: start ``timebound rpc serve`` as a process, read RSS."""
+"""Helpers of the live net tests: start ``timebound rpc serve`` as a process, read RSS,
+kernel drops and settled counters."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import select
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 TIMEBOUND = [sys.executable, "-m", "timebound.cli"]
 
@@ -75,3 +79,17 @@ def udp_drops(port: int) -> int:
             if int(fields[1].rsplit(":", 1)[1], 16) == port:
                 total += int(fields[-1])
     return total
+
+
+async def settled_junk(statistics: Callable[[], Mapping[str, Any]],
+                       pause: float = 0.02) -> int:
+    """Wait until a service's malformed + unauthenticated counters stop moving
+    (three reads in a row unchanged) and return their sum."""
+    seen, still = -1, 0
+    while still < 3:
+        await asyncio.sleep(pause)
+        stats = statistics()
+        count = stats["malformed"] + stats["unauthenticated"]
+        still = still + 1 if count == seen else 0
+        seen = count
+    return seen

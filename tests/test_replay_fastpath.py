@@ -9,10 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +20,7 @@ from hypothesis import strategies as st
 
 from tests.test_atmostonce_replay_matches_reference import options, traces
 from tests.test_pipeline_fastpath import spoiled
+from tests.test_safety_outputs import sigterm_mid_replay
 from timebound.cli import main
 from timebound.errors import TraceError
 from timebound.replay import _batch, replay_rows
@@ -131,22 +128,9 @@ def test_sigterm_during_the_batch_path_leaves_no_temporary_file(tmp_path: Path) 
         "ts": pa.array(range(1, n + 1), pa.int64()), "at": pa.array(range(n), pa.int64()),
     }), src)
     out = tmp_path / "out.parquet"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "timebound.cli", "replay", "atmostonce", "-i", str(src),
-         "-o", str(out), "--estimator", "unlimited", "--gc-every", "100"],
-        stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while len([p for p in os.listdir(tmp_path) if p.startswith(".")]) < 2:  # tmp, spool
-            assert proc.poll() is None and time.monotonic() < deadline, "no temp file seen"
-            time.sleep(0.01)
-        time.sleep(0.2)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 143, err
+    returncode, err = sigterm_mid_replay(
+        ["atmostonce", "-i", str(src), "-o", str(out), "--estimator", "unlimited",
+         "--gc-every", "100"], tmp_path, temporaries=2)  # the output and its spool
+    assert returncode == 143, err
     assert err.strip() == "timebound: terminated"
     assert sorted(os.listdir(tmp_path)) == ["big.parquet"]

@@ -129,6 +129,26 @@ def test_pipeline_output_folder_follows_the_umask(tmp_path: Path, spark: object)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "out"]
 
 
+def sigterm_mid_replay(args: list[str], folder: Path, temporaries: int) -> tuple[int, str]:
+    """Run ``timebound replay ARGS``, send SIGTERM once ``temporaries`` hidden files
+    are in ``folder`` (it is writing), and return its exit status and stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "timebound.cli", "replay", *args],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while len([p for p in os.listdir(folder) if p.startswith(".")]) < temporaries:
+            assert proc.poll() is None and time.monotonic() < deadline, "no temp file seen"
+            time.sleep(0.01)
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, err
+
+
 def _big_trace(path: Path, rows: int) -> None:
     with path.open("w", encoding="utf-8") as handle:
         for i in range(rows):
@@ -142,21 +162,8 @@ def test_sigterm_during_a_replay_leaves_no_temporary_file(tmp_path: Path,
     src = tmp_path / "big.jsonl"
     _big_trace(src, 150_000)
     out = tmp_path / f"out{suffix}"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "timebound.cli", "replay", "slotted", "-i", str(src),
-         "-o", str(out)], stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while not [p for p in os.listdir(tmp_path) if p.startswith(".")]:
-            assert proc.poll() is None and time.monotonic() < deadline, "no temp file seen"
-            time.sleep(0.01)
-        time.sleep(0.2)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 143, err
+    returncode, err = sigterm_mid_replay(["slotted", "-i", str(src), "-o", str(out)],
+                                         tmp_path, temporaries=1)
+    assert returncode == 143, err
     assert err.strip() == "timebound: terminated"
     assert sorted(os.listdir(tmp_path)) == ["big.jsonl"]
