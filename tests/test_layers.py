@@ -8,7 +8,8 @@
   stdlib; no pyarrow, pyspark, numpy...);
 - leaf helpers ``timebound.storage`` (errors, core), ``timebound.sparkutil`` (errors
   only: the Spark plumbing shared by ``pipeline`` and ``stream``) and
-  ``timebound._safety``, ``timebound.claims`` (errors, contract);
+  ``timebound._safety``, ``timebound.claims`` (errors, contract), ``timebound._compiled``
+  (nothing of ours: which build of the at-most-once core is imported);
 - drivers ``replay``, ``sim``, ``pipeline``, ``net``, ``stream``: adapters, contract,
   core, errors and the leaf helpers, and themselves -- never another driver, never
   ``report``, ``cli``, ``demo`` or ``sweep``;
@@ -35,7 +36,7 @@ FORBIDDEN_IN_CORE = {
     "selectors", "uuid", "pathlib", "tempfile", "shutil", "numpy", "signal",
 }
 
-LEAF_HELPERS = {"storage", "sparkutil", "_safety", "claims"}
+LEAF_HELPERS = {"storage", "sparkutil", "_safety", "claims", "_compiled"}
 DRIVERS = {"replay", "sim", "pipeline", "net", "stream"}
 TOP = {"cli", "demo", "sweep", "__init__"}
 
@@ -47,6 +48,7 @@ ALLOWED: dict[str, set[str]] = {
     "adapters": {"core", "errors", "contract"},
     "storage": {"errors", "core"},
     "sparkutil": {"errors"},
+    "_compiled": set(),
     "_safety": {"errors", "contract"},
     "claims": {"errors", "contract"},
     "examples": set(),

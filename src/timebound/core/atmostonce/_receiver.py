@@ -132,18 +132,21 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable
-from dataclasses import dataclass
 from heapq import heappop, heappush
-from typing import Any, Protocol
 
 from timebound.core.atmostonce._estimators import Estimator
-from timebound.core.atmostonce._events import (
-    ReceiverStatistics,
-    StableRecord,
-    Verdict,
-    by_constructor,
+from timebound.core.atmostonce._events import ReceiverStatistics, StableRecord, Verdict
+from timebound.core.atmostonce._resilience import (
+    MemoryStorage,
+    MonotonicClock,
+    Resilience,
+    StableLatest,
+    StableStorage,
 )
 from timebound.errors import ProtocolUsageError
+
+__all__ = ["MemoryStorage", "MonotonicClock", "Receiver", "Resilience", "StableLatest",
+           "StableStorage"]
 
 _ACCEPTED = Verdict.ACCEPTED
 _DUPLICATE = Verdict.DUPLICATE
@@ -154,71 +157,6 @@ _RECOVERING = Verdict.RECOVERING
 _FULL = Verdict.FULL
 
 
-class StableStorage(Protocol):
-    """Where a resilient receiver keeps ``latest`` (and the estimator's state).
-
-    Drivers implement it (a file written atomically, a database row...); ``write``
-    must be durable when it returns. ``timebound.core`` ships only ``MemoryStorage``.
-    """
-
-    def read(self) -> StableRecord | None: ...
-
-    def write(self, record: StableRecord) -> None: ...
-
-
-class MemoryStorage:
-    """Stable storage that survives a simulated crash of the receiver object only."""
-
-    def __init__(self, record: StableRecord | None = None) -> None:
-        self.record = record
-        self.writes = 0
-
-    def read(self) -> StableRecord | None:
-        return self.record
-
-    def write(self, record: StableRecord) -> None:
-        self.record = record
-        self.writes += 1
-
-
-@dataclass(frozen=True, slots=True)
-class StableLatest:
-    """Fig. 2-2 resilience: ``latest`` on stable storage, refreshed periodically.
-
-    ``deferred`` (default False) lets a driver write off its hot path (module
-    docstring, "Deferred writes"): the receiver's refreshes are handed out by
-    ``take_write()`` and count only once ``write_done`` reports them durable."""
-
-    storage: StableStorage
-    beta: int
-    latest_every: int
-    deferred: bool = False
-
-    def __post_init__(self) -> None:
-        if self.beta < 0:
-            raise ProtocolUsageError(f"beta must be >= 0, got {self.beta}")
-        if self.latest_every < 1:
-            raise ProtocolUsageError(f"latest_every must be >= 1, got {self.latest_every}")
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return by_constructor(self)
-
-
-@dataclass(frozen=True, slots=True)
-class MonotonicClock:
-    """Section 2.2's alternative for a monotonic clock: no storage, epsilon windows."""
-
-    epsilon: int
-
-    def __post_init__(self) -> None:
-        if self.epsilon < 0:
-            raise ProtocolUsageError(f"epsilon must be >= 0, got {self.epsilon}")
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return by_constructor(self)
-
-
-Resilience = StableLatest | MonotonicClock
 
 
 class Receiver:

@@ -1,0 +1,76 @@
+"""How a resilient receiver survives a crash (SCMP Fig. 2-2 and section 2.2): the
+stable storage it keeps ``latest`` on, and the two resilience options.
+
+Kept apart from ``_receiver`` (which the mypyc build compiles: ``timebound._compiled``)
+so that these stay plain Python classes: a driver may subclass ``MemoryStorage`` or
+implement ``StableStorage``, and the records pickle as usual.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from timebound.core.atmostonce._events import StableRecord
+from timebound.errors import ProtocolUsageError
+
+
+class StableStorage(Protocol):
+    """Where a resilient receiver keeps ``latest`` (and the estimator's state).
+
+    Drivers implement it (a file written atomically, a database row...); ``write``
+    must be durable when it returns. ``timebound.core`` ships only ``MemoryStorage``.
+    """
+
+    def read(self) -> StableRecord | None: ...
+
+    def write(self, record: StableRecord) -> None: ...
+
+
+class MemoryStorage:
+    """Stable storage that survives a simulated crash of the receiver object only."""
+
+    def __init__(self, record: StableRecord | None = None) -> None:
+        self.record = record
+        self.writes = 0
+
+    def read(self) -> StableRecord | None:
+        return self.record
+
+    def write(self, record: StableRecord) -> None:
+        self.record = record
+        self.writes += 1
+
+
+@dataclass(frozen=True, slots=True)
+class StableLatest:
+    """Fig. 2-2 resilience: ``latest`` on stable storage, refreshed periodically.
+
+    ``deferred`` (default False) lets a driver write off its hot path (module
+    docstring, "Deferred writes"): the receiver's refreshes are handed out by
+    ``take_write()`` and count only once ``write_done`` reports them durable."""
+
+    storage: StableStorage
+    beta: int
+    latest_every: int
+    deferred: bool = False
+
+    def __post_init__(self) -> None:
+        if self.beta < 0:
+            raise ProtocolUsageError(f"beta must be >= 0, got {self.beta}")
+        if self.latest_every < 1:
+            raise ProtocolUsageError(f"latest_every must be >= 1, got {self.latest_every}")
+
+
+@dataclass(frozen=True, slots=True)
+class MonotonicClock:
+    """Section 2.2's alternative for a monotonic clock: no storage, epsilon windows."""
+
+    epsilon: int
+
+    def __post_init__(self) -> None:
+        if self.epsilon < 0:
+            raise ProtocolUsageError(f"epsilon must be >= 0, got {self.epsilon}")
+
+
+Resilience = StableLatest | MonotonicClock
