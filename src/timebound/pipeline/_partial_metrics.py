@@ -315,7 +315,7 @@ class Gathered:
             if p.overflow:
                 return False
             if p.lo is not None:
-                lo, hi = self.spans[run]
+                lo, hi = self.spans.get(run, (p.lo + 1, p.lo))  # no span: refused
                 if p.lo < lo or p.hi is None or p.hi > hi:
                     return False
         # each run's span is its groups' span (as the decision table would give it)

@@ -26,7 +26,6 @@ decision table; each returns a DataFrame of that shape. Measures:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from functools import reduce
 from typing import TYPE_CHECKING
 
@@ -196,14 +195,9 @@ from timebound.pipeline import _fast_metrics  # noqa: E402
 BY_TABLE["messages"] = _fast_metrics.atmostonce
 
 
-def metrics(spark: SparkSession, decisions: dict[str, DataFrame],
-            ready: Mapping[str, list[DataFrame]] | None = None) -> DataFrame:
-    """The metrics table of every decision table given (``table -> DataFrame``);
-    ``ready`` holds a table's measures already computed another way (the at-most-once
-    measures gathered while the operator decided), used instead of reading it."""
-    ready = ready or {}
-    parts = [part for table, df in decisions.items()
-             for part in (ready[table] if table in ready else BY_TABLE[table](df))]
+def metrics(spark: SparkSession, decisions: dict[str, DataFrame]) -> DataFrame:
+    """The metrics table of every decision table given (``table -> DataFrame``)."""
+    parts = [part for table, df in decisions.items() for part in BY_TABLE[table](df)]
     empty = spark.createDataFrame([], METRICS)
     frames = [part.select(*METRICS.names) for part in parts]
     return reduce(lambda a, b: a.unionByName(b), frames, empty)
