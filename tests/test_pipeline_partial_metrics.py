@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.test_pipeline_atmostonce import generated
+from tests.test_pipeline_fastpath_metrics import _collect
 from tests.test_pipeline_support import write_table
 from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.cli import main
@@ -29,14 +30,6 @@ OPTIONS = {
     "b": {"estimator": "fixed", "rho": 40, "gc_every": 7, "classes": 1},
     "c": {"estimator": "limited", "window": 4, "spikes": 1, "p": 2, "classes": 2},
 }
-
-
-def _collect(frames: list[Any]) -> list[tuple]:
-    out = []
-    for frame in frames:
-        for r in frame.select("run", "protocol", "measure", "value", "t").collect():
-            out.append((r["run"], r["protocol"], r["measure"], r["t"], r["value"]))
-    return sorted(out, key=lambda x: (x[0], x[1], x[2], -1 if x[3] is None else x[3]))
 
 
 def _sorted(rows: list[tuple]) -> list[tuple]:

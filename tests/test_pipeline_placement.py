@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.test_pipeline_atmostonce import generated
+from tests.test_pipeline_partial_metrics import OPTIONS
 from tests.test_pipeline_support import write_table
 from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.core.atmostonce import crc32_class
@@ -18,14 +19,6 @@ from timebound.pipeline._group import translate_errors
 from timebound.pipeline.datasets import read_table
 
 pytestmark = pytest.mark.spark
-
-OPTIONS = {
-    "a": {"estimator": "unlimited", "gc_every": 50, "resilient": True, "beta": 400,
-          "latest_every": 100, "classes": 3},
-    "b": {"estimator": "fixed", "rho": 40, "gc_every": 7, "classes": 1},
-    "c": {"estimator": "limited", "window": 4, "spikes": 1, "p": 2, "classes": 4},
-}
-
 
 def _decided(df: Any, by_receiver: bool) -> list[tuple]:
     options = {run: AtMostOnceOptions.from_values(v) for run, v in OPTIONS.items()}
