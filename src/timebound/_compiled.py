@@ -7,11 +7,12 @@ the Spark operator and the replay then decide a message in about 0.5 us instead 
 0.7-0.9 us. Nothing else changes: same classes, same decisions (tests run on whichever
 is in use, and ``tests/test_compiled_core.py`` checks the two equal on generated traces).
 
-- ``python -m timebound._compiled build`` (``scripts/setup.sh`` runs it; it needs mypy
+- ``scripts/compile_core.py build`` (``scripts/setup.sh`` runs it; it needs mypy
   and a C compiler, and failing leaves the pure Python in use) writes each extension
   beside its ``.py`` and mypyc's shared runtime library in the folder holding the
   ``timebound`` package, and records what it wrote and each source's SHA-256 in
-  ``timebound/core/atmostonce/.compiled.json``. ``... clean`` removes exactly those files.
+  ``timebound/core/atmostonce/.compiled.json``; a failed or interrupted build removes
+  what it wrote. ``... clean`` removes exactly the recorded files.
 - At import (``timebound/__init__.py`` calls ``select``): if any compiled source has
   changed since the build, or ``TIMEBOUND_PURE_PYTHON=1``, a finder placed first on
   ``sys.meta_path`` loads all three modules from their ``.py`` files, so a stale build
@@ -26,6 +27,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -118,11 +120,18 @@ def build() -> list[str]:
 
     root = os.path.dirname(_HERE)  # the folder holding the timebound package
     clean()
-    before = set(os.listdir(root))
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    before = {folder: set(os.listdir(folder)) for folder in (root, _FOLDER)}
+
+    def written() -> list[str]:
+        return [os.path.join(folder, name) for folder, names in before.items()
+                for name in set(os.listdir(folder)) - names if name.endswith(suffixes)]
+
     old = os.getcwd()
-    with tempfile.TemporaryDirectory(prefix="timebound-mypyc-") as tmp:
-        os.chdir(root)
-        try:
+    try:
+        with tempfile.TemporaryDirectory(prefix="timebound-mypyc-") as tmp:
+            os.chdir(root)
+            os.environ["MYPY_CACHE_DIR"] = os.path.join(tmp, "mypy-cache")  # not in src
             paths = [os.path.join("timebound", "core", "atmostonce", f"{n}.py") for n in MODULES]
             extensions = mypycify(paths, opt_level="3", target_dir=os.path.join(tmp, "c"))
             dist = Distribution({"name": "timebound-core", "ext_modules": extensions})
@@ -131,13 +140,13 @@ def build() -> list[str]:
             command.build_temp = os.path.join(tmp, "temp")
             command.build_lib = os.path.join(tmp, "lib")
             dist.run_command("build_ext")
-        finally:
-            os.chdir(old)
-    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
-    files = [os.path.join(_FOLDER, name) for name in os.listdir(_FOLDER)
-             if name.startswith(MODULES) and name.endswith(suffixes)]
-    files += [os.path.join(root, name) for name in set(os.listdir(root)) - before
-              if name.endswith(suffixes) and "__mypyc" in name]
+    except BaseException:  # a failed or interrupted build leaves none of its files
+        for path in written():
+            os.remove(path)
+        raise
+    finally:
+        os.chdir(old)
+    files = written()
     with open(RECORD, "w", encoding="utf-8") as handle:
         json.dump({"tag": sys.implementation.cache_tag, "files": sorted(files),
                    "sources": {name: _digest(name) for name in MODULES}}, handle, indent=1)
@@ -160,7 +169,7 @@ def clean() -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args not in (["build"], ["clean"], ["status"]):
-        print("usage: python -m timebound._compiled build|clean|status", file=sys.stderr)
+        print("usage: scripts/compile_core.py build|clean|status", file=sys.stderr)
         return 2
     if args == ["status"]:
         print(status())
@@ -169,8 +178,16 @@ def main(argv: list[str] | None = None) -> int:
         for path in clean():
             print(f"removed {path}")
         return 0
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)  # unwinds through build(): its files are removed
+
+    signal.signal(signal.SIGTERM, stop)
     try:
         files = build()
+    except (KeyboardInterrupt, SystemExit) as exc:
+        print("timebound: compiled core build interrupted: nothing of it was kept",
+              file=sys.stderr)
+        return exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 130
     except Exception as exc:  # no mypy, no compiler...: the pure Python stays in use
         print(f"timebound: compiled core not built ({type(exc).__name__}: "
               f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}); "
@@ -178,7 +195,3 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"compiled core: {len(files)} files written")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
