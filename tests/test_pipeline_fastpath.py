@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -148,3 +149,40 @@ def test_hand_trace_fast_segments_around_a_crash() -> None:
     assert (decided.fast_rows, decided.slow_rows) == (20, 1)
     assert columnar(Hand, rows, [])[0] == row_path(Hand, rows)[0]
     assert "down" in decided.verdict.to_pylist()
+
+
+@pytest.mark.parametrize("path", ["columns", "rows"])
+def test_a_connection_routed_to_another_class_stops_the_group(path: str) -> None:
+    """Spark's crc32 and the core's classifier must agree on every connection: a row
+    routed to a class the core would not give it raises, naming it, on the column-wise
+    path (each distinct id) and on the row path (each message)."""
+
+    class Hand:
+        estimator, rho, gc_every, window, spikes, p = "fixed", 100, 10, None, None, None
+        resilient, beta, latest_every, recovery_grace, classes = False, None, None, None, 4
+
+    k = Hand.classes
+    conns = [f"c{i}" for i in range(40)]
+    mine = [c for c in conns if zlib.crc32(c.encode()) % k == 1]
+    stray = next(c for c in conns if zlib.crc32(c.encode()) % k != 1)
+    rows = [{"seq": i + 1, "type": "msg", "receiver": "s", "conn": mine[i % len(mine)],
+             "ts": 5 + i, "at": 10 + i} for i in range(12)]
+    rows[6]["conn"] = stray
+    if path == "rows":
+        rows[9]["ts"] = 0  # a malformed row later on: the segment takes the row path
+    table = pa.Table.from_pylist(rows, schema=SCHEMA)
+    table = table.append_column("cls", pa.array([1] * len(rows), pa.int64()))
+    schema = SCHEMA.append(pa.field("verdict", pa.string())).append(
+        pa.field("rho", pa.int64())).append(pa.field("entries", pa.int64())).append(
+        pa.field("cls", pa.int64()))
+    with pytest.raises(AssertionError, match=f"class 1 differs .* for conn '{stray}'"):
+        _columnar.atmostonce_group(adapter(Hand), SOURCE, table, 1, k, schema)
+    rows[6]["conn"] = mine[0]  # routed right: decided (the row path's error, if malformed)
+    table = pa.Table.from_pylist(rows, schema=SCHEMA).append_column(
+        "cls", pa.array([1] * len(rows), pa.int64()))
+    if path == "rows":
+        with pytest.raises(TraceError, match="ts"):
+            _columnar.atmostonce_group(adapter(Hand), SOURCE, table, 1, k, schema)
+    else:
+        out = _columnar.atmostonce_group(adapter(Hand), SOURCE, table, 1, k, schema)
+        assert out.num_rows == len(rows)

@@ -34,7 +34,7 @@ from types import ModuleType
 from typing import Any
 
 PACKAGE = "timebound.core.atmostonce"
-MODULES = ("_events", "_estimators", "_receiver")
+MODULES = ("_events", "_estimators", "_receiver", "_drive")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _FOLDER = os.path.join(_HERE, "core", "atmostonce")
 RECORD = os.path.join(_FOLDER, ".compiled.json")

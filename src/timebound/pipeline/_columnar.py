@@ -1,9 +1,9 @@
 """Column-wise group bodies of the Spark operators (Arrow in, Arrow out).
 
-A group's Arrow table is sorted by ``seq`` in Arrow (C++), decided column-wise by the
-adapter's receivers column-wise (``_fast_atmostonce``, the core's receivers
-over integer-coded columns, crash and malformed rows on the replayer's row path), and
-the output is the sorted input columns (rows with a decision) plus the decision
+A group's Arrow table is sorted by ``seq`` in Arrow (C++) unless it arrives in that
+order, decided column-wise by the adapter's receivers (``_fast_atmostonce``: the
+core's receivers over integer-coded columns, crash and malformed rows on the
+replayer's row path), and the output is the sorted input columns (rows with a decision) plus the decision
 columns: no ``to_pylist`` of whole rows, no per-row dicts.
 """
 
@@ -13,33 +13,33 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from timebound.adapters import Row
 from timebound.core.atmostonce import crc32_class
-from timebound.pipeline._fast_atmostonce import decide_table
+from timebound.pipeline._fast_atmostonce import decide_table, misrouted
 
 
 def atmostonce_group(replayer: Any, source: str, table: pa.Table, cls: int, k: int,
                      schema: pa.Schema) -> pa.Table:
     """One (run, receiver, cls) group of ``messages`` -> its decision rows."""
-    table = table.sort_by([("seq", "ascending")])
     seqs = table.column("seq").to_numpy()
-    if k > 1:
-        # Spark's SQL crc32 routed these rows; the core's classifier must agree on
-        # every distinct connection id (each checked once).
-        messages = table.filter(pc.equal(table.column("type"), "msg"))
-        conns = pc.unique(pc.drop_null(messages.column("conn"))).to_pylist()
-        for conn in conns:
-            if crc32_class(conn, k) != cls:
-                raise AssertionError(f"Spark crc32 class {cls} differs from the core's "
-                                     f"for conn {conn!r}")
+    if len(seqs) > 1 and bool(np.any(seqs[1:] < seqs[:-1])):  # else in order already
+        table = table.sort_by([("seq", "ascending")])
+        seqs = table.column("seq").to_numpy()
 
+    # Spark's SQL crc32 routed these rows; the core's classifier must agree on every
+    # connection id: the column-wise path checks each distinct id of a segment once
+    # (``expect_class``), the row path each message it is given.
     def row_path(i: int) -> list[Any]:
         data = {n: v for n, v in table.slice(i, 1).to_pylist()[0].items() if v is not None}
+        conn = data.get("conn")
+        if k > 1 and data.get("type") == "msg" and isinstance(conn, str) \
+                and crc32_class(conn, k) != cls:
+            raise AssertionError(misrouted(conn, cls, k))
         return list(replayer.feed(Row(source, int(seqs[i]), data)))
 
-    decided = decide_table(replayer, source, table, seqs, row_path)
+    decided = decide_table(replayer, source, table, seqs, row_path,
+                           expect_class=cls if k > 1 else None)
     extra = {"verdict": decided.verdict, "rho": decided.rho, "entries": decided.entries,
              "cls": pa.array(np.full(len(decided.keep), cls, dtype=np.int64))}
     if len(decided.keep) != table.num_rows:

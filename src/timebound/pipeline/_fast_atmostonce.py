@@ -10,11 +10,13 @@ table most of that is column-wide work, done here once per column in Arrow/numpy
   fails any of them is handed to the row path untouched, which raises the exact
   ``file:line: field`` error (nothing is decided before every check passed);
 - receivers and connection ids are dictionary-encoded; each distinct id is
-  classified once by the core's own classifier (``crc32(utf-8 conn) mod K``);
+  classified once by the core's own classifier (``crc32_classes``: ``crc32(utf-8
+  conn) mod K``), and checked against the class Spark routed it to, if any;
 - receivers (and their classes) are independent, so the rows of each
-  (receiver, class) run through that one core ``Receiver`` in file order, in a tight
-  loop of exactly the calls ``decide`` makes (timers, down check, ``estimate``,
-  ``receive``, ``entries``), and the results are scattered back to file order.
+  (receiver, class) run through that one core ``Receiver`` in file order, through
+  the core's ``_drive`` loop of exactly the calls ``decide`` makes (timers, down
+  check, ``estimate``, ``receive``, ``entries``; compiled with the receiver), and
+  the results are scattered back to file order.
 
 Crash rows (any ``type`` other than ``msg``) split a table into segments; they go
 through the row path between the segments, so crashes land at the right place.
@@ -34,7 +36,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from timebound.core.atmostonce import Verdict, crc32_classifier
+from timebound.core.atmostonce import Verdict, crc32_classes
+from timebound.core.atmostonce._drive import drive, drive_resilient
 
 
 def path() -> str:
@@ -46,8 +49,6 @@ def path() -> str:
 #: Verdict codes (int8) -> output strings.
 NAMES = tuple(v.value for v in Verdict)
 _CODE = {name: i for i, name in enumerate(NAMES)}
-_DOWN = _CODE["down"]
-_NEVER = float("inf")
 _NAMES_ARRAY = pa.array(NAMES, pa.string())
 _MESSAGE_COLUMNS = ("receiver", "conn", "ts", "at")
 _TYPES = {"receiver": pa.string(), "conn": pa.string(), "ts": pa.int64(), "at": pa.int64()}
@@ -70,13 +71,17 @@ class Decided:
 
 
 def decide_table(replayer: Any, source: str, table: pa.Table, lines: np.ndarray,
-                 row_path: Callable[[int], Sequence[Any]]) -> Decided:
+                 row_path: Callable[[int], Sequence[Any]], *,
+                 expect_class: int | None = None) -> Decided:
     """Decide every row of ``table`` (in row order) with ``replayer``.
 
     ``lines[i]`` numbers row ``i`` in errors. ``row_path(i)`` feeds row ``i`` to the
     replayer's row path and returns its output rows (dicts with verdict, rho,
     entries); it is used for crash rows and for any segment that is not plainly
-    well-formed, so errors are the replay's own."""
+    well-formed, so errors are the replay's own. ``expect_class``: every message's
+    connection was routed to this class by someone else (Spark's ``crc32``); each
+    distinct id is checked against the core's classifier before its rows are decided
+    (``AssertionError`` naming it otherwise; ``row_path`` must check its own rows)."""
     n = table.num_rows
     verdict = np.zeros(n, dtype=np.int8)
     rho = np.zeros(n, dtype=np.int64)
@@ -111,7 +116,7 @@ def decide_table(replayer: Any, source: str, table: pa.Table, lines: np.ndarray,
             segment = table.slice(start, stop - start)
             if _decide_segment(replayer, source, segment, lines[start:stop],
                                verdict[start:stop], rho[start:stop],
-                               entries[start:stop], valid[start:stop]):
+                               entries[start:stop], valid[start:stop], expect_class):
                 produced[start:stop] = True
                 fast += stop - start
             else:
@@ -132,6 +137,12 @@ def decide_table(replayer: Any, source: str, table: pa.Table, lines: np.ndarray,
     )
 
 
+def misrouted(conn: str, cls: int, classes: int) -> str:
+    """The error of a connection routed to a class the core's classifier disagrees with."""
+    return (f"Spark crc32 class {cls} differs from the core's "
+            f"({crc32_classes([conn], classes)[0]}) for conn {conn!r}")
+
+
 def _well_formed(segment: pa.Table) -> bool:
     for name in _MESSAGE_COLUMNS:
         if name not in segment.column_names:
@@ -147,7 +158,7 @@ def _well_formed(segment: pa.Table) -> bool:
 
 def _decide_segment(replayer: Any, source: str, segment: pa.Table, lines: np.ndarray,
                     verdict: np.ndarray, rho: np.ndarray, entries: np.ndarray,
-                    valid: np.ndarray) -> bool:
+                    valid: np.ndarray, expect_class: int | None = None) -> bool:
     """Decide a segment of message rows; False (and nothing changed) when any row is
     malformed or goes back in time (the caller takes the row path)."""
     if not _well_formed(segment):
@@ -181,12 +192,16 @@ def _decide_segment(replayer: Any, source: str, segment: pa.Table, lines: np.nda
 
     # (receiver, class) groups, each in file order
     classes = replayer.options.classes
-    classify = crc32_classifier(classes)
-    conn_class = np.fromiter((classify(c) for c in conns), dtype=np.int64, count=len(conns))
+    conn_class = np.array(crc32_classes(conns, classes), dtype=np.int64)
+    if expect_class is not None:
+        wrong = np.flatnonzero(conn_class != expect_class)
+        if len(wrong):
+            raise AssertionError(misrouted(conns[int(wrong[0])], expect_class, classes))
     key = rcode * classes + conn_class[ccode]
     order = np.argsort(key, kind="stable")
     k_sorted = key[order]
     starts = np.flatnonzero(np.r_[True, k_sorted[1:] != k_sorted[:-1]]).tolist()
+    conn_objects = np.array(conns, dtype=object)
     counts = replayer._verdicts
     peak = replayer._peak_entries
     resilient = replayer.config.resilient
@@ -198,14 +213,13 @@ def _decide_segment(replayer: Any, source: str, segment: pa.Table, lines: np.nda
         name = names[rcode[first]]
         node = replayer.node(name)
         receiver = node.receiver_for(conns[ccode[first]])
-        g_conns = [conns[c] for c in ccode[idx].tolist()]
-        codes, rhos, sizes, ok = _loop(receiver, g_conns, ts[idx].tolist(),
-                                       at[idx].tolist(), resilient)
+        codes, rhos, sizes, ok = _loop(receiver, conn_objects[ccode[idx]].tolist(),
+                                       ts[idx].tolist(), at[idx].tolist(), resilient)
         verdict[idx] = codes
         rho[idx] = rhos
         entries[idx] = sizes
         valid[idx] = ok
-        peak = max(peak, max(sizes))
+        peak = max(peak, int(sizes.max()))
         for code, count in enumerate(np.bincount(codes, minlength=len(NAMES)).tolist()):
             tally[code] += count
     lasts = np.r_[firsts[1:] - 1, len(at_sorted) - 1]
@@ -222,57 +236,14 @@ def _decide_segment(replayer: Any, source: str, segment: pa.Table, lines: np.nda
 
 def _loop(receiver: Any, conns: list[str], stamps: list[int], times: list[int],
           resilient: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | bool]:
-    """One core receiver over its rows in order: exactly ``decide``'s calls (timers
-    due, the down check, ``estimate`` in force, ``receive``, ``entries``). The last
-    item is the per-row "not down" mask, or True when no row was refused as down."""
+    """One core receiver over its rows in order (``core.atmostonce.drive``: exactly
+    ``decide``'s calls). The last item is the per-row "not down" mask, or True when
+    the receiver is not resilient (never down)."""
     if resilient:
-        return _loop_resilient(receiver, conns, stamps, times)
-    tick = receiver.handle_timer
-    receive = receiver.receive
-    estimator = receiver.estimator
-    code = _CODE
-    codes: list[int] = []
-    rhos: list[int] = []
-    sizes: list[int] = []
-    add_code, add_rho, add_size = codes.append, rhos.append, sizes.append
-    deadline = receiver.next_deadline()
-    if deadline is None:
-        deadline = _NEVER
-    for conn, ts, at in zip(conns, stamps, times):
-        if at >= deadline:
-            tick(now=at)
-            deadline = receiver.next_deadline()
-            if deadline is None:
-                deadline = _NEVER
-        add_rho(estimator.estimate)
-        add_code(code[receive(conn, ts, now=at)._value_])
-        add_size(receiver.entries)
+        codes, rhos, sizes, up = drive_resilient(receiver, conns, stamps, times)
+        ok: np.ndarray | bool = np.array(up, dtype=bool)
+    else:
+        codes, rhos, sizes = drive(receiver, conns, stamps, times)
+        ok = True
     return (np.array(codes, dtype=np.int8), np.array(rhos, dtype=np.int64),
-            np.array(sizes, dtype=np.int64), True)
-
-
-def _loop_resilient(receiver: Any, conns: list[str], stamps: list[int], times: list[int],
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | bool]:
-    tick = receiver.handle_timer
-    receive = receiver.receive
-    estimator = receiver.estimator
-    code = _CODE
-    codes: list[int] = []
-    rhos: list[int] = []
-    sizes: list[int] = []
-    ok: list[bool] = []
-    for conn, ts, at in zip(conns, stamps, times):
-        tick(now=at)
-        if receiver.down:
-            receive(conn, ts, now=at)  # counted by the core as refused while down
-            codes.append(_DOWN)
-            rhos.append(0)
-            sizes.append(0)
-            ok.append(False)
-            continue
-        rhos.append(estimator.estimate)
-        codes.append(code[receive(conn, ts, now=at)._value_])
-        sizes.append(receiver.entries)
-        ok.append(True)
-    return (np.array(codes, dtype=np.int8), np.array(rhos, dtype=np.int64),
-            np.array(sizes, dtype=np.int64), np.array(ok, dtype=bool))
+            np.array(sizes, dtype=np.int64), ok)

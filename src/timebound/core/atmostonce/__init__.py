@@ -13,6 +13,7 @@ from timebound.core.atmostonce._classes import (
     ClassifiedStatistics,
     Classifier,
     crc32_class,
+    crc32_classes,
     crc32_classifier,
 )
 from timebound.core.atmostonce._config import ESTIMATORS, ReceiverConfig
@@ -60,6 +61,7 @@ __all__ = [
     "Verdict",
     "classified_snapshot",
     "crc32_class",
+    "crc32_classes",
     "crc32_classifier",
     "nextpow2",
     "receiver_snapshot",
