@@ -186,3 +186,50 @@ def test_a_connection_routed_to_another_class_stops_the_group(path: str) -> None
     else:
         out = _columnar.atmostonce_group(adapter(Hand), SOURCE, table, 1, k, schema)
         assert out.num_rows == len(rows)
+
+
+@pytest.mark.parametrize("span", [None, 3])
+def test_partition_stream_equals_each_group_alone(monkeypatch: pytest.MonkeyPatch,
+                                                  span: int | None) -> None:
+    """One partition as the operator streams it (two runs, two receivers, classes,
+    crash rows copied to every class, cut into batches) decides each (run, receiver,
+    cls) group exactly as that group decided alone; also when the group codes must be
+    renumbered on the way (``span``: a tiny bound forces it)."""
+    from tests.test_pipeline_atmostonce import generated
+    from timebound.adapters import ATMOSTONCE
+    from timebound.pipeline import atmostonce
+
+    if span is not None:
+        monkeypatch.setattr(atmostonce, "_SPAN", span)
+    runs = {"a": {"estimator": "fixed", "rho": 60, "gc_every": 9, "classes": 3,
+                  "resilient": True, "beta": 40, "latest_every": 25},
+            "b": {"estimator": "unlimited", "gc_every": 5, "classes": 2}}
+    options = {run: AtMostOnceOptions.from_values(v) for run, v in runs.items()}
+    schema = pa.schema([("run", pa.string()), *SCHEMA, ("cls", pa.int64())])
+    rows = []
+    for run, values in runs.items():
+        k = values["classes"]
+        for line, row in enumerate(generated(len(run), receivers=2, rows=300,
+                                             crashes="beta" in values), start=1):
+            for cls in (range(k) if row["type"] == "crash"
+                        else [zlib.crc32(row["conn"].encode()) % k]):
+                rows.append(dict(row, run=run, seq=line, cls=cls))
+    rows.sort(key=lambda r: r["seq"])  # the JVM's order: by seq, groups interleaved
+    table = pa.Table.from_pylist(rows, schema=schema)
+    out_schema = schema.append(pa.field("verdict", pa.string())).append(
+        pa.field("rho", pa.int64())).append(pa.field("entries", pa.int64()))
+    plan = {run: (ATMOSTONCE, o, o.classes) for run, o in options.items()}
+    got = pa.Table.from_batches(list(atmostonce._stream(
+        iter(table.to_batches(max_chunksize=97)), plan, out_schema)), out_schema).to_pylist()
+    want = []
+    for (run, receiver, cls) in sorted({(r["run"], r["receiver"], r["cls"]) for r in rows}):
+        mine = table.filter(pa.array([(r["run"], r["receiver"], r["cls"]) == (run, receiver, cls)
+                                      for r in rows]))
+        want += _columnar.atmostonce_group(
+            AtMostOnceAdapter(options[run]), f"messages[run {run!r}]", mine, cls,
+            options[run].classes, out_schema).to_pylist()
+    def key(r: dict) -> tuple:
+        return r["run"], r["receiver"], r["cls"], r["seq"]
+
+    assert sorted(got, key=key) == sorted(want, key=key)
+    assert len(got) > 500 and {r["verdict"] for r in got} >= {"accepted", "duplicate"}

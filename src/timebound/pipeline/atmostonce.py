@@ -125,6 +125,9 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
 
 
 _KEY = ("run", "receiver", "cls")
+#: Group codes stay below this (else they are renumbered); below _SMALL they sort as int16.
+_SPAN = 1 << 40
+_SMALL = 1 << 15
 
 
 def _codes(column: pa.Array) -> tuple[np.ndarray, int]:
@@ -151,13 +154,17 @@ def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
         n = batch.num_rows
         if n == 0:
             continue
-        combined = np.zeros(n, dtype=np.int64)
+        combined, span = np.zeros(n, dtype=np.int64), 1
         for name in _KEY:
             codes, size = _codes(batch.column(name))
-            combined = np.unique(combined * size + codes, return_inverse=True)[1]
+            if span * size >= _SPAN:  # keep the codes small: renumber them densely
+                combined, span = np.unique(combined, return_inverse=True)[1], n
+            combined, span = combined * size + codes, span * size
             if name == "receiver" and receiver_rule:
                 _receiver_order(batch, combined, receiver_rule, last_at)
-        order = np.argsort(combined, kind="stable")
+        # a stable sort of small codes is a radix sort in numpy
+        order = np.argsort(combined.astype(np.int16) if span <= _SMALL else combined,
+                           kind="stable")
         ordered = combined[order]
         starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]).tolist()
         for g, begin in enumerate(starts):
