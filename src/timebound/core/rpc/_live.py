@@ -71,7 +71,13 @@ from timebound.core.atmostonce import (
 )
 from timebound.core.rpc._client import Client, ClientOutput, Completed, GaveUp, Policy
 from timebound.core.rpc._messages import Call
-from timebound.core.rpc._server import AnyReceiver, Outgoing, Server, StartCall
+
+# The generic records live in the uncompiled _records (mypyc cannot compile them);
+# imported as themselves, they are still importable from here.
+from timebound.core.rpc._records import Invocation as Invocation
+from timebound.core.rpc._records import Outgoing, StartCall
+from timebound.core.rpc._records import ServiceOutput as ServiceOutput
+from timebound.core.rpc._server import AnyReceiver, Server
 from timebound.core.wire import KIND_RPC, FrameCodec, Key
 from timebound.errors import MalformedDatagram, ProtocolUsageError
 
@@ -226,23 +232,6 @@ def build_receiver(config: ReceiverConfig, storages: list[StableStorage], *, sta
     if len(receivers) == 1:
         return receivers[0]
     return ClassifiedReceiver(receivers, crc32_classifier(len(receivers)))
-
-
-@dataclass(frozen=True, slots=True)
-class Invocation(Generic[P]):
-    """A call to run: ``proc(args)``; then ``RpcService.complete(this, ...)``."""
-
-    proc: str
-    args: bytes
-    start: StartCall[P]
-
-
-@dataclass(frozen=True, slots=True)
-class ServiceOutput(Generic[P]):
-    """Frames to send (already sealed) and procedures to run."""
-
-    sends: tuple[Outgoing[P], ...] = ()
-    runs: tuple[Invocation[P], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

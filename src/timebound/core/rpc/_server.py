@@ -130,6 +130,12 @@ from timebound.core.rpc._messages import (
     parse,
     parsed_head,
 )
+
+# The generic records live in the uncompiled _records (mypyc cannot compile them);
+# imported as themselves, they are still importable from here.
+from timebound.core.rpc._records import Outgoing as Outgoing
+from timebound.core.rpc._records import ServerOutput as ServerOutput
+from timebound.core.rpc._records import StartCall as StartCall
 from timebound.errors import MalformedDatagram, ProtocolUsageError
 
 P = TypeVar("P", bound=Hashable)
@@ -173,33 +179,6 @@ _SEND_ACK = DupAction.ACK
 _RETRANSMIT = DupAction.RETRANSMIT
 _ACCEPTED = Verdict.ACCEPTED
 _DUPLICATE = Verdict.DUPLICATE
-
-
-@dataclass(frozen=True, slots=True)
-class StartCall(Generic[P]):
-    """The driver must run ``payload`` and then call ``Server.complete(this, ...)``."""
-
-    conn: str
-    ts: int
-    payload: bytes
-    peer: P
-    epoch: int
-
-
-@dataclass(frozen=True, slots=True)
-class Outgoing(Generic[P]):
-    """A datagram to send to ``peer``."""
-
-    peer: P
-    datagram: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class ServerOutput(Generic[P]):
-    """What one input made the server do: datagrams to send, calls to start."""
-
-    sends: tuple[Outgoing[P], ...] = ()
-    starts: tuple[StartCall[P], ...] = ()
 
 
 #: The output of every input that does nothing (shared: outputs are immutable).
