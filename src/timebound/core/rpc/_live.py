@@ -55,8 +55,9 @@ import enum
 import struct
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
+from timebound.core._frozen import by_constructor
 from timebound.core.atmostonce import (
     ClassifiedReceiver,
     Estimator,
@@ -258,6 +259,9 @@ class ServiceStatistics:
     unauthenticated: int
     late_completions: int
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
+
 
 class RpcService(Generic[P]):
     """A live at-most-once RPC server: frames in, frames and procedures out.
@@ -436,6 +440,9 @@ class Rejected:
     ts: int
     reason: Reason
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
+
 
 @dataclass(frozen=True, slots=True)
 class Answered:
@@ -446,6 +453,9 @@ class Answered:
     status: Status
     data: bytes
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
+
 
 LiveOutcome = Answered | Rejected | GaveUp
 
@@ -454,6 +464,9 @@ LiveOutcome = Answered | Rejected | GaveUp
 class CallerOutput:
     datagrams: tuple[bytes, ...] = ()
     outcomes: tuple[LiveOutcome, ...] = ()
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
 
 
 _NO_OUTPUT = CallerOutput()

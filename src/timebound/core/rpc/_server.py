@@ -107,8 +107,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
+from timebound.core._frozen import by_constructor
 from timebound.core.atmostonce import (
     ClassifiedReceiver,
     ClassifiedStatistics,
@@ -200,6 +201,9 @@ class ServerStatistics:
     late_completions: int
     malformed: int
     receiver: ReceiverStatistics | ClassifiedStatistics
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
 
 
 class _Entry(Generic[P]):
