@@ -1,4 +1,5 @@
-"""Build, remove or show the mypyc-compiled at-most-once core (``timebound._compiled``).
+"""Build, remove or show the mypyc-compiled core: at-most-once receiver, RPC and frame
+codec (``timebound._compiled``).
 
     .venv/bin/python scripts/compile_core.py build|clean|status
 """

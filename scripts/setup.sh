@@ -9,7 +9,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e ".[all,test]"
-# The at-most-once core compiled with mypyc (same source; pure Python if this fails).
+# The at-most-once and RPC cores compiled with mypyc (same source; pure Python if this fails).
 if .venv/bin/python scripts/compile_core.py build > .venv/compile-core.log 2>&1; then
   echo "compiled core: built (mypyc; .venv/compile-core.log)"
 else

@@ -1,7 +1,8 @@
 """The mypyc-compiled core decides exactly as the pure Python (timebound/_compiled.py):
 the same generated traces (every estimator, classes, resilient crashes, reorder windows,
 duplicates, late and early copies) replayed in two processes, one forced to the pure
-Python; and a stale build is never used."""
+Python; and a stale build is never used. The RPC core and wire codec, compiled in the
+same build: tests/test_compiled_rpc.py."""
 
 from __future__ import annotations
 
@@ -83,14 +84,30 @@ def test_compiled_core_decides_as_the_pure_python() -> None:
 
 
 def test_a_changed_source_is_never_run_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
-    record = {"tag": sys.implementation.cache_tag, "files": [],
-              "sources": {name: "0" * 64 for name in _compiled.MODULES}}
-    monkeypatch.setattr(_compiled, "_record", lambda: record)
-    assert not _compiled.current()  # digests differ: the pure finder is installed
-    record["sources"] = {name: _compiled._digest(name) for name in _compiled.MODULES}
+    digests = {module: _compiled._digest(module) for module in _compiled.MODULES}
+    record: dict[str, Any] = {"tag": sys.implementation.cache_tag, "files": [],
+                              "sources": dict(digests)}
+    monkeypatch.setattr(_compiled, "_record", lambda path=_compiled.RECORD: record)
     assert _compiled.current()
+    # One changed source, of any package, and nothing runs compiled (the pure finder
+    # is installed for every module).
+    for module in ("timebound.core.atmostonce._receiver", "timebound.core.rpc._live",
+                   "timebound.core.rpc._messages", "timebound.core.wire._frame"):
+        record["sources"] = dict(digests, **{module: "0" * 64})
+        assert not _compiled.current(), module
+    record["sources"] = {m: d for m, d in digests.items() if m != "timebound.core.rpc._server"}
+    assert not _compiled.current()  # a build that did not compile every module
+    record["sources"] = dict(digests)
+    record["files"] = [os.path.join(ROOT, "no-such-extension.so")]
+    assert not _compiled.current()  # a recorded file is gone
+    record["files"] = []
     record["tag"] = "cpython-0"
     assert not _compiled.current()
-    spec = _compiled._PureFinder().find_spec(f"{_compiled.PACKAGE}._receiver")
-    assert spec is not None and spec.origin is not None and spec.origin.endswith(".py")
-    assert _compiled._PureFinder().find_spec(f"{_compiled.PACKAGE}._classes") is None
+    finder = _compiled._PureFinder()
+    for module in _compiled.MODULES:
+        spec = finder.find_spec(module)
+        assert spec is not None and spec.origin is not None and spec.origin.endswith(".py")
+        assert os.path.exists(spec.origin)
+    assert finder.find_spec("timebound.core.atmostonce._classes") is None
+    assert finder.find_spec("timebound.core.rpc._records") is None
+    assert finder.find_spec("timebound.core.wire._names") is None

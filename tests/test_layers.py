@@ -9,7 +9,7 @@
 - leaf helpers ``timebound.storage`` (errors, core), ``timebound.sparkutil`` (errors
   only: the Spark plumbing shared by ``pipeline`` and ``stream``) and
   ``timebound._safety``, ``timebound.claims`` (errors, contract), ``timebound._compiled``
-  (nothing of ours: which build of the at-most-once core is imported);
+  (nothing of ours: which build of the compiled core modules is imported);
 - drivers ``replay``, ``sim``, ``pipeline``, ``net``, ``stream``: adapters, contract,
   core, errors and the leaf helpers, and themselves -- never another driver, never
   ``report``, ``cli``, ``demo`` or ``sweep``;

@@ -1,22 +1,35 @@
-"""The at-most-once core compiled with mypyc, when built and current; else pure Python.
+"""The core compiled with mypyc, when built and current; else pure Python.
 
-The SCMP receiver (``timebound.core.atmostonce``: ``_events``, ``_estimators``,
-``_receiver``) is plain typed Python and stays the one specification.
-mypyc compiles those same files, unchanged, to C extensions (as black and mypy ship):
-the Spark operator and the replay then decide a message in about 0.5 us instead of
-0.7-0.9 us. Nothing else changes: same classes, same decisions (tests run on whichever
-is in use, and ``tests/test_compiled_core.py`` checks the two equal on generated traces).
+Compiled (``MODULES``): the SCMP receiver (``timebound.core.atmostonce``: ``_events``,
+``_estimators``, ``_receiver``, and ``_drive``, its loop over a column of messages),
+the at-most-once RPC (``timebound.core.rpc``: ``_messages``, ``_client``,
+``_server``, ``_live``) and the datagram frame codec
+(``timebound.core.wire._frame``). They are plain typed Python and stay the one
+specification: mypyc compiles those same files to C extensions (as black and mypy
+ship). Why: the Spark operator and the replay decide a message in about 0.5 us
+instead of 0.7-0.9 us, and one live null call costs the client and server cores
+about 7 us of CPU instead of 10 (``timebound.net._bench.core_round_trip_cpu_us``).
+Nothing else changes: same classes, same decisions (tests run on whichever is in use;
+``tests/test_compiled_core.py`` and ``tests/test_compiled_rpc.py`` check the two equal
+on generated traces). What mypyc cannot compile stays in uncompiled modules beside
+them (``atmostonce/_resilience.py``: classes a driver may subclass;
+``rpc/_records.py``: the generic records, as mypyc cannot build a ``Generic``
+dataclass), and frozen records pickle through their constructor (``core/_frozen.py``).
 
 - ``scripts/compile_core.py build`` (``scripts/setup.sh`` runs it; it needs mypy
-  and a C compiler, and failing leaves the pure Python in use) writes each extension
-  beside its ``.py`` and mypyc's shared runtime library in the folder holding the
-  ``timebound`` package, and records what it wrote and each source's SHA-256 in
-  ``timebound/core/atmostonce/.compiled.json``; a failed or interrupted build removes
-  what it wrote. ``... clean`` removes exactly the recorded files.
+  and a C compiler, and failing leaves the pure Python in use) compiles every module
+  of ``MODULES`` in one mypyc group (they call each other's classes directly), writes
+  each extension beside its ``.py`` and mypyc's shared runtime library in the folder
+  holding the ``timebound`` package, and records what it wrote and each source's
+  SHA-256 in one file, ``timebound/core/.compiled.json``; a failed or interrupted
+  build removes what it wrote. ``... clean`` removes exactly the recorded files (and
+  those of a build recorded in ``core/atmostonce/.compiled.json`` by an older
+  version, which compiled the receiver alone).
 - At import (``timebound/__init__.py`` calls ``select``): if any compiled source has
   changed since the build, or ``TIMEBOUND_PURE_PYTHON=1``, a finder placed first on
-  ``sys.meta_path`` loads all three modules from their ``.py`` files, so a stale build
-  never runs and the compiled and pure modules never mix.
+  ``sys.meta_path`` loads every module of ``MODULES`` from its ``.py`` file, so a
+  stale build never runs and the compiled and pure modules never mix (a compiled
+  module calling a pure one of its group as if compiled would crash).
 - ``status()`` says which is in use (benchmark output).
 """
 
@@ -33,22 +46,37 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-PACKAGE = "timebound.core.atmostonce"
-MODULES = ("_events", "_estimators", "_receiver", "_drive")
+#: The compiled modules, by package. They are built together (one mypyc group: they
+#: call each other's classes directly) and loaded together, all compiled or all pure.
+PACKAGES: dict[str, tuple[str, ...]] = {
+    "timebound.core.atmostonce": ("_events", "_estimators", "_receiver", "_drive"),
+    "timebound.core.wire": ("_frame",),
+    "timebound.core.rpc": ("_messages", "_client", "_server", "_live"),
+}
+MODULES = tuple(f"{package}.{name}" for package, names in PACKAGES.items() for name in names)
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_FOLDER = os.path.join(_HERE, "core", "atmostonce")
-RECORD = os.path.join(_FOLDER, ".compiled.json")
+_FOLDERS = {package: os.path.join(os.path.dirname(_HERE), *package.split("."))
+            for package in PACKAGES}
+RECORD = os.path.join(_HERE, "core", ".compiled.json")
+#: Where builds of the at-most-once modules alone recorded themselves (``clean`` and
+#: ``build`` remove what such a build wrote; ``select`` sees its extensions as stale).
+_OLD_RECORD = os.path.join(_FOLDERS["timebound.core.atmostonce"], ".compiled.json")
 PURE_ENV = "TIMEBOUND_PURE_PYTHON"
 
 
-def _digest(name: str) -> str:
-    with open(os.path.join(_FOLDER, f"{name}.py"), "rb") as handle:
+def _source(module: str) -> str:
+    package, _, name = module.rpartition(".")
+    return os.path.join(_FOLDERS[package], f"{name}.py")
+
+
+def _digest(module: str) -> str:
+    with open(_source(module), "rb") as handle:
         return hashlib.sha256(handle.read()).hexdigest()
 
 
-def _record() -> dict[str, Any] | None:
+def _record(path: str = RECORD) -> dict[str, Any] | None:
     try:
-        with open(RECORD, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8") as handle:
             found = json.load(handle)
     except (OSError, ValueError):
         return None
@@ -62,7 +90,7 @@ def current() -> bool:
         return False
     sources = record.get("sources", {})
     try:
-        return all(sources.get(name) == _digest(name) for name in MODULES) and all(
+        return all(sources.get(module) == _digest(module) for module in MODULES) and all(
             os.path.exists(path) for path in record.get("files", []))
     except OSError:
         return False
@@ -73,14 +101,22 @@ class _PureFinder:
 
     def find_spec(self, fullname: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
-        package, _, name = fullname.rpartition(".")
-        if package != PACKAGE or name not in MODULES:
+        if fullname not in MODULES:
             return None
-        return importlib.util.spec_from_file_location(
-            fullname, os.path.join(_FOLDER, f"{name}.py"))
+        return importlib.util.spec_from_file_location(fullname, _source(fullname))
 
 
 _selected: str | None = None
+
+
+def _extensions() -> bool:
+    """Whether an extension of a compiled module lies beside its source."""
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    for package, names in PACKAGES.items():
+        for found in os.listdir(_FOLDERS[package]):
+            if found.endswith(suffixes) and found.split(".")[0] in names:
+                return True
+    return False
 
 
 def select() -> None:
@@ -88,10 +124,7 @@ def select() -> None:
     global _selected
     if _selected is not None:
         return
-    built = os.path.exists(RECORD) or any(
-        name.startswith(MODULES) and name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
-        for name in os.listdir(_FOLDER))
-    if not built:
+    if not (os.path.exists(RECORD) or _extensions()):
         _selected = "pure-Python core"
     elif os.environ.get(PURE_ENV) == "1" or not current():
         sys.meta_path.insert(0, _PureFinder())
@@ -104,15 +137,17 @@ def select() -> None:
 def status() -> str:
     """Which core this process runs: ``mypyc-compiled core`` or ``pure-Python core``."""
     select()
-    module = sys.modules.get(f"{PACKAGE}._receiver")
-    if module is not None:
-        compiled = not (getattr(module, "__file__", "") or "").endswith(".py")
-        return "mypyc-compiled core" if compiled else "pure-Python core"
+    for module in MODULES:  # the first one imported tells (they load all alike)
+        loaded = sys.modules.get(module)
+        if loaded is not None:
+            compiled = not (getattr(loaded, "__file__", "") or "").endswith(".py")
+            return "mypyc-compiled core" if compiled else "pure-Python core"
     return _selected or "pure-Python core"
 
 
 def build() -> list[str]:
-    """Compile the three modules in place; returns the files written (see docstring)."""
+    """Compile every module of ``MODULES`` in place, in one mypyc group; returns the
+    files written (see the module docstring)."""
     import tempfile
 
     from mypyc.build import mypycify
@@ -121,7 +156,8 @@ def build() -> list[str]:
     root = os.path.dirname(_HERE)  # the folder holding the timebound package
     clean()
     suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
-    before = {folder: set(os.listdir(folder)) for folder in (root, _FOLDER)}
+    folders = [root, *_FOLDERS.values()]
+    before = {folder: set(os.listdir(folder)) for folder in folders}
 
     def written() -> list[str]:
         return [os.path.join(folder, name) for folder, names in before.items()
@@ -132,7 +168,7 @@ def build() -> list[str]:
         with tempfile.TemporaryDirectory(prefix="timebound-mypyc-") as tmp:
             os.chdir(root)
             os.environ["MYPY_CACHE_DIR"] = os.path.join(tmp, "mypy-cache")  # not in src
-            paths = [os.path.join("timebound", "core", "atmostonce", f"{n}.py") for n in MODULES]
+            paths = [os.path.relpath(_source(module), root) for module in MODULES]
             extensions = mypycify(paths, opt_level="3", target_dir=os.path.join(tmp, "c"))
             dist = Distribution({"name": "timebound-core", "ext_modules": extensions})
             command: Any = dist.get_command_obj("build_ext")
@@ -149,20 +185,22 @@ def build() -> list[str]:
     files = written()
     with open(RECORD, "w", encoding="utf-8") as handle:
         json.dump({"tag": sys.implementation.cache_tag, "files": sorted(files),
-                   "sources": {name: _digest(name) for name in MODULES}}, handle, indent=1)
+                   "sources": {module: _digest(module) for module in MODULES}},
+                  handle, indent=1)
     return sorted(files)
 
 
 def clean() -> list[str]:
-    """Remove the files a previous ``build`` recorded (and only those)."""
-    record = _record() or {}
+    """Remove the files a previous ``build`` recorded (and only those), and the record."""
     removed = []
-    for path in record.get("files", []):
-        if isinstance(path, str) and os.path.exists(path):
+    for path in (RECORD, _OLD_RECORD):
+        record = _record(path) or {}
+        for built in record.get("files", []):
+            if isinstance(built, str) and os.path.exists(built):
+                os.remove(built)
+                removed.append(built)
+        if os.path.exists(path):
             os.remove(path)
-            removed.append(path)
-    if os.path.exists(RECORD):
-        os.remove(RECORD)
     return removed
 
 

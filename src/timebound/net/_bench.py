@@ -28,6 +28,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from timebound._compiled import status as core_status
 from timebound.errors import UsageError
 from timebound.net._client import RpcClient
 from timebound.net._loop import install_uvloop, new_event_loop
@@ -487,7 +488,7 @@ def main(args: argparse.Namespace) -> int:
             f"took {time.perf_counter() - started:.1f} s.\n\n"
             f"In-process cost of one at-most-once null call, client and server cores "
             f"together, no sockets (CPU time, best of 5, little affected by load): "
-            f"{core_us:.1f} µs.\n\n{FAIRNESS}\n\n{table}\n")
+            f"{core_us:.1f} µs ({core_status()}).\n\n{FAIRNESS}\n\n{table}\n")
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "rpc_bench.md")
     tmp = path + ".tmp"

@@ -18,8 +18,10 @@ one that hands the message to the application; every other verdict refuses it:
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
+
+from timebound.core._frozen import by_constructor
 
 
 class Verdict(enum.Enum):
@@ -33,13 +35,6 @@ class Verdict(enum.Enum):
 
     def __str__(self) -> str:
         return self.value
-
-
-def by_constructor(record: Any) -> tuple[Any, tuple[Any, ...]]:
-    """``__reduce__`` of a frozen record: unpickled through its constructor (the
-    default restores fields by assignment, which a frozen class compiled with mypyc
-    refuses; see ``timebound._compiled``)."""
-    return (type(record), tuple(getattr(record, f.name) for f in fields(record)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,7 +61,9 @@ now)``, ``handle_timer(*, now)``, ``next_deadline()``, ``statistics()``; and
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from timebound.core._frozen import by_constructor
 from timebound.core.rpc._messages import (
     ACK_TYPE,
     CALL_TYPE,
@@ -100,11 +102,17 @@ class Policy:
         grown = interval * self.backoff
         return grown if self.max_interval is None else min(grown, self.max_interval)
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
+
 
 @dataclass(frozen=True, slots=True)
 class CallId:
     conn: str
     ts: int
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +123,9 @@ class Completed:
     ts: int
     result: bytes
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
+
 
 @dataclass(frozen=True, slots=True)
 class GaveUp:
@@ -123,6 +134,9 @@ class GaveUp:
     conn: str
     ts: int
     acked: bool
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
 
 
 Outcome = Completed | GaveUp
@@ -135,6 +149,9 @@ class Calling:
     id: CallId
     datagrams: tuple[bytes, ...]
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
+
 
 @dataclass(frozen=True, slots=True)
 class ClientOutput:
@@ -142,6 +159,9 @@ class ClientOutput:
 
     datagrams: tuple[bytes, ...] = ()
     outcomes: tuple[Outcome, ...] = ()
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +175,9 @@ class ClientStatistics:
     clock_bumps: int
     ignored: int
     malformed: int
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
 
 
 class _Pending:

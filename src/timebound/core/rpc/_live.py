@@ -55,8 +55,9 @@ import enum
 import struct
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
+from timebound.core._frozen import by_constructor
 from timebound.core.atmostonce import (
     ClassifiedReceiver,
     Estimator,
@@ -71,7 +72,13 @@ from timebound.core.atmostonce import (
 )
 from timebound.core.rpc._client import Client, ClientOutput, Completed, GaveUp, Policy
 from timebound.core.rpc._messages import Call
-from timebound.core.rpc._server import AnyReceiver, Outgoing, Server, StartCall
+
+# The generic records live in the uncompiled _records (mypyc cannot compile them);
+# imported as themselves, they are still importable from here.
+from timebound.core.rpc._records import Invocation as Invocation
+from timebound.core.rpc._records import Outgoing, StartCall
+from timebound.core.rpc._records import ServiceOutput as ServiceOutput
+from timebound.core.rpc._server import AnyReceiver, Server
 from timebound.core.wire import KIND_RPC, FrameCodec, Key
 from timebound.errors import MalformedDatagram, ProtocolUsageError
 
@@ -229,23 +236,6 @@ def build_receiver(config: ReceiverConfig, storages: list[StableStorage], *, sta
 
 
 @dataclass(frozen=True, slots=True)
-class Invocation(Generic[P]):
-    """A call to run: ``proc(args)``; then ``RpcService.complete(this, ...)``."""
-
-    proc: str
-    args: bytes
-    start: StartCall[P]
-
-
-@dataclass(frozen=True, slots=True)
-class ServiceOutput(Generic[P]):
-    """Frames to send (already sealed) and procedures to run."""
-
-    sends: tuple[Outgoing[P], ...] = ()
-    runs: tuple[Invocation[P], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
 class ServiceStatistics:
     """The counters an operator reads (``timebound rpc stats``, Prometheus)."""
 
@@ -268,6 +258,9 @@ class ServiceStatistics:
     malformed: int
     unauthenticated: int
     late_completions: int
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
 
 
 class RpcService(Generic[P]):
@@ -447,6 +440,9 @@ class Rejected:
     ts: int
     reason: Reason
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
+
 
 @dataclass(frozen=True, slots=True)
 class Answered:
@@ -457,6 +453,9 @@ class Answered:
     status: Status
     data: bytes
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
+
 
 LiveOutcome = Answered | Rejected | GaveUp
 
@@ -465,6 +464,9 @@ LiveOutcome = Answered | Rejected | GaveUp
 class CallerOutput:
     datagrams: tuple[bytes, ...] = ()
     outcomes: tuple[LiveOutcome, ...] = ()
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
 
 
 _NO_OUTPUT = CallerOutput()

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Any
 
+from timebound.core._frozen import by_constructor
 from timebound.errors import MalformedDatagram, ProtocolUsageError
 
 #: Largest connection id, in UTF-8 bytes (one length byte).
@@ -89,6 +91,9 @@ class Call:
             return _header(_CALL_TRUNCATED, self.conn, self.ts)
         return _header(_CALL, self.conn, self.ts) + _LEN.pack(len(self.payload)) + self.payload
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
+
 
 @dataclass(frozen=True, slots=True)
 class Ack:
@@ -102,6 +107,9 @@ class Ack:
 
     def encode(self) -> bytes:
         return _header(_ACK, self.conn, self.ts)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +127,9 @@ class Reply:
     def encode(self) -> bytes:
         return _header(_REPLY, self.conn, self.ts) + _LEN.pack(len(self.result)) + self.result
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
+
 
 @dataclass(frozen=True, slots=True)
 class ReplyAck:
@@ -132,6 +143,9 @@ class ReplyAck:
 
     def encode(self) -> bytes:
         return _header(_REPLY_ACK, self.conn, self.ts)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
 
 
 Message = Call | Ack | Reply | ReplyAck

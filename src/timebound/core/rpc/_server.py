@@ -107,8 +107,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
+from timebound.core._frozen import by_constructor
 from timebound.core.atmostonce import (
     ClassifiedReceiver,
     ClassifiedStatistics,
@@ -130,6 +131,12 @@ from timebound.core.rpc._messages import (
     parse,
     parsed_head,
 )
+
+# The generic records live in the uncompiled _records (mypyc cannot compile them);
+# imported as themselves, they are still importable from here.
+from timebound.core.rpc._records import Outgoing as Outgoing
+from timebound.core.rpc._records import ServerOutput as ServerOutput
+from timebound.core.rpc._records import StartCall as StartCall
 from timebound.errors import MalformedDatagram, ProtocolUsageError
 
 P = TypeVar("P", bound=Hashable)
@@ -175,33 +182,6 @@ _ACCEPTED = Verdict.ACCEPTED
 _DUPLICATE = Verdict.DUPLICATE
 
 
-@dataclass(frozen=True, slots=True)
-class StartCall(Generic[P]):
-    """The driver must run ``payload`` and then call ``Server.complete(this, ...)``."""
-
-    conn: str
-    ts: int
-    payload: bytes
-    peer: P
-    epoch: int
-
-
-@dataclass(frozen=True, slots=True)
-class Outgoing(Generic[P]):
-    """A datagram to send to ``peer``."""
-
-    peer: P
-    datagram: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class ServerOutput(Generic[P]):
-    """What one input made the server do: datagrams to send, calls to start."""
-
-    sends: tuple[Outgoing[P], ...] = ()
-    starts: tuple[StartCall[P], ...] = ()
-
-
 #: The output of every input that does nothing (shared: outputs are immutable).
 _NOTHING: ServerOutput[object] = ServerOutput()
 
@@ -221,6 +201,9 @@ class ServerStatistics:
     late_completions: int
     malformed: int
     receiver: ReceiverStatistics | ClassifiedStatistics
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
 
 
 class _Entry(Generic[P]):

@@ -42,8 +42,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from timebound.core._frozen import by_constructor
 from timebound.errors import ProtocolUsageError
 
 #: The frame format version this code writes and reads.
@@ -94,6 +95,9 @@ class Key:
     def tag(self, data: bytes) -> bytes:
         return hmac.digest(self.secret, data, "sha256")[:TAG_BYTES]
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
+
 
 @dataclass(frozen=True, slots=True)
 class Keyring:
@@ -116,6 +120,9 @@ class Keyring:
             keys += (previous,)
         return keys
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
+
 
 class Opened(NamedTuple):
     """A frame that passed every check: its kind, body and the key that verified it."""
@@ -133,6 +140,9 @@ class FrameStatistics:
     unauthenticated: int
     unknown_version: int
     oversized: int
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
 
 
 # Building an ``Opened`` without the generated ``__new__`` (hot path).
