@@ -1,7 +1,8 @@
 """The mypyc-compiled core decides exactly as the pure Python (timebound/_compiled.py):
 the same generated traces (every estimator, classes, resilient crashes, reorder windows,
 duplicates, late and early copies) replayed in two processes, one forced to the pure
-Python; and a stale build is never used. The RPC core and wire codec, compiled in the
+Python, row by row and column-wise (the Spark operator's and the Parquet replay's
+``decide_table``, through the compiled ``_drive`` loop); and a stale build is never used. The RPC core and wire codec, compiled in the
 same build: tests/test_compiled_rpc.py."""
 
 from __future__ import annotations
@@ -37,8 +38,13 @@ from timebound.adapters import Row
 from timebound.adapters.atmostonce import AtMostOnceAdapter, AtMostOnceOptions
 from timebound.errors import TraceError
 from tests.test_pipeline_atmostonce import generated
+import pyarrow as pa
+from timebound.pipeline._fast_atmostonce import decide_table
+SCHEMA = pa.schema([("seq", pa.int64()), ("type", pa.string()), ("receiver", pa.string()),
+                    ("conn", pa.string()), ("ts", pa.int64()), ("at", pa.int64()),
+                    ("down", pa.int64())])
 options = json.loads(sys.argv[1])
-out = {"core": None, "runs": []}
+out = {"core": None, "runs": [], "columns": []}
 for i, values in enumerate(options):
     for seed in range(6):
         a = AtMostOnceAdapter(AtMostOnceOptions.from_values(values))
@@ -54,6 +60,22 @@ for i, values in enumerate(options):
         except TraceError as exc:
             got.append(str(exc))
         out["runs"].append([values, seed, got, [list(x) for x in a.summary()]])
+        # the column-wise path (core/atmostonce/_drive.py) over the same rows
+        b = AtMostOnceAdapter(AtMostOnceOptions.from_values(values))
+        table = pa.Table.from_pylist([dict(r, seq=line) for line, r in enumerate(rows, 1)],
+                                     schema=SCHEMA)
+        lines, pyrows = table.column("seq").to_numpy(), table.to_pylist()
+
+        def feed(i):
+            data = {k: v for k, v in pyrows[i].items() if v is not None and k != "seq"}
+            return list(b.feed(Row("t", int(lines[i]), data)))
+        try:
+            d = decide_table(b, "t", table, lines, feed)
+            columns = [d.keep.tolist(), d.verdict.to_pylist(), d.rho.to_pylist(),
+                       d.entries.to_pylist(), d.fast_rows, [list(x) for x in b.summary()]]
+        except TraceError as exc:
+            columns = str(exc)
+        out["columns"].append(columns)
 out["core"] = _compiled.status()
 print(json.dumps(out))
 """
@@ -81,6 +103,10 @@ def test_compiled_core_decides_as_the_pure_python() -> None:
     assert {"accepted", "duplicate", "stale", "down"} <= verdicts  # the traces reach them
     for got, want in zip(compiled["runs"], pure["runs"]):
         assert got == want
+    # the column-wise path too: the same decisions, most rows through the compiled loop
+    assert compiled["columns"] == pure["columns"]
+    decided = [c for c in compiled["columns"] if isinstance(c, list)]
+    assert len(decided) > len(OPTIONS) * 3 and sum(c[4] for c in decided) > 10_000
 
 
 def test_a_changed_source_is_never_run_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
