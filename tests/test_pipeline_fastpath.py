@@ -233,3 +233,28 @@ def test_partition_stream_equals_each_group_alone(monkeypatch: pytest.MonkeyPatc
 
     assert sorted(got, key=key) == sorted(want, key=key)
     assert len(got) > 500 and {r["verdict"] for r in got} >= {"accepted", "duplicate"}
+
+
+def test_coded_run_and_receiver_decode_and_refuse_an_unseen_value() -> None:
+    """Run and receiver cross to the workers as codes (``atmostonce.Names``): a batch
+    decodes to the strings (nulls stay null), a group's output encodes back, and a
+    value the survey never saw (code -1: the input changed during the job) stops the
+    job naming its row."""
+    from timebound.errors import TraceError
+    from timebound.pipeline.atmostonce import Names
+
+    names = Names({"run": ["a", "b"], "receiver": ["s0", "s1", "s2"]})
+    batch = pa.RecordBatch.from_pydict(
+        {"run": pa.array([1, 0, None], pa.int32()), "seq": [7, 8, 9],
+         "receiver": pa.array([2, None, 0], pa.int32())})
+    decoded = names.decode_batch(batch)
+    assert decoded.to_pydict() == {"run": ["b", "a", None], "seq": [7, 8, 9],
+                                   "receiver": ["s2", None, "s0"]}
+    table = pa.Table.from_batches([decoded.slice(0, 1)])
+    assert names.encode_table(table, ("b", "s2", 0)).to_pydict() == \
+        {"run": [1], "seq": [7], "receiver": [2]}
+    unseen = pa.RecordBatch.from_pydict(
+        {"run": pa.array([0, 0], pa.int32()), "seq": [7, 8],
+         "receiver": pa.array([1, -1], pa.int32())})
+    with pytest.raises(TraceError, match=r"messages\[run 'a'\]:8: field 'receiver': .*surveyed"):
+        names.decode_batch(unseen)

@@ -85,3 +85,22 @@ def test_placement_is_even_or_refused() -> None:
     assert _placement.place(skewed, partitions=4, cores=2) is None
     assert _placement.place(skewed, partitions=4, cores=2, force=True) is not None
     assert _placement.place({("r", "one"): 5}, partitions=4, cores=2) is None
+
+
+def test_a_receiver_the_survey_did_not_see_stops_the_operator(
+        spark: Any, tmp_path: Any) -> None:
+    """Run and receiver cross to the workers as codes from the survey; a receiver
+    it did not see (the input changed between the survey and the operator) stops the
+    job naming the row, instead of being decided as some other receiver."""
+    ds = str(tmp_path / "ds")
+    write_table(ds, "messages", {"c": generated(3, receivers=2, rows=200, crashes=False)})
+    df = read_table(spark, ds, "messages")
+    options = {"c": AtMostOnceOptions.from_values(OPTIONS["c"])}
+    found = _placement.survey(df)
+    assert set(found.rows) == {("c", "s0"), ("c", "s1")}
+    stale = _placement.Survey({("c", "s0"): found.rows[("c", "s0")]}, found.spans, [])
+    with pytest.raises(TraceError, match=r"field 'receiver': a value not seen when the "
+                                         r"input was surveyed"), translate_errors():
+        atmostonce.operate(df, options, surveyed=stale, by_receiver=False).collect()
+    decided = atmostonce.operate(df, options, surveyed=found, by_receiver=False).collect()
+    assert {r["receiver"] for r in decided} == {"s0", "s1"}

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, StructField, StructType
 
 from timebound.adapters import ATMOSTONCE
 from timebound.adapters.atmostonce import AtMostOnceOptions
@@ -103,11 +104,12 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
     plan = {run: (ATMOSTONCE, opts, _classes(opts)) for run, opts in options.items()}
     accumulator, spans = (gather.accumulator, gather.spans) if gather else (None, {})
     receiver_rule = frozenset(classed) if labels is not None else frozenset()
+    names = None if found is None else Names.of(options, found)
 
     def decide(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         gatherer = None if accumulator is None else Gatherer(accumulator, spans)
         try:
-            yield from _stream(batches, plan, arrow_schema, gatherer, receiver_rule)
+            yield from _stream(batches, plan, arrow_schema, gatherer, receiver_rule, names)
         except TimeboundError as exc:
             raise marked(exc) from None
 
@@ -115,13 +117,92 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
     # ``seq`` alone (one long key: a radix sort on its prefix): every group's rows
     # arrive in trace order, in record batches, with no grouped-map materialization
     # (``_stream`` keeps each group's replayer across batches).
+    # With ``names``, run and receiver cross as integer codes (``Names``).
     classes = with_classes(df, options)
     if labels is None:
+        classes = classes if names is None else names.encode(classes)
         spread = classes.repartition("run", "receiver", "cls")
     else:
-        spread = classes.withColumn("_slot", label_column(labels)) \
-            .repartition(partitions, "_slot").drop("_slot")
-    return spread.sortWithinPartitions(F.asc_nulls_last("seq")).mapInArrow(decide, schema)
+        classes = classes.withColumn("_slot", label_column(labels))
+        classes = classes if names is None else names.encode(classes)
+        spread = classes.repartition(partitions, "_slot").drop("_slot")
+    ordered = spread.sortWithinPartitions(F.asc_nulls_last("seq"))
+    if names is None:
+        return ordered.mapInArrow(decide, schema)
+    return names.decode(ordered.mapInArrow(decide, names.coded(schema)), schema)
+
+
+class Names:
+    """The values of ``run`` and ``receiver`` by integer code, when the survey has seen
+    them all: the JVM encodes both columns before the shuffle (an int costs the
+    shuffle and the Arrow round trip less than a string), each Python worker decodes
+    its batches and encodes its output (``_stream``), and the JVM decodes the result,
+    so the decision table is the same. A value the survey did not see (the input
+    changed during the job) is code -1, and stops the job naming its row."""
+
+    def __init__(self, values: Mapping[str, list[str]]) -> None:
+        self.values = dict(values)
+        self.arrays = {column: pa.array(v, pa.string()) for column, v in self.values.items()}
+        self.codes = {column: {name: i for i, name in enumerate(v)}
+                      for column, v in self.values.items()}
+
+    @classmethod
+    def of(cls, options: Mapping[str, AtMostOnceOptions], found: Survey) -> Names:
+        runs = set(options) | {run for run, _ in found.rows if run is not None}
+        receivers = {receiver for _, receiver in found.rows if receiver is not None}
+        return cls({"run": sorted(runs), "receiver": sorted(receivers)})
+
+    def encode(self, df: DataFrame) -> DataFrame:
+        for column, values in self.values.items():
+            if values:
+                lookup = F.create_map(*[item for code, value in enumerate(values)
+                                        for item in (F.lit(value), F.lit(code))])
+                code = F.coalesce(F.try_element_at(lookup, F.col(column)), F.lit(-1))
+            else:
+                code = F.lit(-1)
+            df = df.withColumn(column, F.when(F.col(column).isNotNull(), code.cast("int")))
+        return df
+
+    def coded(self, schema: StructType) -> StructType:
+        return StructType([StructField(f.name, IntegerType(), True) if f.name in self.values
+                           else f for f in schema])
+
+    def decode(self, df: DataFrame, schema: StructType) -> DataFrame:
+        def column(name: str) -> Any:
+            values = self.values.get(name)
+            if values is None:
+                return F.col(name)
+            if not values:  # every code was null
+                return F.lit(None).cast("string").alias(name)
+            return F.element_at(F.array(*map(F.lit, values)), F.col(name) + 1).alias(name)
+        return df.select(*[column(f.name) for f in schema])
+
+    def decode_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        columns = list(batch.columns)
+        fields = list(batch.schema)
+        for name, array in self.arrays.items():
+            i = batch.schema.get_field_index(name)
+            codes = batch.column(i)
+            unseen = pc.equal(codes, -1).fill_null(False)
+            if pc.any(unseen).as_py():
+                row = int(pc.index(unseen, True).as_py())
+                run = columns[batch.schema.get_field_index("run")][row].as_py()
+                source = TABLE if name == "run" or run is None else f"{TABLE}[run {run!r}]"
+                raise TraceError(source, int(batch.column("seq")[row].as_py() or 0), name,
+                                 "a value not seen when the input was surveyed (did the "
+                                 "input change during the job?)")
+            columns[i], fields[i] = array.take(codes), pa.field(name, pa.string())
+        return pa.RecordBatch.from_arrays(columns, schema=pa.schema(fields))
+
+    def encode_table(self, table: pa.Table, key: tuple[Any, ...]) -> pa.Table:
+        """A group's output, its run and receiver (``key``) as codes."""
+        for name, value in zip(_KEY, key):
+            if name in self.codes:
+                code = None if value is None else self.codes[name][value]
+                i = table.schema.get_field_index(name)
+                table = table.set_column(i, pa.field(name, pa.int32()),
+                                         pa.array([code] * table.num_rows, pa.int32()))
+        return table
 
 
 _KEY = ("run", "receiver", "cls")
@@ -140,20 +221,24 @@ def _codes(column: pa.Array) -> tuple[np.ndarray, int]:
 
 def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
             schema: pa.Schema, gatherer: Gatherer | None = None,
-            receiver_rule: frozenset[str] = frozenset()) -> Iterator[pa.RecordBatch]:
+            receiver_rule: frozenset[str] = frozenset(),
+            names: Names | None = None) -> Iterator[pa.RecordBatch]:
     """Decide one partition, its rows in ``seq`` order (groups may interleave). Each
     (run, receiver, cls) group has its own replayer, kept from its first row to the
     end of the partition; each batch's rows of a group (in order) are decided by it in
     turn. The column-wise path checks a slice against the replayer's state, so a
     group spread over batches decides, and fails, exactly as in one piece. For the
     runs in ``receiver_rule`` (whole receivers in this partition) each batch is first
-    checked for ``at`` going back per receiver, across classes and batches."""
+    checked for ``at`` going back per receiver, across classes and batches. With
+    ``names``, run and receiver arrive and leave as codes (``Names``)."""
     groups: dict[tuple[Any, ...], tuple[Any, str, int]] = {}
     last_at: dict[tuple[Any, Any], int] = {}
     for batch in batches:
         n = batch.num_rows
         if n == 0:
             continue
+        if names is not None:
+            batch = names.decode_batch(batch)
         combined, span = np.zeros(n, dtype=np.int64), 1
         for name in _KEY:
             codes, size = _codes(batch.column(name))
@@ -180,6 +265,8 @@ def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
             out = _columnar.atmostonce_group(replayer, source, table, key[2], k, schema)
             if gatherer is not None:
                 gatherer.group(key).add(out)
+            if names is not None:
+                out = names.encode_table(out, key)
             yield from out.to_batches()
     if gatherer is not None:  # the partition is whole: its groups' partials are final
         gatherer.send()
