@@ -17,19 +17,33 @@ directly and a message costs about what ``receive`` itself costs.
 
 from __future__ import annotations
 
+from typing import Final
+
 from timebound.core.atmostonce._events import Verdict
 from timebound.core.atmostonce._receiver import Receiver
 
 #: A verdict's code in the drivers' int8 column: its index in ``Verdict``.
-CODES: dict[str, int] = {verdict.value: i for i, verdict in enumerate(Verdict)}
-DOWN_CODE: int = CODES[Verdict.DOWN.value]
+CODES: Final[dict[str, int]] = {verdict.value: i for i, verdict in enumerate(Verdict)}
+DOWN_CODE: Final = CODES[Verdict.DOWN.value]
+_ACCEPTED: Final = Verdict.ACCEPTED
+_ACCEPTED_CODE: Final = CODES[Verdict.ACCEPTED.value]
+_DUPLICATE: Final = Verdict.DUPLICATE
+_DUPLICATE_CODE: Final = CODES[Verdict.DUPLICATE.value]
+
+
+def code_of(verdict: Verdict) -> int:
+    """``CODES[verdict.value]``; the two common verdicts by identity (no lookup)."""
+    if verdict is _ACCEPTED:
+        return _ACCEPTED_CODE
+    if verdict is _DUPLICATE:
+        return _DUPLICATE_CODE
+    return CODES[verdict._value_]
 
 
 def drive(receiver: Receiver, conns: list[str], stamps: list[int],
           times: list[int]) -> tuple[list[int], list[int], list[int]]:
     """A receiver that is never down (not resilient): per message, its verdict code,
     the estimate in force when it arrived, and the table size after it."""
-    codes = CODES
     verdicts: list[int] = []
     estimates: list[int] = []
     sizes: list[int] = []
@@ -39,7 +53,7 @@ def drive(receiver: Receiver, conns: list[str], stamps: list[int],
             receiver.handle_timer(now=at)
             deadline = receiver.next_deadline()
         estimates.append(receiver.estimator.estimate)
-        verdicts.append(codes[receiver.receive(conn, ts, now=at)._value_])
+        verdicts.append(code_of(receiver.receive(conn, ts, now=at)))
         sizes.append(receiver.entries)
     return verdicts, estimates, sizes
 
@@ -48,7 +62,6 @@ def drive_resilient(receiver: Receiver, conns: list[str], stamps: list[int],
                     times: list[int]) -> tuple[list[int], list[int], list[int], list[bool]]:
     """``drive`` for a resilient receiver; the last column is False for a message
     refused because the receiver was down (its estimate and size are 0: none)."""
-    codes = CODES
     down = DOWN_CODE
     verdicts: list[int] = []
     estimates: list[int] = []
@@ -64,7 +77,7 @@ def drive_resilient(receiver: Receiver, conns: list[str], stamps: list[int],
             up.append(False)
             continue
         estimates.append(receiver.estimator.estimate)
-        verdicts.append(codes[receiver.receive(conn, ts, now=at)._value_])
+        verdicts.append(code_of(receiver.receive(conn, ts, now=at)))
         sizes.append(receiver.entries)
         up.append(True)
     return verdicts, estimates, sizes, up
