@@ -104,3 +104,27 @@ def test_a_receiver_the_survey_did_not_see_stops_the_operator(
         atmostonce.operate(df, options, surveyed=stale, by_receiver=False).collect()
     decided = atmostonce.operate(df, options, surveyed=found, by_receiver=False).collect()
     assert {r["receiver"] for r in decided} == {"s0", "s1"}
+
+
+def test_each_receiver_lands_on_its_planned_partition(spark: Any, tmp_path: Any) -> None:
+    """Placed receivers are whole, on the partition ``place`` chose for each (the
+    label's hash as Spark computes it in the shuffle), so the cores share the rows."""
+    from pyspark.sql import functions as F
+
+    ds = str(tmp_path / "ds")
+    write_table(ds, "messages", {"a": generated(1, receivers=3, rows=400),
+                                 "c": generated(3, receivers=4, rows=400, crashes=False)})
+    df = read_table(spark, ds, "messages")
+    options = {run: AtMostOnceOptions.from_values(OPTIONS[run]) for run in ("a", "c")}
+    found = _placement.survey(df)
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    labels = _placement.place(found.rows, partitions, spark.sparkContext.defaultParallelism,
+                              force=True)
+    assert labels is not None
+    where = _placement.hash_labels(partitions)
+    assert where is not None
+    planned = {receiver: where.index(label) for receiver, label in labels.items()}
+    got = atmostonce.operate(df, options, by_receiver=True, surveyed=found).select(
+        "run", "receiver", F.spark_partition_id().alias("p")).distinct().collect()
+    assert sorted(((r["run"], r["receiver"]), r["p"]) for r in got) == sorted(planned.items())
+    assert len(set(planned.values())) > 1

@@ -125,11 +125,15 @@ def spark_hash(value: int, seed: int = 42) -> int:
     return h1 - (1 << 32) if h1 & 0x80000000 else h1
 
 
-def label_column(labels: Mapping[Receiver, int]) -> Column:
-    """The label of each row's (run, receiver), as a column."""
+def label_column(labels: Mapping[Receiver, int], runs: Mapping[str, int],
+                 receivers: Mapping[str, int]) -> Column:
+    """The label of each row's (run, receiver), as a column over the int codes of
+    ``run`` and ``receiver`` (``runs``, ``receivers``: name -> code); null for a pair
+    without a label."""
+    width = len(receivers) + 1
     pairs = [x for (run, receiver), label in sorted(labels.items(), key=str)
              if run is not None and receiver is not None
-             for x in (F.lit(f"{len(run)}:{run}{receiver}"), F.lit(label))]
-    key = F.concat(F.length(F.col("run")).cast("string"), F.lit(":"), F.col("run"),
-                   F.col("receiver"))
+             for x in (F.lit(runs[run] * width + receivers[receiver]).cast("long"),
+                       F.lit(label).cast("long"))]  # hashed as a long, as hash_labels does
+    key = F.col("run").cast("long") * width + F.col("receiver")
     return F.try_element_at(F.create_map(*pairs), key) if pairs else F.lit(None)

@@ -117,15 +117,16 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
     # ``seq`` alone (one long key: a radix sort on its prefix): every group's rows
     # arrive in trace order, in record batches, with no grouped-map materialization
     # (``_stream`` keeps each group's replayer across batches).
-    # With ``names``, run and receiver cross as integer codes (``Names``).
+    # With ``names``, run and receiver cross as integer codes (``Names``); placed
+    # receivers go where their label hashes (the label is computed in the shuffle).
     classes = with_classes(df, options)
-    if labels is None:
-        classes = classes if names is None else names.encode(classes)
+    if names is not None:
+        classes = names.encode(classes)
+    if labels is None or names is None:
         spread = classes.repartition("run", "receiver", "cls")
     else:
-        classes = classes.withColumn("_slot", label_column(labels))
-        classes = classes if names is None else names.encode(classes)
-        spread = classes.repartition(partitions, "_slot").drop("_slot")
+        spread = classes.repartition(partitions, label_column(
+            labels, names.codes["run"], names.codes["receiver"]))
     ordered = spread.sortWithinPartitions(F.asc_nulls_last("seq"))
     if names is None:
         return ordered.mapInArrow(decide, schema)
