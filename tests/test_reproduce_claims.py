@@ -107,10 +107,14 @@ def test_rpc_bench_ratios_are_read_from_the_bench_file(tmp_path: pathlib.Path) -
     # the explanation quotes this file's figures, never a number written in the code
     assert "asyncio (i) at-most-once / plain UDP = 1.80x" in row.verdict
     assert "(ii, fresh)" not in row.verdict.split("what is left")[0]  # a met bar
+    assert "runs per cell unknown" in row.verdict
     bench.write_text(bench.read_text() + "\nIn-process cost of one at-most-once null call, "
-                     "client and server cores together, no sockets (CPU time): 7.5 µs.\n")
+                     "client and server cores together, no sockets (CPU time): 7.5 µs "
+                     "(mypyc-compiled core).\nNull calls, 1000 calls x 5 run(s) per cell\n")
     row = _row(evaluate([{}], only=["scmp"], root=str(tmp_path)), "RPC")
-    assert "7.5 us of Python CPU per call" in row.verdict
+    assert "7.5 us of CPU per call in the client and server cores together " \
+           "(mypyc-compiled core, measured" in row.verdict
+    assert "(one bench run, 5 run(s) per cell)" in row.verdict
 
 
 def _reorder_runs(rates: list[float], sizes: list[float] | None = None,

@@ -179,25 +179,38 @@ def rpc_bench_ratios(path: str) -> list[tuple[str, float, bool]] | None:
 def rpc_core_cpu_us(path: str) -> float | None:
     """The bench file's in-process CPU µs of one at-most-once null call (client and
     server cores joined in memory), or None where it gives none."""
+    found = _bench_search(path, r"In-process cost of one at-most-once null call[^:]*:\s*"
+                                r"(\d+(?:\.\d+)?)")
+    return float(found) if found else None
+
+
+def rpc_bench_runs(path: str) -> str:
+    """``N run(s) per cell`` as the bench file says, or ``runs per cell unknown``."""
+    found = _bench_search(path, r"x (\d+) run\(s\) per cell")
+    return f"{found} run(s) per cell" if found else "runs per cell unknown"
+
+
+def _bench_search(path: str, pattern: str) -> str | None:
     if not os.path.exists(path):
         return None
     with open(path, encoding="utf-8") as handle:
-        found = re.search(r"In-process cost of one at-most-once null call[^:]*:\s*"
-                          r"(\d+(?:\.\d+)?)", handle.read())
-    return float(found.group(1)) if found else None
+        found = re.search(pattern, handle.read())
+    return found.group(1) if found else None
 
 
-def rpc_why(ratios: Sequence[tuple[str, float, bool]], cpu_us: float | None) -> str:
+def rpc_why(ratios: Sequence[tuple[str, float, bool]], cpu_us: float | None,
+            core: str | None = None) -> str:
     """Why the RPC row differs, from the bench run's own figures (no number is
     written here)."""
     missed = [f"{k} = {x:.2f}x" for k, x, ok in ratios if not ok and k.startswith("asyncio")]
-    cost = (f"{cpu_us:.1f} us of Python CPU per call in the client and server cores "
-            "together (measured in-process by the same bench)" if cpu_us is not None
+    which = f"{core}, " if core else ""
+    cost = (f"{cpu_us:.1f} us of CPU per call in the client and server cores together "
+            f"({which}measured in-process by the same bench)" if cpu_us is not None
             else "the Python work of the client and server cores per call")
     return (f"bars missed on the asyncio loop: {'; '.join(missed) or 'none'}; what is "
             f"left is {cost}, on top of a loopback UDP round trip of a few tens of us "
-            "(benchmarks/rpc_bench.md); the paper's C implementation had no such per-call "
-            "interpreter cost")
+            "(benchmarks/rpc_bench.md), and the event loop's own work per datagram; the "
+            "paper's C implementation had neither")
 
 
 # -- adaptive -----------------------------------------------------------------------
@@ -764,8 +777,10 @@ def _verdict(claim: Claim, per_seed: list[Values], root: str) -> tuple[str, str,
             ok for _, _, ok in ratios]
         if all(main):
             return text, "agrees", 1
-        why = rpc_why(ratios, rpc_core_cpu_us(os.path.join(root, RPC_BENCH)))
-        return text, f"differs (one bench run, 3 runs per cell): {why}", 1
+        bench = os.path.join(root, RPC_BENCH)
+        why = rpc_why(ratios, rpc_core_cpu_us(bench),
+                      _bench_search(bench, r"µs \((mypyc-compiled core|pure-Python core)\)"))
+        return text, f"differs (one bench run, {rpc_bench_runs(bench)}): {why}", 1
     labels = [k for k, _, _ in per_seed[0]]
     fmts = {k: f for k, _, f in per_seed[0]}
     values = [{a: b for a, b, _ in vals} for vals in per_seed]
