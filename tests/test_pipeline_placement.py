@@ -128,3 +128,34 @@ def test_each_receiver_lands_on_its_planned_partition(spark: Any, tmp_path: Any)
         "run", "receiver", F.spark_partition_id().alias("p")).distinct().collect()
     assert sorted(((r["run"], r["receiver"]), r["p"]) for r in got) == sorted(planned.items())
     assert len(set(planned.values())) > 1
+
+
+def test_sorted_in_the_worker_or_in_the_jvm_the_decisions_are_the_same(
+        spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Placed partitions up to SORT_IN_WORKER_ROWS rows are sorted by seq in the
+    Python worker; above, by the JVM: the same decision table either way."""
+    ds = str(tmp_path / "ds")
+    write_table(ds, "messages", {"a": generated(1, receivers=3, rows=700),
+                                 "c": generated(3, receivers=4, rows=500, crashes=False)})
+    df = read_table(spark, ds, "messages")
+    in_worker = _decided(df, True)
+    monkeypatch.setattr(atmostonce, "SORT_IN_WORKER_ROWS", 0)
+    assert _decided(df, True) == in_worker
+
+
+def test_in_seq_order_sorts_a_partition_as_the_jvm_would() -> None:
+    """``in_seq_order``: every batch of the partition, by seq, nulls last, ties in
+    arrival order, handed on in batches of at most _BATCH_ROWS rows."""
+    import pyarrow as pa
+
+    batches = [pa.RecordBatch.from_pydict({"seq": [5, None, 2], "tag": ["a", "b", "c"]}),
+               pa.RecordBatch.from_pydict({"seq": [2, 9, None], "tag": ["d", "e", "f"]})]
+    out = list(atmostonce.in_seq_order(iter(batches)))
+    got = pa.Table.from_batches(out).to_pydict()
+    assert got == {"seq": [2, 2, 5, 9, None, None], "tag": ["c", "d", "a", "e", "b", "f"]}
+    assert list(atmostonce.in_seq_order(iter([]))) == []
+    many = [pa.RecordBatch.from_pydict({"seq": list(range(n, n + 60_000))})
+            for n in (120_000, 0, 60_000)]
+    out = list(atmostonce.in_seq_order(iter(many)))
+    assert max(b.num_rows for b in out) <= atmostonce._BATCH_ROWS
+    assert pa.Table.from_batches(out).column("seq").to_pylist() == list(range(180_000))

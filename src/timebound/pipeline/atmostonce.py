@@ -41,8 +41,37 @@ if TYPE_CHECKING:  # pragma: no cover
 
 TABLE = "messages"
 #: How the operator runs in Spark, for benchmark output (with ``_fast_atmostonce.path()``).
-ENGINE = ("mapInArrow over partitions sorted by seq in the JVM, whole receivers evenly "
-          "placed (else receiver classes)")
+ENGINE = ("mapInArrow over partitions sorted by seq (whole receivers evenly placed, "
+          "sorted in the worker up to 2,000,000 rows a partition; else receiver classes, "
+          "sorted in the JVM)")
+#: A partition of placed receivers up to this many rows (the survey counts them) is
+#: sorted by ``seq`` in its Python worker, in numpy, holding the partition in memory
+#: (a few hundred MB at most); a larger one is sorted by the JVM, which can spill.
+SORT_IN_WORKER_ROWS = 2_000_000
+#: Rows per record batch handed on after a sort in the worker (the session's
+#: ``spark.sql.execution.arrow.maxRecordsPerBatch``).
+_BATCH_ROWS = 100_000
+
+
+def _loads(labels: Mapping[Any, int], rows: Mapping[Any, int]) -> dict[int, int]:
+    """Rows per partition label of the placed receivers."""
+    loads: dict[int, int] = {}
+    for receiver, label in labels.items():
+        loads[label] = loads.get(label, 0) + rows.get(receiver, 0)
+    return loads or {0: 0}
+
+
+def in_seq_order(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A whole partition sorted by ``seq`` (nulls last, ties in arrival order), as
+    ``sortWithinPartitions(asc_nulls_last("seq"))`` would hand it over."""
+    held = list(batches)
+    if not held:
+        return
+    table = pa.Table.from_batches(held)
+    del held
+    seq = table.column("seq")
+    order = np.lexsort((seq.fill_null(0).to_numpy(), seq.is_null().to_numpy()))
+    yield from table.take(pa.array(order)).to_batches(max_chunksize=_BATCH_ROWS)
 
 
 def _classes(options: AtMostOnceOptions) -> int:
@@ -105,18 +134,24 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
     accumulator, spans = (gather.accumulator, gather.spans) if gather else (None, {})
     receiver_rule = frozenset(classed) if labels is not None else frozenset()
     names = None if found is None else Names.of(options, found)
+    # Placed partitions small enough are sorted by the worker (numpy), else by the JVM.
+    in_worker = (labels is not None and found is not None
+                 and max(_loads(labels, found.rows).values()) <= SORT_IN_WORKER_ROWS)
 
     def decide(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         gatherer = None if accumulator is None else Gatherer(accumulator, spans)
         try:
+            if in_worker:
+                batches = in_seq_order(batches)
             yield from _stream(batches, plan, arrow_schema, gatherer, receiver_rule, names)
         except TimeboundError as exc:
             raise marked(exc) from None
 
-    # The JVM hash-partitions by group (or by receiver) and sorts each partition by
-    # ``seq`` alone (one long key: a radix sort on its prefix): every group's rows
-    # arrive in trace order, in record batches, with no grouped-map materialization
-    # (``_stream`` keeps each group's replayer across batches).
+    # The JVM hash-partitions by group (or by receiver) and each partition is sorted
+    # by ``seq`` alone (by the JVM: one long key, a radix sort on its prefix; or, for
+    # a small enough partition of placed receivers, by the worker: ``in_seq_order``):
+    # every group's rows arrive in trace order, in record batches, with no grouped-map
+    # materialization (``_stream`` keeps each group's replayer across batches).
     # With ``names``, run and receiver cross as integer codes (``Names``); placed
     # receivers go where their label hashes (the label is computed in the shuffle).
     classes = with_classes(df, options)
@@ -127,7 +162,7 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
     else:
         spread = classes.repartition(partitions, label_column(
             labels, names.codes["run"], names.codes["receiver"]))
-    ordered = spread.sortWithinPartitions(F.asc_nulls_last("seq"))
+    ordered = spread if in_worker else spread.sortWithinPartitions(F.asc_nulls_last("seq"))
     if names is None:
         return ordered.mapInArrow(decide, schema)
     return names.decode(ordered.mapInArrow(decide, names.coded(schema)), schema)
