@@ -250,9 +250,12 @@ def test_coded_run_and_receiver_decode_and_refuse_an_unseen_value() -> None:
     decoded = names.decode_batch(batch)
     assert decoded.to_pydict() == {"run": ["b", "a", None], "seq": [7, 8, 9],
                                    "receiver": ["s2", None, "s0"]}
-    table = pa.Table.from_batches([decoded.slice(0, 1)])
-    assert names.encode_table(table, ("b", "s2", 0)).to_pydict() == \
-        {"run": [1], "seq": [7], "receiver": [2]}
+    table = pa.Table.from_batches([decoded.slice(0, 2)]).append_column(
+        "verdict", pa.array(["duplicate", "down"]))
+    assert names.encode_table(table.slice(0, 1), ("b", "s2", 0)).to_pydict() == \
+        {"run": [1], "seq": [7], "receiver": [2], "verdict": [1]}
+    assert names.encode_table(table.slice(1, 1), ("a", None, 0)).to_pydict() == \
+        {"run": [0], "seq": [8], "receiver": [None], "verdict": [4]}  # Verdict.DOWN
     unseen = pa.RecordBatch.from_pydict(
         {"run": pa.array([0, 0], pa.int32()), "seq": [7, 8],
          "receiver": pa.array([1, -1], pa.int32())})

@@ -25,12 +25,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType, StructField, StructType
+from pyspark.sql.types import ByteType, IntegerType, StructField, StructType
 
 from timebound.adapters import ATMOSTONCE
 from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.errors import TimeboundError, TraceError
 from timebound.pipeline import _columnar, _group
+from timebound.pipeline._fast_atmostonce import NAMES as VERDICTS
 from timebound.pipeline._partial_metrics import Gathered, Gatherer
 from timebound.pipeline._placement import Survey, label_column, place, survey
 from timebound.pipeline.schemas import DECISION_EXTRA
@@ -174,7 +175,8 @@ class Names:
     shuffle and the Arrow round trip less than a string), each Python worker decodes
     its batches and encodes its output (``_stream``), and the JVM decodes the result,
     so the decision table is the same. A value the survey did not see (the input
-    changed during the job) is code -1, and stops the job naming its row."""
+    changed during the job) is code -1, and stops the job naming its row. The
+    ``verdict`` column leaves the workers the same way, as its index in ``Verdict``."""
 
     def __init__(self, values: Mapping[str, list[str]]) -> None:
         self.values = dict(values)
@@ -201,16 +203,18 @@ class Names:
 
     def coded(self, schema: StructType) -> StructType:
         return StructType([StructField(f.name, IntegerType(), True) if f.name in self.values
+                           else StructField(f.name, ByteType(), True) if f.name == "verdict"
                            else f for f in schema])
 
     def decode(self, df: DataFrame, schema: StructType) -> DataFrame:
         def column(name: str) -> Any:
-            values = self.values.get(name)
+            values = list(VERDICTS) if name == "verdict" else self.values.get(name)
             if values is None:
                 return F.col(name)
             if not values:  # every code was null
                 return F.lit(None).cast("string").alias(name)
-            return F.element_at(F.array(*map(F.lit, values)), F.col(name) + 1).alias(name)
+            index = (F.col(name) + 1).cast("int")
+            return F.element_at(F.array(*map(F.lit, values)), index).alias(name)
         return df.select(*[column(f.name) for f in schema])
 
     def decode_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -231,7 +235,11 @@ class Names:
         return pa.RecordBatch.from_arrays(columns, schema=pa.schema(fields))
 
     def encode_table(self, table: pa.Table, key: tuple[Any, ...]) -> pa.Table:
-        """A group's output, its run and receiver (``key``) as codes."""
+        """A group's output, its run and receiver (``key``) and verdicts as codes."""
+        if "verdict" in table.column_names:
+            i = table.schema.get_field_index("verdict")
+            table = table.set_column(i, pa.field("verdict", pa.int8()), pc.index_in(
+                table.column(i), value_set=_VERDICT_ARRAY).cast(pa.int8()))
         for name, value in zip(_KEY, key):
             if name in self.codes:
                 code = None if value is None else self.codes[name][value]
@@ -242,6 +250,7 @@ class Names:
 
 
 _KEY = ("run", "receiver", "cls")
+_VERDICT_ARRAY = pa.array(VERDICTS, pa.string())
 #: Group codes stay below this (else they are renumbered); below _SMALL they sort as int16.
 _SPAN = 1 << 40
 _SMALL = 1 << 15
