@@ -19,6 +19,8 @@ from tests.test_pipeline_support import (
 )
 from timebound.cli import main
 from timebound.core.atmostonce import crc32_class
+from timebound.errors import TraceError
+from timebound.pipeline import atmostonce
 
 pytestmark = pytest.mark.spark
 
@@ -165,4 +167,32 @@ def test_time_going_back_across_classes_is_caught(spark: Any, tmp_path: Any, cap
     assert main(["pipeline", ds, "--out", out, *RESILIENT, "--classes", "4"]) == 2
     assert "messages[run 'x']:1: field 'at': goes back in time for receiver 's1' (40 < 50)" \
         in capsys.readouterr().err
+    assert not os.path.exists(out)
+
+
+@pytest.mark.parametrize("first_to_fail", [None, "s3"])
+def test_with_several_bad_receivers_the_first_row_by_seq_is_named(
+        spark: Any, tmp_path: Any, capsys: Any, monkeypatch: pytest.MonkeyPatch,
+        first_to_fail: str | None) -> None:
+    """Whole receivers are decided in parallel tasks, each checking `at` as it goes;
+    whichever task fails first, the error names the first row (by seq) where `at` goes
+    back, as the per-class plan's check does (also over a malformed row elsewhere)."""
+    rows: list[dict[str, Any]] = []
+    for i in range(6):
+        for r in range(6):
+            rows.append({"type": "msg", "receiver": f"s{r}", "conn": f"c{i}", "ts": 5,
+                         "at": 100 + 10 * i})
+    for r in (4, 1, 5, 2):  # each of these receivers goes back once, s4 first
+        rows.append({"type": "msg", "receiver": f"s{r}", "conn": "c9", "ts": 5, "at": 20 + r})
+    rows.append({"type": "msg", "receiver": "s3", "conn": "", "ts": 5, "at": 200})
+    ds = str(tmp_path / "ds")
+    write_table(ds, "messages", {"x": rows})
+    out = str(tmp_path / "out")
+    if first_to_fail is not None:  # as if the task deciding s3 had failed first
+        def operate(*_args: Any, **_kwargs: Any) -> Any:
+            raise TraceError("messages[run 'x']", 40, "conn", "must be a non-empty string")
+        monkeypatch.setattr(atmostonce, "operate", operate)
+    assert main(["pipeline", ds, "--out", out, *RESILIENT, "--classes", "4"]) == 2
+    assert "messages[run 'x']:36: field 'at': goes back in time for receiver 's4' " \
+        "(24 < 150)" in capsys.readouterr().err
     assert not os.path.exists(out)

@@ -102,6 +102,16 @@ def check_time_order(df: DataFrame) -> None:
                          f"({row['at']} < {row['prev']})")
 
 
+def first_time_error(df: DataFrame, options: Mapping[str, AtMostOnceOptions]) -> None:
+    """``check_time_order`` over the runs with classes: after the operator failed, the
+    error to report when ``at`` goes back somewhere, whatever task failed first. The
+    per-receiver plan checks the rule as it decides, so with several bad rows the
+    first task to fail would otherwise choose; the per-class plan runs this first."""
+    classed = sorted(run for run, opts in options.items() if _classes(opts) > 1)
+    if classed:
+        check_time_order(df.where(F.col("run").isin(classed)))
+
+
 def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
             gather: Gathered | None = None, by_receiver: bool | None = None,
             surveyed: Survey | None = None) -> DataFrame:

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from timebound._safety import check_writable_folder, follow_umask, guard_output
-from timebound.errors import UsageError
+from timebound.errors import TraceError, UsageError
 from timebound.pipeline import _group, atmostonce, causal, merge, slotted, stability
 from timebound.pipeline._partial_metrics import Gathered, MetricRow
 from timebound.pipeline._placement import survey
@@ -139,22 +139,31 @@ def run_pipeline(
             t0 = time.perf_counter()
             progress(f"pipeline {scenario} [{index}/{len(tables)}] {protocol}: "
                      f"reading {table}")
-            with _group.translate_errors():
-                op = OPERATORS[table]
-                gather = found = None
-                if op is atmostonce.OPERATOR:  # one aggregate: options, receivers, spans
-                    found = survey(inputs[table], [c for c in op.spec.option_columns
-                                                   if c in inputs[table].columns])
-                per_run = resolve_options(inputs[table], table, options, progress,
-                                          rows=found.options if found else None)
-                typed = _group.typed_options(op.spec, per_run)
-                if found is not None:
-                    gather = Gathered.create(spark)
-                    result = atmostonce.operate(inputs[table], typed, gather=gather,
-                                                surveyed=found)
-                else:
-                    result = op.operate(inputs[table], typed)
-                result.write.parquet(os.path.join(tmp, table))
+            decided_with = None
+            try:
+                with _group.translate_errors():
+                    op = OPERATORS[table]
+                    gather = found = None
+                    if op is atmostonce.OPERATOR:  # one aggregate: options, receivers, spans
+                        found = survey(inputs[table], [c for c in op.spec.option_columns
+                                                       if c in inputs[table].columns])
+                    per_run = resolve_options(inputs[table], table, options, progress,
+                                              rows=found.options if found else None)
+                    typed = _group.typed_options(op.spec, per_run)
+                    decided_with = typed
+                    if found is not None:
+                        gather = Gathered.create(spark)
+                        result = atmostonce.operate(inputs[table], typed, gather=gather,
+                                                    surveyed=found)
+                    else:
+                        result = op.operate(inputs[table], typed)
+                    result.write.parquet(os.path.join(tmp, table))
+            except TraceError:
+                if OPERATORS[table] is atmostonce.OPERATOR and decided_with:
+                    # the error the per-class plan reports: time first, its first row
+                    with _group.translate_errors():
+                        atmostonce.first_time_error(inputs[table], decided_with)
+                raise
             decisions[table] = spark.read.parquet(os.path.join(tmp, table))
             rows = decisions[table].count()
             if gather is not None and gather.usable(rows):
