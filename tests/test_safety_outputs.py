@@ -167,3 +167,29 @@ def test_sigterm_during_a_replay_leaves_no_temporary_file(tmp_path: Path,
     assert returncode == 143, err
     assert err.strip() == "timebound: terminated"
     assert sorted(os.listdir(tmp_path)) == ["big.jsonl"]
+
+
+def test_a_failed_spark_stop_never_hides_what_ended_the_command() -> None:
+    """SIGTERM or Ctrl-C inside a Py4J call leaves the connection unusable and
+    ``spark.stop()`` then raises; the command must still end as terminated/interrupted
+    (one line, 143/130), not as an internal error (``sparkutil.stopped_after``)."""
+    from timebound._safety import Terminated
+    from timebound.sparkutil import stopped_after
+
+    class Broken:
+        stops = 0
+
+        def stop(self) -> None:
+            self.stops += 1
+            raise RuntimeError("Py4JError: SparkSession does not exist in the JVM")
+
+    spark = Broken()
+    for ended in (Terminated, KeyboardInterrupt, ValueError):
+        with pytest.raises(ended), stopped_after(spark):
+            raise ended()
+    assert spark.stops == 3
+    with pytest.raises(RuntimeError), stopped_after(spark):  # a clean end: its failure shows
+        pass
+    with stopped_after(spark, owned=False):  # a caller's session is left running
+        pass
+    assert spark.stops == 4

@@ -163,7 +163,7 @@ def build() -> list[str]:
         return [os.path.join(folder, name) for folder, names in before.items()
                 for name in set(os.listdir(folder)) - names if name.endswith(suffixes)]
 
-    old = os.getcwd()
+    old, old_cache = os.getcwd(), os.environ.get("MYPY_CACHE_DIR")
     try:
         with tempfile.TemporaryDirectory(prefix="timebound-mypyc-") as tmp:
             os.chdir(root)
@@ -182,6 +182,10 @@ def build() -> list[str]:
         raise
     finally:
         os.chdir(old)
+        if old_cache is None:
+            os.environ.pop("MYPY_CACHE_DIR", None)
+        else:
+            os.environ["MYPY_CACHE_DIR"] = old_cache
     files = written()
     with open(RECORD, "w", encoding="utf-8") as handle:
         json.dump({"tag": sys.implementation.cache_tag, "files": sorted(files),

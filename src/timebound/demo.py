@@ -138,20 +138,18 @@ def run_demo(out_dir: str | None = None, *, scale: float = 1.0,
     from pyspark.sql import SparkSession
 
     from timebound.pipeline import build_session, format_summary, run_pipeline
+    from timebound.pipeline.session import stopped_after
 
     owned = SparkSession.getActiveSession() is None  # a caller's session is left running
     spark = build_session(master, {} if verbose else {"timebound.logLevel": "OFF"})
     pipeline = os.path.join(out, "pipeline")
     os.makedirs(pipeline, exist_ok=True)
-    try:
+    with stopped_after(spark, owned):
         for name in names:
             summary = run_pipeline(os.path.join(datasets, name), os.path.join(pipeline, name),
                                    spark=spark, progress=lambda line: print("  " + line,
                                                                             flush=True))
             print("\n".join("    " + line for line in format_summary(summary).splitlines()))
-    finally:
-        if owned:
-            spark.stop()
 
     print("\n== 4. report ==")
     from timebound.report import write_report

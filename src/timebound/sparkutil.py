@@ -21,10 +21,11 @@ import contextlib
 import json
 import re
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from timebound.errors import SchemaError, TimeboundError, TraceError, UsageError
 
-__all__ = ["MARK", "marked", "parse_conf", "rebuild", "translate_errors"]
+__all__ = ["MARK", "marked", "parse_conf", "rebuild", "stopped_after", "translate_errors"]
 
 MARK = "@@timebound-error@@"
 _MARKED = re.compile(re.escape(MARK) + r"(.*?)" + re.escape(MARK), re.S)
@@ -82,3 +83,20 @@ def parse_conf(items: Sequence[str]) -> dict[str, str]:
             raise UsageError("--conf", f"expected KEY=VALUE, got {item!r}")
         conf[key.strip()] = value
     return conf
+
+
+@contextlib.contextmanager
+def stopped_after(spark: Any, owned: bool = True) -> Iterator[Any]:
+    """Stop ``spark`` (if ``owned``) when the block ends. When the block ends by an
+    exception, a failure to stop never replaces it: a SIGTERM or Ctrl-C in the middle of
+    a Py4J call leaves the connection unusable, and ``stop`` then raises a Py4J error
+    that would turn "terminated" into an internal error."""
+    try:
+        yield spark
+    except BaseException:
+        if owned:
+            with contextlib.suppress(Exception):
+                spark.stop()
+        raise
+    if owned:
+        spark.stop()

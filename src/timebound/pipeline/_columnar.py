@@ -3,8 +3,8 @@
 A group's Arrow table is sorted by ``seq`` in Arrow (C++) unless it arrives in that
 order, decided column-wise by the adapter's receivers (``_fast_atmostonce``: the
 core's receivers over integer-coded columns, crash and malformed rows on the
-replayer's row path), and the output is the sorted input columns (rows with a decision) plus the decision
-columns: no ``to_pylist`` of whole rows, no per-row dicts.
+replayer's row path), and the output is the sorted input columns (rows with a
+decision) plus the decision columns: no ``to_pylist`` of whole rows, no per-row dicts.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from timebound.core.atmostonce import Verdict, crc32_classes
-from timebound.core.atmostonce._drive import drive, drive_resilient
+from timebound.core.atmostonce._drive import CODES, drive, drive_resilient
 
 
 def path() -> str:
@@ -48,7 +48,6 @@ def path() -> str:
 
 #: Verdict codes (int8) -> output strings.
 NAMES = tuple(v.value for v in Verdict)
-_CODE = {name: i for i, name in enumerate(NAMES)}
 _NAMES_ARRAY = pa.array(NAMES, pa.string())
 _MESSAGE_COLUMNS = ("receiver", "conn", "ts", "at")
 _TYPES = {"receiver": pa.string(), "conn": pa.string(), "ts": pa.int64(), "at": pa.int64()}
@@ -103,7 +102,7 @@ def decide_table(replayer: Any, source: str, table: pa.Table, lines: np.ndarray,
         if outputs:
             out = outputs[0]
             produced[i] = True
-            verdict[i] = _CODE[out["verdict"]]
+            verdict[i] = CODES[out["verdict"]]
             if out["rho"] is None:
                 valid[i] = False
             else:

@@ -61,7 +61,7 @@ def add_bench_parser(commands: Any) -> None:
 
 def run_bench_pipeline(args: argparse.Namespace) -> int:
     from timebound.pipeline.bench import compare
-    from timebound.pipeline.session import build_session, parse_conf
+    from timebound.pipeline.session import build_session, parse_conf, stopped_after
 
     connections = _counts(args.connections)
     check_ranges(args.rows, connections, args.repeats, args.classes)
@@ -70,9 +70,7 @@ def run_bench_pipeline(args: argparse.Namespace) -> int:
     if "spark.sql.shuffle.partitions" not in conf:
         spark.conf.set("spark.sql.shuffle.partitions",
                        str(spark.sparkContext.defaultParallelism * 4))
-    try:
+    with stopped_after(spark):
         compare(spark, args.rows, connections, repeats=args.repeats, classes=args.classes,
                 report=lambda line: print(line, flush=True))
-    finally:
-        spark.stop()
     return 0

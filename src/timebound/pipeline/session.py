@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from timebound.errors import UsageError
 from timebound.sparkutil import parse_conf as parse_conf  # the pipeline's --conf
+from timebound.sparkutil import stopped_after as stopped_after
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from timebound.errors import UsageError
+from timebound.sparkutil import stopped_after
 
 T = TypeVar("T")
 
@@ -63,7 +64,7 @@ def map_tasks(fn: Callable[[Any], T], jobs: Sequence[Any], names: Sequence[str],
               progress: Callable[[str, int, int], None] | None = None) -> list[T]:
     """``[fn(job) for job in jobs]``, one Spark task per job, in job order."""
     spark, owned = _session(master, dict(conf or {}))
-    try:
+    with stopped_after(spark, owned):
         rdd = spark.sparkContext.parallelize(list(enumerate(jobs)), max(1, len(jobs)))
         results: list[Any] = [None] * len(jobs)
         done = 0
@@ -75,6 +76,3 @@ def map_tasks(fn: Callable[[Any], T], jobs: Sequence[Any], names: Sequence[str],
             if progress:
                 progress(names[index], done, len(jobs))
         return results
-    finally:
-        if owned:
-            spark.stop()
