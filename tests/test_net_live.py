@@ -62,6 +62,39 @@ def test_api_object_handlers_async_errors_and_many_outstanding(tmp_path: Path) -
     asyncio.run(asyncio.wait_for(main(), 20))
 
 
+class _Choked:
+    """The server's socket, except that its first ``n`` replies find it full."""
+
+    def __init__(self, sock: object, n: int) -> None:
+        self.sock = sock
+        self.n = n
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.sock, name)
+
+    def sendto(self, data: bytes, peer: object) -> int:
+        if self.n > 0:
+            self.n -= 1
+            raise BlockingIOError
+        return self.sock.sendto(data, peer)  # type: ignore[attr-defined, no-any-return]
+
+
+def test_replies_the_socket_cannot_take_wait_for_it_to_be_writable() -> None:
+    async def main() -> None:
+        async with RpcServer({"echo": lambda p: p}) as server:
+            choked = _Choked(server._sock, 3)
+            server._sock = choked  # type: ignore[assignment]
+            async with RpcClient(server.address, interval=5.0) as client:
+                # No retransmission within the timeout: the replies come from the backlog.
+                got = await asyncio.gather(*(client.call("echo", b"%d" % i, timeout=2.0)
+                                             for i in range(5)))
+            assert got == [b"%d" % i for i in range(5)]
+            assert choked.n == 0 and not server._backlog
+            assert server.statistics()["executions"] == 5
+
+    asyncio.run(main())
+
+
 def test_timeout_and_keys(tmp_path: Path) -> None:
     async def main() -> None:
         async with RpcServer({"echo": lambda p: p}, storage=str(tmp_path / "l.json"),

@@ -37,7 +37,7 @@ from timebound.net._server import RpcServer
 PROTOCOLS = ("amo", "udp", "udp-raw", "tcp-one-connection", "tcp-per-call",
              "grpc-one-channel", "grpc-channel-per-call")
 LABELS = {"amo": "at-most-once RPC", "udp": "plain UDP",
-          "udp-raw": "plain UDP, raw socket (our client's plumbing)",
+          "udp-raw": "plain UDP, raw sockets (our client's and server's plumbing)",
           "tcp-one-connection": "TCP, one connection",
           "tcp-per-call": "TCP, connection per call", "grpc-one-channel": "gRPC, one channel",
           "grpc-channel-per-call": "gRPC, channel per call"}
@@ -54,6 +54,28 @@ class _UdpEcho(asyncio.DatagramProtocol):
 
     def datagram_received(self, data: bytes, addr: Any) -> None:
         self.transport.sendto(data, addr)
+
+
+class _RawUdpEcho:
+    """Plain UDP echo with the at-most-once server's plumbing: a non-blocking socket
+    read by ``loop.add_reader`` with ``recvfrom(64 KiB)``, no transport."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setblocking(False)
+        self.sock.bind(("127.0.0.1", 0))
+        asyncio.get_running_loop().add_reader(self.sock.fileno(), self._readable)
+
+    def _readable(self) -> None:
+        try:
+            data, addr = self.sock.recvfrom(65536)
+            self.sock.sendto(data, addr)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        asyncio.get_running_loop().remove_reader(self.sock.fileno())
+        self.sock.close()
 
 
 async def _tcp_echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -77,6 +99,8 @@ async def _serve(with_grpc: bool) -> None:
     ports["amo"] = server.address[1]
     udp, _ = await loop.create_datagram_endpoint(_UdpEcho, local_addr=("127.0.0.1", 0))
     ports["udp"] = udp.get_extra_info("sockname")[1]
+    raw = _RawUdpEcho()
+    ports["udp-raw"] = raw.sock.getsockname()[1]
     tcp = await asyncio.start_server(_tcp_echo, "127.0.0.1", 0)
     ports["tcp"] = tcp.sockets[0].getsockname()[1]
     grpc_server = None
@@ -95,6 +119,7 @@ async def _serve(with_grpc: bool) -> None:
     print(json.dumps(ports), flush=True)
     await loop.run_in_executor(None, sys.stdin.read)  # until the parent closes stdin
     await server.close()
+    raw.close()
     if grpc_server is not None:
         await grpc_server.stop(0)
     for name in os.listdir(folder):
@@ -222,13 +247,13 @@ async def _run_protocol(proto: str, mode: str, ports: dict[str, int], n: int) ->
     if proto == "udp-raw":
         if mode == "fresh":
             async def fresh_raw() -> None:
-                c = _RawUdpClient(ports["udp"])
+                c = _RawUdpClient(ports["udp-raw"])
                 try:
                     await c.call(b"0")
                 finally:
                     c.close()
             return await _measure(fresh_raw, n, warm)
-        raw = _RawUdpClient(ports["udp"])
+        raw = _RawUdpClient(ports["udp-raw"])
         try:
             async def one_raw() -> None:
                 await raw.call(b"0")
