@@ -411,8 +411,8 @@ def _verdicts(per_mode: dict[str, Any]) -> list[str]:
     for mode in ("seq", "fresh"):
         raw = per_mode[mode].get("udp-raw")
         if raw:
-            out.append(f"- for information, {mode}: at-most-once / plain UDP over a raw "
-                       f"socket (the same plumbing as our client) = "
+            out.append(f"- for information, {mode}: at-most-once / plain UDP over raw "
+                       f"sockets (the same plumbing as ours) = "
                        f"{per_mode[mode]['amo']['median'] / raw['median']:.2f}")
     for mode in ("fresh", "shared"):
         cells = per_mode[mode]
@@ -433,11 +433,14 @@ FAIRNESS = (
     "paper's 'only these two messages are needed'). The at-most-once client's "
     "socket is a connected non-blocking socket read through `loop.add_reader` (no "
     "transport or protocol object: set-up and close cost no loop iteration); the "
-    "plain UDP client uses `create_datagram_endpoint`, what a Python user would "
-    "write, so in the 'fresh' column part of the difference is socket plumbing, "
-    "not protocol: the row 'plain UDP, raw socket' is plain UDP with our client's "
-    "plumbing, to tell the two apart. Its server runs SCMP with a "
-    "resilient receiver (latest in a file, fsynced every second) and the RPC state "
+    "plain UDP client and echo server use `create_datagram_endpoint`, what a "
+    "Python user would write (on the asyncio loop, its transport reads every datagram with "
+    "`recvfrom(256 KiB)`, which costs glibc an mmap and munmap each time; "
+    "our server, like our client, reads a non-blocking socket with "
+    "`recvfrom(64 KiB)` from `loop.add_reader`), so part of the difference is "
+    "socket plumbing, not protocol: the row 'plain UDP, raw sockets' is plain "
+    "UDP with our client's and our server's plumbing, to tell the two apart. "
+    "The at-most-once server runs SCMP with a resilient receiver (latest in a file, fsynced every second) and the RPC state "
     "machine. Runs of the protocols are interleaved. The paper's Fig. 3-3 is the "
     "'fresh' column (each client its own handle and socket).")
 

@@ -82,9 +82,9 @@ def add_rpc_parser(commands: Any) -> None:
     bench = sub.add_parser(
         "bench", help="the paper's benchmark (Figs. 3-2, 3-3) vs UDP, TCP, gRPC",
         description="Null calls on loopback: (i) one client, N sequential calls; (ii) N "
-                    "clients, one call each; at-most-once RPC vs plain UDP (an asyncio "
-                    "endpoint, and a raw socket with our client's plumbing), TCP over one "
-                    "connection, TCP per call, gRPC (one channel, channel per call); with "
+                    "clients, one call each; at-most-once RPC vs plain UDP (asyncio "
+                    "endpoints, and raw sockets with our client's and server's "
+                    "plumbing), TCP over one connection, TCP per call, gRPC (one channel, channel per call); with "
                     "and without uvloop. Writes OUT/rpc_bench.md and prints the table.")
     bench.add_argument("--smoke", action="store_true", help="tiny sizes, runs in seconds")
     bench.add_argument("--calls", type=int, default=None, metavar="N",
