@@ -11,6 +11,16 @@ Back-pressure, both ways: ``send`` waits while the core's send window is full, a
 listener whose application stops reading (``max_queue`` deliveries waiting) drops
 incoming datagrams unacknowledged (``overruns``), so the sender's window fills and
 its ``send`` waits in turn. Memory stays bounded on both sides.
+
+A listener with ``storage`` keeps SCMP's ``latest`` in that file, written off the
+loop as ``RpcServer`` does: the SCMP receiver defers its refreshes
+(``StableLatest(deferred=True)``) and ``_latest.LatestWriter`` writes each one in a
+worker thread, reporting it back on the loop; until then openings above the last
+durable ``latest`` are refused (``early``), so no accepted opening is ever above what
+the file holds. A failed write is counted (``storage_errors``) and retried at the next
+refresh. ``async with`` ends with ``aclose()``, which awaits the last write; the
+synchronous ``close()`` waits for it in place (one write at most, on the loop's
+thread). Either way a clean stop leaves the newest ``latest`` in the file.
 """
 
 from __future__ import annotations
@@ -20,7 +30,7 @@ import dataclasses
 import secrets
 from typing import Any
 
-from timebound.core.atmostonce import MemoryStorage, ReceiverConfig
+from timebound.core.atmostonce import MemoryStorage, Receiver, ReceiverConfig, StableStorage
 from timebound.core.channel import (
     DEFAULT_IDLE,
     DEFAULT_MAX_SESSIONS,
@@ -30,6 +40,7 @@ from timebound.core.channel import (
     Delivery,
 )
 from timebound.core.rpc import Outgoing
+from timebound.core.rpc._live import build_receiver
 from timebound.core.slotted import Kind
 from timebound.core.wire import FrameCodec
 from timebound.errors import TimeboundError, UsageError
@@ -42,6 +53,7 @@ from timebound.net._endpoint import (
     open_datagram,
 )
 from timebound.net._keys import keyring
+from timebound.net._latest import LatestWriter
 from timebound.net._server import DEFAULT_BETA, DEFAULT_LATEST_EVERY, default_receiver
 from timebound.storage import FileStorage
 
@@ -185,9 +197,14 @@ class ChannelListener(Lifecycle, QueueIterator[Delivery[Address]]):
 
     ``async for d in listener`` yields ``Delivery`` records (``kind``, ``slot``, ``id``,
     ``data``, ``conn``, ``peer``) in slotted-FIFO order per channel. ``storage`` keeps
-    SCMP's ``latest`` in a file so a restarted listener refuses replayed openings;
-    ``receiver`` is the SCMP receiver's ``ReceiverConfig`` (µs; default: fixed rho
-    300 s, resilient).
+    SCMP's ``latest`` in a file so a restarted listener refuses replayed openings; it
+    is written in a worker thread, never in a datagram's or timer's callback (module
+    docstring; failed writes: ``storage_errors`` in ``statistics()``). Without
+    ``storage`` it lives in memory. ``receiver`` is the SCMP receiver's
+    ``ReceiverConfig`` (µs; default: fixed rho 300 s, resilient).
+
+    ``async with listener:`` closes with ``aclose()``, which awaits the last write of
+    ``latest``; ``close()`` does the same synchronously, blocking for that write.
     """
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0,
@@ -207,8 +224,12 @@ class ChannelListener(Lifecycle, QueueIterator[Delivery[Address]]):
             config = dataclasses.replace(config, resilient=True, beta=DEFAULT_BETA,
                                          latest_every=DEFAULT_LATEST_EVERY)
         assert config.beta is not None and config.latest_every is not None
-        store = FileStorage(storage) if storage is not None else MemoryStorage()
-        scmp = config.new_receiver(store, start=now)
+        store: StableStorage = FileStorage(storage) if storage is not None else MemoryStorage()
+        scmp = build_receiver(config, [store], start=now, deferred=storage is not None)
+        assert isinstance(scmp, Receiver)  # one storage: one class
+        # ``latest`` is fsynced in a worker thread, never in a datagram's callback.
+        self._latest: LatestWriter | None = (
+            LatestWriter([scmp], [store]) if storage is not None else None)
         ring = keyring(key, previous_key, now + seconds(previous_key_grace))
         self.core: ChannelReceiver[Address] = ChannelReceiver(
             FrameCodec(ring), scmp, idle=DEFAULT_IDLE if idle is None else seconds(idle),
@@ -229,15 +250,25 @@ class ChannelListener(Lifecycle, QueueIterator[Delivery[Address]]):
         self.address = await open_datagram(self, local=(self.host, self.port))
         self._timer.arm(self.core.next_deadline())
 
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
     def close(self) -> None:
-        if self._transport is None:
-            return
-        self.core.handle_timer(now=self.clock.now())
-        self._timer.cancel()
-        self._transport.close()
-        self._transport = None
-        if self._queue is not None:
-            self._queue.put_nowait(None)
+        """Stop: fire due timers, close the socket, end ``async for``; with
+        ``storage``, wait here (blocking the loop for one write at most) until the
+        newest ``latest`` is in the file. Inside a coroutine ``await aclose()``
+        waits without blocking."""
+        self._stop()
+        if self._latest is not None:
+            self._latest.drain_now()
+        if self._closed is not None:
+            self._closed.set()
+
+    async def aclose(self) -> None:
+        """``close()`` that awaits the last write of ``latest`` instead of blocking."""
+        self._stop()
+        if self._latest is not None:
+            await self._latest.drain()
         if self._closed is not None:
             self._closed.set()
 
@@ -251,9 +282,20 @@ class ChannelListener(Lifecycle, QueueIterator[Delivery[Address]]):
         stats = dataclasses.asdict(self.core.statistics())
         stats["socket_errors"] = self.socket_errors
         stats["overruns"] = self.overruns
+        stats["storage_errors"] = 0 if self._latest is None else self._latest.storage_errors
         return stats
 
     # -- internals -------------------------------------------------------------------
+
+    def _stop(self) -> None:
+        if self._transport is None:
+            return
+        self.core.handle_timer(now=self.clock.now())
+        self._timer.cancel()
+        self._transport.close()
+        self._transport = None
+        if self._queue is not None:
+            self._queue.put_nowait(None)
 
     def _datagram(self, data: bytes, addr: Address) -> None:
         queue = self._queue

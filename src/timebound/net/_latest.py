@@ -1,4 +1,4 @@
-"""``LatestWriter``: a server's ``latest`` written off the event loop.
+"""``LatestWriter``: the ``latest`` of a server or a channel listener written off the loop.
 
 The receivers are built with ``StableLatest(deferred=True)`` (the receiver's module
 docstring, "Deferred writes"): a refresh of ``latest`` does not fsync inside the
@@ -13,6 +13,11 @@ storage holds, whatever moment the process is killed.
 
 ``drain()`` (the server's ``close``) waits for the writes in flight and writes what
 is still wanted, so a clean stop leaves the newest ``latest`` on storage.
+``drain_now()`` does the same without awaiting, for a driver whose ``close()`` is
+synchronous (``ChannelListener.close``): it blocks until the write in flight is done
+(the worker pool shut down with ``wait=True``), reports it to its receiver at once
+and writes what is still wanted in place. Either way no worker thread is left, and a
+failed write is counted, never raised.
 """
 
 from __future__ import annotations
@@ -33,7 +38,10 @@ class LatestWriter:
         self._storage = {id(r): s for r, s in zip(receivers, storages, strict=True)}
         self._receivers = list(receivers)
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._pending: set[asyncio.Future[None]] = set()
+        # The writes handed to the worker and not yet reported to their receiver:
+        # the loop's future -> (receiver, record, the worker's future).
+        self._pending: dict[asyncio.Future[None],
+                            tuple[Receiver, StableRecord, concurrent.futures.Future[None]]] = {}
         for receiver in receivers:
             receiver.write_wanted = self._wanted
 
@@ -50,40 +58,63 @@ class LatestWriter:
         if self._pool is None:
             self._pool = concurrent.futures.ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix="timebound-latest")
-        future = loop.run_in_executor(self._pool, storage.write, record)
-        self._pending.add(future)
-        future.add_done_callback(lambda f: self._landed(receiver, record, f))
+        job = self._pool.submit(storage.write, record)
+        future = asyncio.wrap_future(job, loop=loop)
+        self._pending[future] = (receiver, record, job)
+        future.add_done_callback(self._landed)
 
-    def _landed(self, receiver: Receiver, record: StableRecord,
-                future: asyncio.Future[None]) -> None:
-        self._pending.discard(future)
-        if future.cancelled() or future.exception() is not None:
+    def _landed(self, future: asyncio.Future[None]) -> None:
+        failed = future.cancelled() or future.exception() is not None
+        entry = self._pending.pop(future, None)
+        if entry is None:
+            return  # already reported by drain_now
+        receiver, record, _ = entry
+        if self._report(receiver, record, failed):
+            self._wanted(receiver)  # a newer record may be waiting
+
+    def _report(self, receiver: Receiver, record: StableRecord, failed: bool) -> bool:
+        if failed:
             self.storage_errors += 1
             receiver.write_failed(record)
-            return  # written again at the next refresh, not in a tight loop
+            return False  # written again at the next refresh, not in a tight loop
         self.writes += 1
         receiver.write_done(record)
-        self._wanted(receiver)  # a newer record may be waiting
+        return True
 
     def _write_now(self, receiver: Receiver, storage: StableStorage,
                    record: StableRecord) -> None:
         try:
             storage.write(record)
         except (OSError, StorageError):
-            self.storage_errors += 1
-            receiver.write_failed(record)
+            self._report(receiver, record, failed=True)
             return
-        self.writes += 1
-        receiver.write_done(record)
+        self._report(receiver, record, failed=False)
+
+    def _write_wanted_now(self) -> None:
+        for receiver in self._receivers:
+            record = receiver.take_write()
+            if record is not None:
+                self._write_now(receiver, self._storage[id(receiver)], record)
 
     async def drain(self) -> None:
         """Wait for the writes in flight, then write what is still wanted."""
         while self._pending:
             await asyncio.gather(*list(self._pending), return_exceptions=True)
-        for receiver in self._receivers:
-            record = receiver.take_write()
-            if record is not None:
-                self._write_now(receiver, self._storage[id(receiver)], record)
+        self._write_wanted_now()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+
+    def drain_now(self) -> None:
+        """``drain`` without awaiting (a synchronous ``close``): block until the
+        write in flight is done and stop the worker, report the writes that landed
+        (or failed) to their receivers, then write what is still wanted in place.
+        The loop's futures of those writes, when they complete later, are ignored."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+        for future, (receiver, record, job) in list(self._pending.items()):
+            del self._pending[future]
+            failed = job.cancelled() or job.exception() is not None
+            self._report(receiver, record, failed)
+        self._write_wanted_now()
