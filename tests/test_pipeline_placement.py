@@ -35,6 +35,24 @@ def test_per_receiver_decides_as_per_class(spark: Any, tmp_path: Any) -> None:
     assert _decided(df, True) == _decided(df, False)
 
 
+def test_per_receiver_gathers_each_class_as_per_class(spark: Any, tmp_path: Any) -> None:
+    """Whole receivers are decided per run, and their rows still reach the metrics
+    as the per-class plan's (run, receiver, cls) groups, each in seq order."""
+    from timebound.pipeline._partial_metrics import Gathered
+
+    ds = str(tmp_path / "ds")
+    write_table(ds, "messages", {"a": generated(1, receivers=3, rows=700),
+                                 "c": generated(3, receivers=4, rows=500, crashes=False)})
+    df = read_table(spark, ds, "messages")
+    options = {run: AtMostOnceOptions.from_values(v) for run, v in OPTIONS.items()}
+    partials = []
+    for by_receiver in (True, False):
+        gather = Gathered.create(spark)
+        atmostonce.operate(df, options, gather=gather, by_receiver=by_receiver).collect()
+        partials.append(gather.accumulator.value)
+    assert len(partials[0]) > 7 and partials[0] == partials[1]
+
+
 def test_time_going_back_across_classes_is_caught_per_receiver(
         spark: Any, tmp_path: Any) -> None:
     a = "c1"

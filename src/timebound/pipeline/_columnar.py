@@ -19,9 +19,11 @@ from timebound.core.atmostonce import crc32_class
 from timebound.pipeline._fast_atmostonce import decide_table, misrouted
 
 
-def atmostonce_group(replayer: Any, source: str, table: pa.Table, cls: int, k: int,
+def atmostonce_group(replayer: Any, source: str, table: pa.Table, cls: int | None, k: int,
                      schema: pa.Schema) -> pa.Table:
-    """One (run, receiver, cls) group of ``messages`` -> its decision rows."""
+    """One (run, receiver, cls) group of ``messages`` -> its decision rows. With ``cls``
+    None, the rows of whole receivers (every class: no routing by Spark, crash rows
+    once): each decision row's ``cls`` is the core classifier's class of its conn."""
     seqs = table.column("seq").to_numpy()
     if len(seqs) > 1 and bool(np.any(seqs[1:] < seqs[:-1])):  # else in order already
         table = table.sort_by([("seq", "ascending")])
@@ -33,17 +35,18 @@ def atmostonce_group(replayer: Any, source: str, table: pa.Table, cls: int, k: i
     def row_path(i: int) -> list[Any]:
         data = {n: v for n, v in table.slice(i, 1).to_pylist()[0].items() if v is not None}
         conn = data.get("conn")
-        if k > 1 and data.get("type") == "msg" and isinstance(conn, str) \
+        if cls is not None and k > 1 and data.get("type") == "msg" and isinstance(conn, str) \
                 and crc32_class(conn, k) != cls:
             raise AssertionError(misrouted(conn, cls, k))
         return list(replayer.feed(Row(source, int(seqs[i]), data)))
 
     decided = decide_table(replayer, source, table, seqs, row_path,
-                           expect_class=cls if k > 1 else None)
-    extra = {"verdict": decided.verdict, "rho": decided.rho, "entries": decided.entries,
-             "cls": pa.array(np.full(len(decided.keep), cls, dtype=np.int64))}
+                           expect_class=cls if cls is not None and k > 1 else None)
     if len(decided.keep) != table.num_rows:
         table = table.take(pa.array(decided.keep, type=pa.int64()))
+    extra = {"verdict": decided.verdict, "rho": decided.rho, "entries": decided.entries,
+             "cls": decided.cls if cls is None
+             else pa.array(np.full(len(decided.keep), cls, dtype=np.int64))}
     columns = []
     for field in schema:
         column = extra[field.name] if field.name in extra else table.column(field.name)
@@ -51,3 +54,4 @@ def atmostonce_group(replayer: Any, source: str, table: pa.Table, cls: int, k: i
             column = column.cast(field.type)
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=schema)
+

@@ -57,14 +57,15 @@ class Decided:
     """Outputs of ``decide_table``: the row indexes that produced a decision (in
     order) and the decision columns, aligned with them."""
 
-    __slots__ = ("keep", "verdict", "rho", "entries", "fast_rows", "slow_rows")
+    __slots__ = ("keep", "verdict", "rho", "entries", "cls", "fast_rows", "slow_rows")
 
     def __init__(self, keep: np.ndarray, verdict: pa.Array, rho: pa.Array,
-                 entries: pa.Array, fast_rows: int, slow_rows: int) -> None:
+                 entries: pa.Array, cls: pa.Array, fast_rows: int, slow_rows: int) -> None:
         self.keep = keep
         self.verdict = verdict
         self.rho = rho
         self.entries = entries
+        self.cls = cls  # the core classifier's class of each decided row's conn
         self.fast_rows = fast_rows
         self.slow_rows = slow_rows
 
@@ -85,6 +86,7 @@ def decide_table(replayer: Any, source: str, table: pa.Table, lines: np.ndarray,
     verdict = np.zeros(n, dtype=np.int8)
     rho = np.zeros(n, dtype=np.int64)
     entries = np.zeros(n, dtype=np.int64)
+    classes = np.zeros(n, dtype=np.int64)
     valid = np.ones(n, dtype=bool)  # False: rho/entries null (down) -- or no output
     produced = np.zeros(n, dtype=bool)
     fast = slow = 0
@@ -103,6 +105,7 @@ def decide_table(replayer: Any, source: str, table: pa.Table, lines: np.ndarray,
             out = outputs[0]
             produced[i] = True
             verdict[i] = CODES[out["verdict"]]
+            classes[i] = crc32_classes([out["conn"]], replayer.options.classes)[0]
             if out["rho"] is None:
                 valid[i] = False
             else:
@@ -114,8 +117,8 @@ def decide_table(replayer: Any, source: str, table: pa.Table, lines: np.ndarray,
         if stop > start:
             segment = table.slice(start, stop - start)
             if _decide_segment(replayer, source, segment, lines[start:stop],
-                               verdict[start:stop], rho[start:stop],
-                               entries[start:stop], valid[start:stop], expect_class):
+                               verdict[start:stop], rho[start:stop], entries[start:stop],
+                               valid[start:stop], classes[start:stop], expect_class):
                 produced[start:stop] = True
                 fast += stop - start
             else:
@@ -132,6 +135,7 @@ def decide_table(replayer: Any, source: str, table: pa.Table, lines: np.ndarray,
         pc.take(_NAMES_ARRAY, pa.array(verdict[keep])),
         pa.array(rho[keep], pa.int64(), mask=mask),
         pa.array(entries[keep], pa.int64(), mask=mask),
+        pa.array(classes[keep]),
         fast, slow,
     )
 
@@ -157,7 +161,8 @@ def _well_formed(segment: pa.Table) -> bool:
 
 def _decide_segment(replayer: Any, source: str, segment: pa.Table, lines: np.ndarray,
                     verdict: np.ndarray, rho: np.ndarray, entries: np.ndarray,
-                    valid: np.ndarray, expect_class: int | None = None) -> bool:
+                    valid: np.ndarray, classes_out: np.ndarray,
+                    expect_class: int | None = None) -> bool:
     """Decide a segment of message rows; False (and nothing changed) when any row is
     malformed or goes back in time (the caller takes the row path)."""
     if not _well_formed(segment):
@@ -196,7 +201,8 @@ def _decide_segment(replayer: Any, source: str, segment: pa.Table, lines: np.nda
         wrong = np.flatnonzero(conn_class != expect_class)
         if len(wrong):
             raise AssertionError(misrouted(conns[int(wrong[0])], expect_class, classes))
-    key = rcode * classes + conn_class[ccode]
+    row_class = conn_class[ccode]
+    key = rcode * classes + row_class
     order = np.argsort(key, kind="stable")
     k_sorted = key[order]
     starts = np.flatnonzero(np.r_[True, k_sorted[1:] != k_sorted[:-1]]).tolist()
@@ -221,6 +227,7 @@ def _decide_segment(replayer: Any, source: str, segment: pa.Table, lines: np.nda
         peak = max(peak, int(sizes.max()))
         for code, count in enumerate(np.bincount(codes, minlength=len(NAMES)).tolist()):
             tally[code] += count
+    classes_out[:] = row_class
     lasts = np.r_[firsts[1:] - 1, len(at_sorted) - 1]
     for first, last in zip(firsts.tolist(), lasts.tolist()):
         name = names[r_sorted[first]]

@@ -13,6 +13,14 @@ K, so the row is routed by the core's classifier) over its rows sorted by ``seq`
 ``at`` never decreasing per receiver is verified inside each group; with K > 1 the
 groups only see their own class, so a window over (run, receiver) ordered by ``seq``
 checks the whole receiver first (``check_time_order``), naming the first bad row.
+
+When the survey can spread whole receivers evenly over the partitions
+(``_placement``), there is no class column and no copy of a crash row per class: each
+partition holds whole receivers, and each run's rows there go to one replayer of the
+run (every receiver, every class, crash rows once: exactly ``timebound replay``), which
+checks ``at`` per receiver across classes itself; each decision row's ``cls`` is the
+core classifier's class of its ``conn``, as a per-class group would have it. The
+metrics partials are still kept per (run, receiver, cls).
 """
 
 from __future__ import annotations
@@ -43,8 +51,8 @@ if TYPE_CHECKING:  # pragma: no cover
 TABLE = "messages"
 #: How the operator runs in Spark, for benchmark output (with ``_fast_atmostonce.path()``).
 ENGINE = ("mapInArrow over partitions sorted by seq (whole receivers evenly placed, "
-          "sorted in the worker up to 2,000,000 rows a partition; else receiver classes, "
-          "sorted in the JVM)")
+          "one replayer per run, sorted in the worker up to 2,000,000 rows a partition; "
+          "else receiver classes, sorted in the JVM)")
 #: A partition of placed receivers up to this many rows (the survey counts them) is
 #: sorted by ``seq`` in its Python worker, in numpy, holding the partition in memory
 #: (a few hundred MB at most); a larger one is sorted by the JVM, which can spill.
@@ -143,8 +151,11 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
     arrow_schema = _group.arrow_schema(schema)
     plan = {run: (ATMOSTONCE, opts, _classes(opts)) for run, opts in options.items()}
     accumulator, spans = (gather.accumulator, gather.spans) if gather else (None, {})
-    receiver_rule = frozenset(classed) if labels is not None else frozenset()
     names = None if found is None else Names.of(options, found)
+    # Placed receivers are whole in their partition: one replayer per run decides
+    # them, every class, with no ``cls`` column and no crash row copied per class.
+    whole = labels is not None and names is not None
+    receiver_rule = frozenset(classed) if labels is not None and not whole else frozenset()
     # Placed partitions small enough are sorted by the worker (numpy), else by the JVM.
     in_worker = (labels is not None and found is not None
                  and max(_loads(labels, found.rows).values()) <= SORT_IN_WORKER_ROWS)
@@ -154,7 +165,8 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
         try:
             if in_worker:
                 batches = in_seq_order(batches)
-            yield from _stream(batches, plan, arrow_schema, gatherer, receiver_rule, names)
+            yield from _stream(batches, plan, arrow_schema, gatherer, receiver_rule, names,
+                               whole)
         except TimeboundError as exc:
             raise marked(exc) from None
 
@@ -165,7 +177,7 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
     # materialization (``_stream`` keeps each group's replayer across batches).
     # With ``names``, run and receiver cross as integer codes (``Names``); placed
     # receivers go where their label hashes (the label is computed in the shuffle).
-    classes = with_classes(df, options)
+    classes = df if whole else with_classes(df, options)
     if names is not None:
         classes = names.encode(classes)
     if labels is None or names is None:
@@ -245,7 +257,9 @@ class Names:
         return pa.RecordBatch.from_arrays(columns, schema=pa.schema(fields))
 
     def encode_table(self, table: pa.Table, key: tuple[Any, ...]) -> pa.Table:
-        """A group's output, its run and receiver (``key``) and verdicts as codes."""
+        """A group's output, its run and receiver and verdicts as codes (``key``: the
+        group's (run, receiver, ...) values, or a prefix of them: ``run`` first, then
+        ``receiver``; a column the key leaves out is encoded row by row)."""
         if "verdict" in table.column_names:
             i = table.schema.get_field_index("verdict")
             table = table.set_column(i, pa.field("verdict", pa.int8()), pc.index_in(
@@ -256,6 +270,10 @@ class Names:
                 i = table.schema.get_field_index(name)
                 table = table.set_column(i, pa.field(name, pa.int32()),
                                          pa.array([code] * table.num_rows, pa.int32()))
+        for name in list(self.codes)[len(key):]:  # not constant in the group: per row
+            i = table.schema.get_field_index(name)
+            table = table.set_column(i, pa.field(name, pa.int32()), pc.index_in(
+                table.column(i), value_set=self.arrays[name]).cast(pa.int32()))
         return table
 
 
@@ -274,10 +292,26 @@ def _codes(column: pa.Array) -> tuple[np.ndarray, int]:
     return codes.astype(np.int64) + 1, len(encoded.dictionary) + 1
 
 
+def _by_group(out: pa.Table, run: Any) -> Iterator[tuple[tuple[Any, ...], pa.Table]]:
+    """A whole-receiver group's decision rows split by (receiver, cls), each part in
+    ``seq`` order, keyed (run, receiver, cls) as the per-class plan keys them."""
+    receivers, _ = _codes(out.column("receiver").combine_chunks())
+    classes = out.column("cls").to_numpy()
+    combined = receivers * (int(classes.max(initial=0)) + 1) + classes
+    order = np.argsort(combined, kind="stable")
+    ordered = combined[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]).tolist() if len(order) else []
+    for g, begin in enumerate(starts):
+        end = starts[g + 1] if g + 1 < len(starts) else len(order)
+        first = int(order[begin])
+        key = (run, out.column("receiver")[first].as_py(), int(classes[first]))
+        yield key, out.take(pa.array(order[begin:end]))
+
+
 def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
             schema: pa.Schema, gatherer: Gatherer | None = None,
             receiver_rule: frozenset[str] = frozenset(),
-            names: Names | None = None) -> Iterator[pa.RecordBatch]:
+            names: Names | None = None, whole: bool = False) -> Iterator[pa.RecordBatch]:
     """Decide one partition, its rows in ``seq`` order (groups may interleave). Each
     (run, receiver, cls) group has its own replayer, kept from its first row to the
     end of the partition; each batch's rows of a group (in order) are decided by it in
@@ -285,9 +319,16 @@ def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
     group spread over batches decides, and fails, exactly as in one piece. For the
     runs in ``receiver_rule`` (whole receivers in this partition) each batch is first
     checked for ``at`` going back per receiver, across classes and batches. With
-    ``names``, run and receiver arrive and leave as codes (``Names``)."""
+    ``names``, run and receiver arrive and leave as codes (``Names``).
+
+    ``whole``: the partition holds whole receivers with no ``cls`` column (no crash
+    row copied per class): each run is one group, its replayer the run's own (all
+    its receivers, every class, as ``timebound replay`` runs it), which checks ``at``
+    per receiver across classes and batches itself; each decision row's ``cls`` is
+    the core classifier's."""
     groups: dict[tuple[Any, ...], tuple[Any, str, int]] = {}
     last_at: dict[tuple[Any, Any], int] = {}
+    key_names = ("run",) if whole else _KEY
     for batch in batches:
         n = batch.num_rows
         if n == 0:
@@ -295,7 +336,7 @@ def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
         if names is not None:
             batch = names.decode_batch(batch)
         combined, span = np.zeros(n, dtype=np.int64), 1
-        for name in _KEY:
+        for name in key_names:
             codes, size = _codes(batch.column(name))
             if span * size >= _SPAN:  # keep the codes small: renumber them densely
                 combined, span = np.unique(combined, return_inverse=True)[1], n
@@ -310,16 +351,18 @@ def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
         for g, begin in enumerate(starts):
             end = starts[g + 1] if g + 1 < len(starts) else n
             first = int(order[begin])
-            key = tuple(batch.column(name)[first].as_py() for name in _KEY)
+            key = tuple(batch.column(name)[first].as_py() for name in key_names)
             if key not in groups:
                 spec, opts, k = plan[key[0]]
                 groups[key] = (spec.adapter(opts), f"{TABLE}[run {key[0]!r}]", k)
             replayer, source, k = groups[key]
             part = batch if len(starts) == 1 else batch.take(pa.array(order[begin:end]))
             table = pa.Table.from_batches([part])
-            out = _columnar.atmostonce_group(replayer, source, table, key[2], k, schema)
+            out = _columnar.atmostonce_group(replayer, source, table,
+                                             None if whole else key[2], k, schema)
             if gatherer is not None:
-                gatherer.group(key).add(out)
+                for group, rows in (_by_group(out, key[0]) if whole else [(key, out)]):
+                    gatherer.group(group).add(rows)
             if names is not None:
                 out = names.encode_table(out, key)
             yield from out.to_batches()
