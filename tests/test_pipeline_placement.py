@@ -53,6 +53,51 @@ def test_per_receiver_gathers_each_class_as_per_class(spark: Any, tmp_path: Any)
     assert len(partials[0]) > 7 and partials[0] == partials[1]
 
 
+def test_plain_messages_decide_and_gather_as_per_class(spark: Any, tmp_path: Any) -> None:
+    """With no crash row and no down value in the input, type and down stay in the
+    JVM (they are put back after the workers): the same decisions, the same columns,
+    and the same metrics partials as the per-class plan."""
+    from timebound.pipeline._partial_metrics import Gathered
+
+    ds = str(tmp_path / "ds")
+    write_table(ds, "messages", {"b": generated(2, rows=300, crashes=False),
+                                 "c": generated(3, receivers=4, rows=500, crashes=False)})
+    df = read_table(spark, ds, "messages")
+    found = _placement.survey(df)
+    assert found.others == 0
+    options = {run: AtMostOnceOptions.from_values(OPTIONS[run]) for run in ("b", "c")}
+    outputs, partials = [], []
+    for by_receiver in (True, False):
+        gather = Gathered.create(spark)
+        decided = atmostonce.operate(df, options, gather=gather, by_receiver=by_receiver,
+                                     surveyed=found)
+        outputs.append((decided.columns, sorted(tuple(r) for r in decided.collect())))
+        partials.append(gather.accumulator.value)
+    assert outputs[0] == outputs[1] and len(outputs[0][1]) == 800
+    assert partials[0] == partials[1]
+
+
+def test_a_crash_row_the_survey_did_not_see_stops_the_operator(
+        spark: Any, tmp_path: Any) -> None:
+    """A survey that saw only plain messages keeps type and down in the JVM; a crash
+    row there after all (the input changed) stops the job naming it, instead of being
+    decided as a message."""
+    rows = generated(1, receivers=3, rows=400)
+    assert any(r["type"] == "crash" for r in rows)
+    ds = str(tmp_path / "ds")
+    write_table(ds, "messages", {"a": rows})
+    df = read_table(spark, ds, "messages")
+    found = _placement.survey(df)
+    assert found.others and found.others > 0
+    stale = _placement.Survey(found.rows, found.spans, found.options, 0)
+    options = {"a": AtMostOnceOptions.from_values(OPTIONS["a"])}
+    with pytest.raises(TraceError) as caught, translate_errors():
+        atmostonce.operate(df, options, surveyed=stale, by_receiver=True).collect()
+    assert str(caught.value).startswith("messages[run 'a']:")
+    assert "field 'type': a crash row or a down value, where the survey of the input " \
+        "saw only plain messages" in str(caught.value)
+
+
 def test_time_going_back_across_classes_is_caught_per_receiver(
         spark: Any, tmp_path: Any) -> None:
     a = "c1"

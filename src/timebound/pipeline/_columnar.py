@@ -20,10 +20,12 @@ from timebound.pipeline._fast_atmostonce import decide_table, misrouted
 
 
 def atmostonce_group(replayer: Any, source: str, table: pa.Table, cls: int | None, k: int,
-                     schema: pa.Schema) -> pa.Table:
+                     schema: pa.Schema, *, all_messages: bool = False) -> pa.Table:
     """One (run, receiver, cls) group of ``messages`` -> its decision rows. With ``cls``
     None, the rows of whole receivers (every class: no routing by Spark, crash rows
-    once): each decision row's ``cls`` is the core classifier's class of its conn."""
+    once): each decision row's ``cls`` is the core classifier's class of its conn.
+    ``all_messages``: every row is a message row (the caller checked), and the table
+    has no ``type`` or ``down`` column (nor does ``schema``)."""
     seqs = table.column("seq").to_numpy()
     if len(seqs) > 1 and bool(np.any(seqs[1:] < seqs[:-1])):  # else in order already
         table = table.sort_by([("seq", "ascending")])
@@ -34,6 +36,8 @@ def atmostonce_group(replayer: Any, source: str, table: pa.Table, cls: int | Non
     # (``expect_class``), the row path each message it is given.
     def row_path(i: int) -> list[Any]:
         data = {n: v for n, v in table.slice(i, 1).to_pylist()[0].items() if v is not None}
+        if all_messages:
+            data["type"] = "msg"
         conn = data.get("conn")
         if cls is not None and k > 1 and data.get("type") == "msg" and isinstance(conn, str) \
                 and crc32_class(conn, k) != cls:
@@ -41,7 +45,8 @@ def atmostonce_group(replayer: Any, source: str, table: pa.Table, cls: int | Non
         return list(replayer.feed(Row(source, int(seqs[i]), data)))
 
     decided = decide_table(replayer, source, table, seqs, row_path,
-                           expect_class=cls if cls is not None and k > 1 else None)
+                           expect_class=cls if cls is not None and k > 1 else None,
+                           all_messages=all_messages)
     if len(decided.keep) != table.num_rows:
         table = table.take(pa.array(decided.keep, type=pa.int64()))
     extra = {"verdict": decided.verdict, "rho": decided.rho, "entries": decided.entries,

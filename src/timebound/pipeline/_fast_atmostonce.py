@@ -72,7 +72,7 @@ class Decided:
 
 def decide_table(replayer: Any, source: str, table: pa.Table, lines: np.ndarray,
                  row_path: Callable[[int], Sequence[Any]], *,
-                 expect_class: int | None = None) -> Decided:
+                 expect_class: int | None = None, all_messages: bool = False) -> Decided:
     """Decide every row of ``table`` (in row order) with ``replayer``.
 
     ``lines[i]`` numbers row ``i`` in errors. ``row_path(i)`` feeds row ``i`` to the
@@ -81,7 +81,8 @@ def decide_table(replayer: Any, source: str, table: pa.Table, lines: np.ndarray,
     well-formed, so errors are the replay's own. ``expect_class``: every message's
     connection was routed to this class by someone else (Spark's ``crc32``); each
     distinct id is checked against the core's classifier before its rows are decided
-    (``AssertionError`` naming it otherwise; ``row_path`` must check its own rows)."""
+    (``AssertionError`` naming it otherwise; ``row_path`` must check its own rows).
+    ``all_messages``: every row is a message row, whatever ``type`` column there is."""
     n = table.num_rows
     verdict = np.zeros(n, dtype=np.int8)
     rho = np.zeros(n, dtype=np.int64)
@@ -92,7 +93,9 @@ def decide_table(replayer: Any, source: str, table: pa.Table, lines: np.ndarray,
     fast = slow = 0
 
     kinds = table.column("type") if "type" in table.column_names else None
-    if kinds is not None and kinds.type == pa.string() and kinds.null_count == 0:
+    if all_messages:
+        is_msg = np.ones(n, dtype=bool)
+    elif kinds is not None and kinds.type == pa.string() and kinds.null_count == 0:
         is_msg = pc.equal(kinds, "msg").to_numpy(zero_copy_only=False)
     else:
         is_msg = np.zeros(n, dtype=bool)

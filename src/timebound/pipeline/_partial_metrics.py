@@ -138,7 +138,9 @@ class GroupGatherer:
     def add(self, table: pa.Table) -> None:
         part = self.partial
         part.rows += table.num_rows
-        is_msg = pc.fill_null(pc.equal(table.column("type"), "msg"), False)
+        # no ``type`` column: every row is a message (the operator's plain input)
+        is_msg = (pc.fill_null(pc.equal(table.column("type"), "msg"), False)
+                  if "type" in table.column_names else pa.array([True]))
         if not pc.all(is_msg).as_py():
             table = table.filter(is_msg)
             if table.num_rows == 0:

@@ -42,18 +42,27 @@ class Survey:
     rows: dict[Receiver, int]  # rows of each (run, receiver), every type
     spans: dict[str, tuple[int, int]]  # run -> (min, max) of its message rows' ``at``
     options: list[dict[str, Any]]  # the distinct (run, option columns) of the input
+    # rows that are not a plain message (``type`` other than msg, or a ``down``); None:
+    # not counted
+    others: int | None = None
 
 
 def survey(df: DataFrame, option_columns: Sequence[str] = ()) -> Survey:
     """One aggregate over (run, receiver, option columns) of the input."""
     msg_at = F.when(F.col("type") == "msg", F.col("at"))
+    plain = F.col("type") == "msg"
+    if "down" in df.columns:
+        plain = plain & F.col("down").isNull()
     found = df.groupBy("run", "receiver", *option_columns).agg(
-        F.count("*").alias("n"), F.min(msg_at).alias("lo"), F.max(msg_at).alias("hi")
+        F.count("*").alias("n"), F.min(msg_at).alias("lo"), F.max(msg_at).alias("hi"),
+        F.sum(F.when(plain, 0).otherwise(1)).alias("others")
     ).collect()
     rows: dict[Receiver, int] = {}
     spans: dict[str, tuple[int, int]] = {}
     options: dict[tuple[Any, ...], dict[str, Any]] = {}
+    others = 0
     for r in found:
+        others += r["others"]
         key = (r["run"], r["receiver"])
         rows[key] = rows.get(key, 0) + r["n"]
         if r["lo"] is not None:
@@ -61,7 +70,7 @@ def survey(df: DataFrame, option_columns: Sequence[str] = ()) -> Survey:
             spans[r["run"]] = (min(lo, r["lo"]), max(hi, r["hi"]))
         values = {c: r[c] for c in ("run", *option_columns)}
         options.setdefault(tuple(values.values()), values)
-    return Survey(rows, spans, list(options.values()))
+    return Survey(rows, spans, list(options.values()), others)
 
 
 def place(rows: Mapping[Receiver, int], partitions: int,

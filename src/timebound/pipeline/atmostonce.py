@@ -148,13 +148,16 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
     if classed and labels is None:
         check_time_order(df.where(F.col("run").isin(classed)))
 
-    arrow_schema = _group.arrow_schema(schema)
     plan = {run: (ATMOSTONCE, opts, _classes(opts)) for run, opts in options.items()}
     accumulator, spans = (gather.accumulator, gather.spans) if gather else (None, {})
-    names = None if found is None else Names.of(options, found)
     # Placed receivers are whole in their partition: one replayer per run decides
-    # them, every class, with no ``cls`` column and no crash row copied per class.
-    whole = labels is not None and names is not None
+    # them, every class, with no ``cls`` column and no crash row copied per class;
+    # and when every row is a plain message, ``type`` and ``down`` stay in the JVM.
+    whole = labels is not None and found is not None
+    plain = (whole and found is not None and found.others == 0
+             and all(c in df.columns for c in PLAIN_COLUMNS))
+    names = None if found is None else Names.of(options, found, plain)
+    arrow_schema = _group.arrow_schema(schema if names is None else names.crossing(schema))
     receiver_rule = frozenset(classed) if labels is not None and not whole else frozenset()
     # Placed partitions small enough are sorted by the worker (numpy), else by the JVM.
     in_worker = (labels is not None and found is not None
@@ -198,19 +201,27 @@ class Names:
     its batches and encodes its output (``_stream``), and the JVM decodes the result,
     so the decision table is the same. A value the survey did not see (the input
     changed during the job) is code -1, and stops the job naming its row. The
-    ``verdict`` column leaves the workers the same way, as its index in ``Verdict``."""
+    ``verdict`` column leaves the workers the same way, as its index in ``Verdict``.
 
-    def __init__(self, values: Mapping[str, list[str]]) -> None:
+    ``plain``: the survey saw only plain messages (``type`` msg, no ``down``), so
+    ``type`` and ``down`` (``PLAIN_COLUMNS``) do not cross at all: the JVM puts them back
+    after the workers (msg, null), and a row that is not a plain message after all gets
+    receiver code -2, which stops the job naming its row (each column that crosses to
+    Python costs about as much as the decisions of a small one)."""
+
+    def __init__(self, values: Mapping[str, list[str]], plain: bool = False) -> None:
         self.values = dict(values)
+        self.plain = plain
         self.arrays = {column: pa.array(v, pa.string()) for column, v in self.values.items()}
         self.codes = {column: {name: i for i, name in enumerate(v)}
                       for column, v in self.values.items()}
 
     @classmethod
-    def of(cls, options: Mapping[str, AtMostOnceOptions], found: Survey) -> Names:
+    def of(cls, options: Mapping[str, AtMostOnceOptions], found: Survey,
+           plain: bool = False) -> Names:
         runs = set(options) | {run for run, _ in found.rows if run is not None}
         receivers = {receiver for _, receiver in found.rows if receiver is not None}
-        return cls({"run": sorted(runs), "receiver": sorted(receivers)})
+        return cls({"run": sorted(runs), "receiver": sorted(receivers)}, plain)
 
     def encode(self, df: DataFrame) -> DataFrame:
         for column, values in self.values.items():
@@ -220,16 +231,27 @@ class Names:
                 code = F.coalesce(F.try_element_at(lookup, F.col(column)), F.lit(-1))
             else:
                 code = F.lit(-1)
+            if self.plain and column == "receiver":
+                is_plain = (F.col("type") == "msg") & F.col("down").isNull()
+                code = F.when(is_plain, code).otherwise(F.lit(_NOT_PLAIN))
             df = df.withColumn(column, F.when(F.col(column).isNotNull(), code.cast("int")))
-        return df
+        return df.drop(*PLAIN_COLUMNS) if self.plain else df
+
+    def crossing(self, schema: StructType) -> StructType:
+        """``schema`` without the columns that do not cross to the workers."""
+        return StructType([f for f in schema
+                           if not (self.plain and f.name in PLAIN_COLUMNS)])
 
     def coded(self, schema: StructType) -> StructType:
         return StructType([StructField(f.name, IntegerType(), True) if f.name in self.values
                            else StructField(f.name, ByteType(), True) if f.name == "verdict"
-                           else f for f in schema])
+                           else f for f in self.crossing(schema)])
 
     def decode(self, df: DataFrame, schema: StructType) -> DataFrame:
         def column(name: str) -> Any:
+            if self.plain and name in PLAIN_COLUMNS:
+                value = F.lit("msg") if name == "type" else F.lit(None)
+                return value.cast(schema[name].dataType).alias(name)
             values = list(VERDICTS) if name == "verdict" else self.values.get(name)
             if values is None:
                 return F.col(name)
@@ -245,12 +267,17 @@ class Names:
         for name, array in self.arrays.items():
             i = batch.schema.get_field_index(name)
             codes = batch.column(i)
-            unseen = pc.equal(codes, -1).fill_null(False)
+            unseen = pc.less(codes, 0).fill_null(False)
             if pc.any(unseen).as_py():
                 row = int(pc.index(unseen, True).as_py())
                 run = columns[batch.schema.get_field_index("run")][row].as_py()
                 source = TABLE if name == "run" or run is None else f"{TABLE}[run {run!r}]"
-                raise TraceError(source, int(batch.column("seq")[row].as_py() or 0), name,
+                line = int(batch.column("seq")[row].as_py() or 0)
+                if codes[row].as_py() == _NOT_PLAIN:
+                    raise TraceError(source, line, "type", "a crash row or a down value, "
+                                     "where the survey of the input saw only plain "
+                                     "messages (did the input change during the job?)")
+                raise TraceError(source, line, name,
                                  "a value not seen when the input was surveyed (did the "
                                  "input change during the job?)")
             columns[i], fields[i] = array.take(codes), pa.field(name, pa.string())
@@ -278,6 +305,10 @@ class Names:
 
 
 _KEY = ("run", "receiver", "cls")
+#: Columns that do not cross to the workers when every row is a plain message.
+PLAIN_COLUMNS = ("type", "down")
+#: The receiver code of a row that is not a plain message, where none was surveyed.
+_NOT_PLAIN = -2
 _VERDICT_ARRAY = pa.array(VERDICTS, pa.string())
 #: Group codes stay below this (else they are renumbered); below _SMALL they sort as int16.
 _SPAN = 1 << 40
@@ -358,8 +389,9 @@ def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
             replayer, source, k = groups[key]
             part = batch if len(starts) == 1 else batch.take(pa.array(order[begin:end]))
             table = pa.Table.from_batches([part])
-            out = _columnar.atmostonce_group(replayer, source, table,
-                                             None if whole else key[2], k, schema)
+            out = _columnar.atmostonce_group(
+                replayer, source, table, None if whole else key[2], k, schema,
+                all_messages=names is not None and names.plain)
             if gatherer is not None:
                 for group, rows in (_by_group(out, key[0]) if whole else [(key, out)]):
                     gatherer.group(group).add(rows)
