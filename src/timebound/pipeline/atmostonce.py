@@ -20,7 +20,9 @@ partition holds whole receivers, and each run's rows there go to one replayer of
 run (every receiver, every class, crash rows once: exactly ``timebound replay``), which
 checks ``at`` per receiver across classes itself; each decision row's ``cls`` is the
 core classifier's class of its ``conn``, as a per-class group would have it. The
-metrics partials are still kept per (run, receiver, cls).
+metrics partials are still kept per (run, receiver, cls). When the survey saw only
+plain messages (``type`` msg, no ``down``), those two columns stay in the JVM
+(``Names.plain``).
 """
 
 from __future__ import annotations
@@ -51,8 +53,9 @@ if TYPE_CHECKING:  # pragma: no cover
 TABLE = "messages"
 #: How the operator runs in Spark, for benchmark output (with ``_fast_atmostonce.path()``).
 ENGINE = ("mapInArrow over partitions sorted by seq (whole receivers evenly placed, "
-          "one replayer per run, sorted in the worker up to 2,000,000 rows a partition; "
-          "else receiver classes, sorted in the JVM)")
+          "one replayer per run, type/down left in the JVM when all rows are plain "
+          "messages, sorted in the worker up to 2,000,000 rows a partition; else "
+          "receiver classes, sorted in the JVM)")
 #: A partition of placed receivers up to this many rows (the survey counts them) is
 #: sorted by ``seq`` in its Python worker, in numpy, holding the partition in memory
 #: (a few hundred MB at most); a larger one is sorted by the JVM, which can spill.
