@@ -95,6 +95,23 @@ def test_replies_the_socket_cannot_take_wait_for_it_to_be_writable() -> None:
     asyncio.run(main())
 
 
+def test_client_binds_and_resolves_names() -> None:
+    """A numeric or named ``local_addr`` (resolved in the server address's family):
+    the client's socket is bound there; an address not of this machine is an error."""
+    async def main() -> None:
+        async with RpcServer({"echo": lambda p: p}) as server:
+            port = server.address[1]
+            for local in (("127.0.0.1", 0), ("localhost", 0)):
+                async with RpcClient(("127.0.0.1", port), local_addr=local) as client:
+                    assert client.local_address[0] == "127.0.0.1"
+                    assert await client.call("echo", b"x", timeout=2.0) == b"x"
+            with pytest.raises(OSError):
+                async with RpcClient(("127.0.0.1", port), local_addr=("192.0.2.1", 0)):
+                    pass  # not an address of this machine: nothing to bind
+
+    asyncio.run(main())
+
+
 def test_timeout_and_keys(tmp_path: Path) -> None:
     async def main() -> None:
         async with RpcServer({"echo": lambda p: p}, storage=str(tmp_path / "l.json"),

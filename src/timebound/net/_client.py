@@ -35,6 +35,7 @@ from timebound.core.rpc import GaveUp, Policy
 from timebound.core.rpc._live import Answered, CallerOutput, Rejected, RpcCaller, Status
 from timebound.core.wire import FrameCodec
 from timebound.net._clock import Clock, seconds
+from timebound.net._endpoint import udp_socket
 from timebound.net._errors import CallRejected, CallTimeout, RemoteError
 from timebound.net._keys import keyring
 
@@ -103,19 +104,6 @@ def _numeric(address: Any) -> tuple[int, Any] | None:
     return None
 
 
-def _connected_numeric(family: int, sockaddr: Any) -> socket.socket:
-    """A non-blocking UDP socket connected to the numeric ``sockaddr``: what
-    ``_connected_socket`` does for a numeric address with no ``local_addr``."""
-    sock = socket.socket(family, socket.SOCK_DGRAM)
-    try:
-        sock.setblocking(False)
-        sock.connect(sockaddr)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
-
-
 async def _connected_socket(loop: asyncio.AbstractEventLoop, address: Any,
                             local_addr: tuple[str, int] | None) -> socket.socket:
     """A non-blocking UDP socket connected to ``address`` (bound to ``local_addr``),
@@ -131,27 +119,18 @@ async def _connected_socket(loop: asyncio.AbstractEventLoop, address: Any,
                        else sockaddr) for family, _t, _p, _c, sockaddr in infos]
     error: OSError | None = None
     for family, sockaddr in candidates:
-        sock = socket.socket(family, socket.SOCK_DGRAM)
         try:
-            sock.setblocking(False)
-            if local_addr is not None:
-                local = _numeric(local_addr)
-                if local is None:
-                    infos = await loop.getaddrinfo(*local_addr[:2], family=family,
-                                                   type=socket.SOCK_DGRAM)
-                    if not infos:
-                        raise OSError(f"getaddrinfo({local_addr[0]!r}) returned nothing")
-                    local = (family, infos[0][4])
-                sock.bind(local[1])
-            sock.connect(sockaddr)
+            local = None if local_addr is None else _numeric(local_addr)
+            if local_addr is not None and local is None:
+                infos = await loop.getaddrinfo(*local_addr[:2], family=family,
+                                               type=socket.SOCK_DGRAM)
+                if not infos:
+                    raise OSError(f"getaddrinfo({local_addr[0]!r}) returned nothing")
+                local = (family, infos[0][4])
+            return udp_socket(family, bind=None if local is None else local[1],
+                              connect=sockaddr)
         except OSError as exc:
-            sock.close()
             error = exc
-            continue
-        except BaseException:
-            sock.close()
-            raise
-        return sock
     assert error is not None
     raise error
 
@@ -213,7 +192,7 @@ class RpcClient:
         loop = self._loop = asyncio.get_running_loop()
         numeric = _numeric(self.address) if self.local_addr is None else None
         if numeric is not None:
-            sock = _connected_numeric(*numeric)  # no resolver, so no coroutine either
+            sock = udp_socket(numeric[0], connect=numeric[1])  # no resolver, no coroutine
         else:
             sock = await _connected_socket(loop, self.address, self.local_addr)
         try:

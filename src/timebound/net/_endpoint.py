@@ -4,10 +4,11 @@ A driver (``Channel``, ``ChannelListener``, ``Group``, the pub-sub endpoints) ow
 datagram socket: ``DatagramProtocol`` hands the driver its transport
 (``owner._transport``), every datagram (``owner._datagram(data, addr)``) and counts
 socket errors (``owner.socket_errors``); ``open_datagram`` creates that socket bound
-(``local``) or connected (``remote``) and returns its local address; ``Timer`` is the
-one loop timer a driver re-arms at its core's ``next_deadline()``; ``on_signals``
-calls back on SIGTERM and SIGINT while a block runs (a server or a command stops
-cleanly).
+(``local``) or connected (``remote``) and returns its local address. ``udp_socket`` is
+the non-blocking socket of the drivers that read theirs with ``loop.add_reader``
+(``RpcServer``, ``RpcClient``). ``Timer`` is the one loop timer a driver re-arms at
+its core's ``next_deadline()``; ``on_signals`` calls back on SIGTERM and SIGINT while a
+block runs (a server or a command stops cleanly).
 
 ``Lifecycle`` gives ``async with driver:`` (``start()`` on entry, ``close()`` on exit)
 and ``QueueIterator`` the ``async for item in driver`` of a driver that queues what its
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import socket
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Generic, Self, TypeVar, cast
 
@@ -58,6 +60,22 @@ class Timer:
             self.handle.cancel()
         self.handle = None
         self.armed = None
+
+
+def udp_socket(family: int, bind: Any = None, connect: Any = None) -> socket.socket:
+    """A non-blocking UDP socket of ``family``, bound to ``bind`` and/or connected to
+    ``connect`` (closed again if either fails)."""
+    sock = socket.socket(family, socket.SOCK_DGRAM)
+    try:
+        sock.setblocking(False)
+        if bind is not None:
+            sock.bind(bind)
+        if connect is not None:
+            sock.connect(connect)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 class DatagramProtocol(asyncio.DatagramProtocol):

@@ -50,7 +50,7 @@ from timebound.core.rpc._live import (
 from timebound.core.wire import FrameCodec
 from timebound.errors import UsageError
 from timebound.net._clock import Clock, seconds
-from timebound.net._endpoint import on_signals
+from timebound.net._endpoint import on_signals, udp_socket
 from timebound.net._keys import keyring
 from timebound.net._latest import LatestWriter
 from timebound.storage import FileStorage
@@ -136,19 +136,11 @@ async def bound_socket(host: str, port: int) -> socket.socket:
     loop = asyncio.get_running_loop()
     infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
     error: OSError = OSError(f"getaddrinfo({host!r}) returned nothing")
-    for family, kind, proto, _name, sockaddr in infos:
-        sock = socket.socket(family, kind, proto)
+    for family, _kind, _proto, _name, sockaddr in infos:
         try:
-            sock.setblocking(False)
-            sock.bind(sockaddr)
+            return udp_socket(family, bind=sockaddr)
         except OSError as exc:
-            sock.close()
             error = exc
-            continue
-        except BaseException:
-            sock.close()
-            raise
-        return sock
     raise error
 
 
