@@ -161,7 +161,6 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
              and all(c in df.columns for c in PLAIN_COLUMNS))
     names = None if found is None else Names.of(options, found, plain)
     arrow_schema = _group.arrow_schema(schema if names is None else names.crossing(schema))
-    receiver_rule = frozenset(classed) if labels is not None and not whole else frozenset()
     # Placed partitions small enough are sorted by the worker (numpy), else by the JVM.
     in_worker = (labels is not None and found is not None
                  and max(_loads(labels, found.rows).values()) <= SORT_IN_WORKER_ROWS)
@@ -171,8 +170,7 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
         try:
             if in_worker:
                 batches = in_seq_order(batches)
-            yield from _stream(batches, plan, arrow_schema, gatherer, receiver_rule, names,
-                               whole)
+            yield from _stream(batches, plan, arrow_schema, gatherer, names, whole)
         except TimeboundError as exc:
             raise marked(exc) from None
 
@@ -344,15 +342,12 @@ def _by_group(out: pa.Table, run: Any) -> Iterator[tuple[tuple[Any, ...], pa.Tab
 
 def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
             schema: pa.Schema, gatherer: Gatherer | None = None,
-            receiver_rule: frozenset[str] = frozenset(),
             names: Names | None = None, whole: bool = False) -> Iterator[pa.RecordBatch]:
     """Decide one partition, its rows in ``seq`` order (groups may interleave). Each
     (run, receiver, cls) group has its own replayer, kept from its first row to the
     end of the partition; each batch's rows of a group (in order) are decided by it in
     turn. The column-wise path checks a slice against the replayer's state, so a
-    group spread over batches decides, and fails, exactly as in one piece. For the
-    runs in ``receiver_rule`` (whole receivers in this partition) each batch is first
-    checked for ``at`` going back per receiver, across classes and batches. With
+    group spread over batches decides, and fails, exactly as in one piece. With
     ``names``, run and receiver arrive and leave as codes (``Names``).
 
     ``whole``: the partition holds whole receivers with no ``cls`` column (no crash
@@ -361,7 +356,6 @@ def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
     per receiver across classes and batches itself; each decision row's ``cls`` is
     the core classifier's."""
     groups: dict[tuple[Any, ...], tuple[Any, str, int]] = {}
-    last_at: dict[tuple[Any, Any], int] = {}
     key_names = ("run",) if whole else _KEY
     for batch in batches:
         n = batch.num_rows
@@ -375,8 +369,6 @@ def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
             if span * size >= _SPAN:  # keep the codes small: renumber them densely
                 combined, span = np.unique(combined, return_inverse=True)[1], n
             combined, span = combined * size + codes, span * size
-            if name == "receiver" and receiver_rule:
-                _receiver_order(batch, combined, receiver_rule, last_at)
         # a stable sort of small codes is a radix sort in numpy
         order = np.argsort(combined.astype(np.int16) if span <= _SMALL else combined,
                            kind="stable")
@@ -406,40 +398,3 @@ def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
 
 
 OPERATOR = _group.Operator(TABLE, ATMOSTONCE, operate)
-
-
-def _receiver_order(batch: pa.RecordBatch, receivers: np.ndarray, runs: frozenset[str],
-                    last_at: dict[tuple[Any, Any], int]) -> None:
-    """``check_time_order`` over one batch of whole receivers (``receivers``: a code
-    per (run, receiver)), in ``seq`` order, continuing from ``last_at`` (updated).
-    A batch with a null ``at`` or ``seq`` is left to the groups' own checks, which
-    name the malformed row."""
-    wanted = pc.is_in(batch.column("run"), pa.array(sorted(runs), pa.string())) \
-        .fill_null(False).to_numpy(zero_copy_only=False)
-    rows = np.flatnonzero(wanted)
-    at_column, seq_column = batch.column("at"), batch.column("seq")
-    if len(rows) == 0 or at_column.null_count or seq_column.null_count:
-        return
-    at = at_column.to_numpy()[rows]
-    seq = seq_column.to_numpy()[rows]
-    order = np.argsort(receivers[rows], kind="stable")  # each receiver's rows, in seq order
-    code, at_sorted = receivers[rows][order], at[order]
-    first = np.r_[True, code[1:] != code[:-1]]
-    prev = np.r_[at_sorted[:1], at_sorted[:-1]]
-    names = {}
-    for i in np.flatnonzero(first).tolist():
-        row = int(rows[order[i]])
-        name = (batch.column("run")[row].as_py(), batch.column("receiver")[row].as_py())
-        names[i] = name
-        prev[i] = last_at.get(name, at_sorted[i])
-    bad = np.flatnonzero(at_sorted < prev)
-    if len(bad):
-        i = int(bad[np.argmin(seq[order][bad])])
-        row = int(rows[order[i]])
-        run, receiver = batch.column("run")[row].as_py(), batch.column("receiver")[row].as_py()
-        raise TraceError(f"{TABLE}[run {run!r}]", int(seq[order][i]), "at",
-                         f"goes back in time for receiver {receiver!r} "
-                         f"({int(at_sorted[i])} < {int(prev[i])})")
-    ends = np.r_[np.flatnonzero(first)[1:] - 1, len(code) - 1]
-    for start, end in zip(np.flatnonzero(first).tolist(), ends.tolist()):
-        last_at[names[start]] = int(at_sorted[end])
