@@ -222,3 +222,6 @@ def test_in_seq_order_sorts_a_partition_as_the_jvm_would() -> None:
     out = list(atmostonce.in_seq_order(iter(many)))
     assert max(b.num_rows for b in out) <= atmostonce._BATCH_ROWS
     assert pa.Table.from_batches(out).column("seq").to_pylist() == list(range(180_000))
+    ordered = [pa.RecordBatch.from_pydict({"seq": [1, 2, 2]}),
+               pa.RecordBatch.from_pydict({"seq": [2, 7]})]
+    assert list(atmostonce.in_seq_order(iter(ordered))) == ordered  # as they came

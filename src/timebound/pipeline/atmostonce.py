@@ -80,10 +80,17 @@ def in_seq_order(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     if not held:
         return
     table = pa.Table.from_batches(held)
-    del held
     seq = table.column("seq")
+    if seq.null_count == 0 and _ascending(seq.to_numpy()):
+        yield from held  # already in order (e.g. one map task's rows, in file order)
+        return
+    del held
     order = np.lexsort((seq.fill_null(0).to_numpy(), seq.is_null().to_numpy()))
     yield from table.take(pa.array(order)).to_batches(max_chunksize=_BATCH_ROWS)
+
+
+def _ascending(values: np.ndarray) -> bool:
+    return bool(len(values) < 2 or np.all(values[1:] >= values[:-1]))
 
 
 def _classes(options: AtMostOnceOptions) -> int:

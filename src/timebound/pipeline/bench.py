@@ -5,8 +5,10 @@ duplicate copies of a recent (receiver, conn, ts), ``at`` increasing). Both side
 the same Parquet and write to Spark's ``noop`` sink, one warm-up each, then
 ``repeats`` timed runs alternating ours / built-in; the table shows medians:
 
-- ours: ``timebound.pipeline.atmostonce.operate`` (the SCMP core per (receiver,
-  class), ``--classes K``), plus which decision path ran;
+- ours: ``timebound.pipeline.atmostonce.operate`` (the SCMP core per receiver or
+  per (receiver, class), ``--classes K``), plus which decision path ran; each timed
+  run builds the operator's plan too, so its survey of the input (one aggregate job)
+  is inside the time;
 - built-in: ``dropDuplicates(["receiver","conn","ts"])`` (no clocks, no bound on its
   state: the baseline an engineer would reach for).
 
@@ -108,7 +110,10 @@ def compare(spark: SparkSession, rows: int, connections: Sequence[int], *, repea
             dataset = os.path.join(tmp, f"c{conns}")
             generate(dataset, rows, conns)
             df = read_table(spark, dataset, "messages")
-            ours_run = _noop(atmostonce.operate(df, options))
+            # the operator's plan is built inside the timed run: its survey of the
+            # input (one aggregate job) is part of what a user pays
+            def ours_run(df: DataFrame = df) -> None:
+                _noop(atmostonce.operate(df, options))()
             base_run = _noop(df.dropDuplicates(["receiver", "conn", "ts"]))
             ours_run()  # warm-up: Python workers, JIT
             base_run()
