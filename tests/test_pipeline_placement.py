@@ -53,19 +53,25 @@ def test_per_receiver_gathers_each_class_as_per_class(spark: Any, tmp_path: Any)
     assert len(partials[0]) > 7 and partials[0] == partials[1]
 
 
-def test_plain_messages_decide_and_gather_as_per_class(spark: Any, tmp_path: Any) -> None:
+@pytest.mark.parametrize("runs", [("b", "c"), ("c",)])
+def test_plain_messages_decide_and_gather_as_per_class(
+        spark: Any, tmp_path: Any, runs: tuple[str, ...]) -> None:
     """With no crash row and no down value in the input, type and down stay in the
-    JVM (they are put back after the workers): the same decisions, the same columns,
-    and the same metrics partials as the per-class plan."""
+    JVM (they are put back after the workers), and so does run when there is only
+    one: the same decisions, the same columns, and the same metrics partials as the
+    per-class plan."""
     from timebound.pipeline._partial_metrics import Gathered
 
     ds = str(tmp_path / "ds")
-    write_table(ds, "messages", {"b": generated(2, rows=300, crashes=False),
-                                 "c": generated(3, receivers=4, rows=500, crashes=False)})
+    traces = {"b": generated(2, rows=300, crashes=False),
+              "c": generated(3, receivers=4, rows=500, crashes=False)}
+    write_table(ds, "messages", {run: traces[run] for run in runs})
     df = read_table(spark, ds, "messages")
     found = _placement.survey(df)
     assert found.others == 0
-    options = {run: AtMostOnceOptions.from_values(OPTIONS[run]) for run in ("b", "c")}
+    options = {run: AtMostOnceOptions.from_values(OPTIONS[run]) for run in runs}
+    assert (atmostonce.Names.of(options, found, True, True).only_run is not None) == (
+        len(runs) == 1)
     outputs, partials = [], []
     for by_receiver in (True, False):
         gather = Gathered.create(spark)
@@ -73,8 +79,26 @@ def test_plain_messages_decide_and_gather_as_per_class(spark: Any, tmp_path: Any
                                      surveyed=found)
         outputs.append((decided.columns, sorted(tuple(r) for r in decided.collect())))
         partials.append(gather.accumulator.value)
-    assert outputs[0] == outputs[1] and len(outputs[0][1]) == 800
+    assert outputs[0] == outputs[1]
+    assert len(outputs[0][1]) == sum(len(traces[run]) for run in runs)
     assert partials[0] == partials[1]
+
+
+def test_a_run_the_survey_did_not_see_stops_the_operator(
+        spark: Any, tmp_path: Any) -> None:
+    """A survey that saw one run keeps run in the JVM; a row of another run there
+    after all (the input changed) stops the job naming it."""
+    ds = str(tmp_path / "ds")
+    write_table(ds, "messages", {"c": generated(3, receivers=2, rows=200, crashes=False),
+                                 "d": generated(4, receivers=2, rows=50, crashes=False)})
+    df = read_table(spark, ds, "messages")
+    found = _placement.survey(df)
+    stale = _placement.Survey({k: v for k, v in found.rows.items() if k[0] == "c"},
+                              found.spans, found.options, 0)
+    options = {"c": AtMostOnceOptions.from_values(OPTIONS["c"])}
+    with pytest.raises(TraceError, match=r"field 'run': a run not seen when the input "
+                                         r"was surveyed"), translate_errors():
+        atmostonce.operate(df, options, surveyed=stale, by_receiver=True).collect()
 
 
 def test_a_crash_row_the_survey_did_not_see_stops_the_operator(

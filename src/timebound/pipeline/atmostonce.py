@@ -166,7 +166,7 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
     whole = labels is not None and found is not None
     plain = (whole and found is not None and found.others == 0
              and all(c in df.columns for c in PLAIN_COLUMNS))
-    names = None if found is None else Names.of(options, found, plain)
+    names = None if found is None else Names.of(options, found, plain, whole)
     arrow_schema = _group.arrow_schema(schema if names is None else names.crossing(schema))
     # Placed partitions small enough are sorted by the worker (numpy), else by the JVM.
     in_worker = (labels is not None and found is not None
@@ -196,6 +196,8 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
     else:
         spread = classes.repartition(partitions, label_column(
             labels, names.codes["run"], names.codes["receiver"]))
+    if names is not None and names.only_run is not None:
+        spread = spread.drop("run")  # placed by it; the JVM puts it back (``decode``)
     ordered = spread if in_worker else spread.sortWithinPartitions(F.asc_nulls_last("seq"))
     if names is None:
         return ordered.mapInArrow(decide, schema)
@@ -215,21 +217,29 @@ class Names:
     ``type`` and ``down`` (``PLAIN_COLUMNS``) do not cross at all: the JVM puts them back
     after the workers (msg, null), and a row that is not a plain message after all gets
     receiver code -2, which stops the job naming its row (each column that crosses to
-    Python costs about as much as the decisions of a small one)."""
+    Python costs about as much as the decisions of a small one). ``only_run``: the
+    survey saw one run and no null one, so ``run`` does not cross either (a row of
+    another run gets receiver code -3, which stops the job the same way)."""
 
-    def __init__(self, values: Mapping[str, list[str]], plain: bool = False) -> None:
+    def __init__(self, values: Mapping[str, list[str]], plain: bool = False,
+                 only_run: str | None = None) -> None:
         self.values = dict(values)
         self.plain = plain
+        self.only_run = only_run
         self.arrays = {column: pa.array(v, pa.string()) for column, v in self.values.items()}
         self.codes = {column: {name: i for i, name in enumerate(v)}
                       for column, v in self.values.items()}
 
     @classmethod
     def of(cls, options: Mapping[str, AtMostOnceOptions], found: Survey,
-           plain: bool = False) -> Names:
+           plain: bool = False, whole: bool = False) -> Names:
+        """``plain`` and, with ``whole`` (placed receivers), ``only_run`` when the
+        survey allows them."""
         runs = set(options) | {run for run, _ in found.rows if run is not None}
         receivers = {receiver for _, receiver in found.rows if receiver is not None}
-        return cls({"run": sorted(runs), "receiver": sorted(receivers)}, plain)
+        single = whole and len(runs) == 1 and all(run is not None for run, _ in found.rows)
+        return cls({"run": sorted(runs), "receiver": sorted(receivers)}, plain,
+                   next(iter(runs)) if single else None)
 
     def encode(self, df: DataFrame) -> DataFrame:
         for column, values in self.values.items():
@@ -242,13 +252,18 @@ class Names:
             if self.plain and column == "receiver":
                 is_plain = (F.col("type") == "msg") & F.col("down").isNull()
                 code = F.when(is_plain, code).otherwise(F.lit(_NOT_PLAIN))
+            if self.only_run is not None and column == "receiver":  # run: coded above
+                code = F.when(F.col("run") == self.codes["run"][self.only_run], code) \
+                    .otherwise(F.lit(_OTHER_RUN))
             df = df.withColumn(column, F.when(F.col(column).isNotNull(), code.cast("int")))
         return df.drop(*PLAIN_COLUMNS) if self.plain else df
 
     def crossing(self, schema: StructType) -> StructType:
-        """``schema`` without the columns that do not cross to the workers."""
+        """``schema`` without the columns that do not cross to the workers (``run``
+        leaves after the shuffle, which places by it)."""
         return StructType([f for f in schema
-                           if not (self.plain and f.name in PLAIN_COLUMNS)])
+                           if not (self.plain and f.name in PLAIN_COLUMNS)
+                           and not (self.only_run is not None and f.name == "run")])
 
     def coded(self, schema: StructType) -> StructType:
         return StructType([StructField(f.name, IntegerType(), True) if f.name in self.values
@@ -260,6 +275,8 @@ class Names:
             if self.plain and name in PLAIN_COLUMNS:
                 value = F.lit("msg") if name == "type" else F.lit(None)
                 return value.cast(schema[name].dataType).alias(name)
+            if self.only_run is not None and name == "run":
+                return F.lit(self.only_run).cast(schema[name].dataType).alias(name)
             values = list(VERDICTS) if name == "verdict" else self.values.get(name)
             if values is None:
                 return F.col(name)
@@ -274,13 +291,19 @@ class Names:
         fields = list(batch.schema)
         for name, array in self.arrays.items():
             i = batch.schema.get_field_index(name)
+            if i < 0:  # ``run``, left in the JVM (``only_run``)
+                continue
             codes = batch.column(i)
             unseen = pc.less(codes, 0).fill_null(False)
             if pc.any(unseen).as_py():
                 row = int(pc.index(unseen, True).as_py())
-                run = columns[batch.schema.get_field_index("run")][row].as_py()
+                run = (self.only_run if self.only_run is not None
+                       else columns[batch.schema.get_field_index("run")][row].as_py())
                 source = TABLE if name == "run" or run is None else f"{TABLE}[run {run!r}]"
                 line = int(batch.column("seq")[row].as_py() or 0)
+                if codes[row].as_py() == _OTHER_RUN:
+                    raise TraceError(TABLE, line, "run", "a run not seen when the input "
+                                     "was surveyed (did the input change during the job?)")
                 if codes[row].as_py() == _NOT_PLAIN:
                     raise TraceError(source, line, "type", "a crash row or a down value, "
                                      "where the survey of the input saw only plain "
@@ -300,9 +323,9 @@ class Names:
             table = table.set_column(i, pa.field("verdict", pa.int8()), pc.index_in(
                 table.column(i), value_set=_VERDICT_ARRAY).cast(pa.int8()))
         for name, value in zip(_KEY, key):
-            if name in self.codes:
+            i = table.schema.get_field_index(name)
+            if name in self.codes and i >= 0:
                 code = None if value is None else self.codes[name][value]
-                i = table.schema.get_field_index(name)
                 table = table.set_column(i, pa.field(name, pa.int32()),
                                          pa.array([code] * table.num_rows, pa.int32()))
         for name in list(self.codes)[len(key):]:  # not constant in the group: per row
@@ -317,6 +340,8 @@ _KEY = ("run", "receiver", "cls")
 PLAIN_COLUMNS = ("type", "down")
 #: The receiver code of a row that is not a plain message, where none was surveyed.
 _NOT_PLAIN = -2
+#: The receiver code of a row of another run, where the survey saw only one.
+_OTHER_RUN = -3
 _VERDICT_ARRAY = pa.array(VERDICTS, pa.string())
 #: Group codes stay below this (else they are renumbered); below _SMALL they sort as int16.
 _SPAN = 1 << 40
@@ -363,7 +388,8 @@ def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
     per receiver across classes and batches itself; each decision row's ``cls`` is
     the core classifier's."""
     groups: dict[tuple[Any, ...], tuple[Any, str, int]] = {}
-    key_names = ("run",) if whole else _KEY
+    only_run = None if names is None else names.only_run
+    key_names = () if only_run is not None else ("run",) if whole else _KEY
     for batch in batches:
         n = batch.num_rows
         if n == 0:
@@ -384,7 +410,8 @@ def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
         for g, begin in enumerate(starts):
             end = starts[g + 1] if g + 1 < len(starts) else n
             first = int(order[begin])
-            key = tuple(batch.column(name)[first].as_py() for name in key_names)
+            key = ((only_run,) if only_run is not None
+                   else tuple(batch.column(name)[first].as_py() for name in key_names))
             if key not in groups:
                 spec, opts, k = plan[key[0]]
                 groups[key] = (spec.adapter(opts), f"{TABLE}[run {key[0]!r}]", k)
