@@ -59,4 +59,3 @@ def atmostonce_group(replayer: Any, source: str, table: pa.Table, cls: int | Non
             column = column.cast(field.type)
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=schema)
-

@@ -361,15 +361,21 @@ def _by_group(out: pa.Table, run: Any) -> Iterator[tuple[tuple[Any, ...], pa.Tab
     ``seq`` order, keyed (run, receiver, cls) as the per-class plan keys them."""
     receivers, _ = _codes(out.column("receiver").combine_chunks())
     classes = out.column("cls").to_numpy()
-    combined = receivers * (int(classes.max(initial=0)) + 1) + classes
-    order = np.argsort(combined, kind="stable")
-    ordered = combined[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]).tolist() if len(order) else []
-    for g, begin in enumerate(starts):
-        end = starts[g + 1] if g + 1 < len(starts) else len(order)
-        first = int(order[begin])
+    for rows in _slices(receivers * (int(classes.max(initial=0)) + 1) + classes):
+        first = int(rows[0])
         key = (run, out.column("receiver")[first].as_py(), int(classes[first]))
-        yield key, out.take(pa.array(order[begin:end]))
+        yield key, out.take(pa.array(rows))
+
+
+def _slices(codes: np.ndarray, small: bool = False) -> list[np.ndarray]:
+    """The row indexes of each distinct code, each in row order (a stable sort;
+    ``small``: the codes fit an int16, which numpy sorts by radix)."""
+    if len(codes) == 0:
+        return []
+    order = np.argsort(codes.astype(np.int16) if small else codes, kind="stable")
+    ordered = codes[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    return np.split(order, starts[1:])
 
 
 def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
@@ -396,27 +402,27 @@ def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
             continue
         if names is not None:
             batch = names.decode_batch(batch)
-        combined, span = np.zeros(n, dtype=np.int64), 1
-        for name in key_names:
-            codes, size = _codes(batch.column(name))
-            if span * size >= _SPAN:  # keep the codes small: renumber them densely
-                combined, span = np.unique(combined, return_inverse=True)[1], n
-            combined, span = combined * size + codes, span * size
-        # a stable sort of small codes is a radix sort in numpy
-        order = np.argsort(combined.astype(np.int16) if span <= _SMALL else combined,
-                           kind="stable")
-        ordered = combined[order]
-        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]).tolist()
-        for g, begin in enumerate(starts):
-            end = starts[g + 1] if g + 1 < len(starts) else n
-            first = int(order[begin])
-            key = ((only_run,) if only_run is not None
-                   else tuple(batch.column(name)[first].as_py() for name in key_names))
+        if only_run is not None:  # one group: the whole batch
+            slices: list[np.ndarray | None] = [None]
+        else:
+            combined, span = np.zeros(n, dtype=np.int64), 1
+            for name in key_names:
+                codes, size = _codes(batch.column(name))
+                if span * size >= _SPAN:  # keep the codes small: renumber them densely
+                    combined, span = np.unique(combined, return_inverse=True)[1], n
+                combined, span = combined * size + codes, span * size
+            slices = list(_slices(combined, small=span <= _SMALL))
+        for rows in slices:
+            if rows is None:
+                key: tuple[Any, ...] = (only_run,)
+            else:
+                first = int(rows[0])
+                key = tuple(batch.column(name)[first].as_py() for name in key_names)
             if key not in groups:
                 spec, opts, k = plan[key[0]]
                 groups[key] = (spec.adapter(opts), f"{TABLE}[run {key[0]!r}]", k)
             replayer, source, k = groups[key]
-            part = batch if len(starts) == 1 else batch.take(pa.array(order[begin:end]))
+            part = batch if rows is None or len(rows) == n else batch.take(pa.array(rows))
             table = pa.Table.from_batches([part])
             out = _columnar.atmostonce_group(
                 replayer, source, table, None if whole else key[2], k, schema,
