@@ -86,6 +86,10 @@ async def _tcp_echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) 
             writer.write(head + body)
     except (asyncio.IncompleteReadError, ConnectionError):
         pass
+    except asyncio.CancelledError:
+        # the server stops (the bench ends or is interrupted): end quietly, as
+        # Python 3.11's stream callback reports a cancelled handler as an error
+        pass
     finally:
         writer.close()
 
