@@ -90,6 +90,14 @@ async def _exchange(listener: ChannelListener, got: list[Delivery[Any]], *,
     return opened
 
 
+def _collecting(listener: ChannelListener, got: list[Delivery[Any]]) -> asyncio.Future[None]:
+    """A task appending every delivery of ``listener`` to ``got`` until it closes."""
+    async def collect() -> None:
+        async for d in listener:
+            got.append(d)
+    return asyncio.ensure_future(collect())
+
+
 def _check_stopped(spy: Spy, path: Path, opened: list[int], before_close: int) -> None:
     on_file = _on_file(path)
     assert on_file >= max(opened)
@@ -112,12 +120,7 @@ def test_async_with_writes_latest_in_the_worker_and_leaves_the_newest(
         got: list[Delivery[Any]] = []
         async with listener:
             spy.serving = True
-
-            async def collect() -> None:
-                async for d in listener:
-                    got.append(d)
-
-            reader = asyncio.ensure_future(collect())
+            reader = _collecting(listener, got)
             opened = await _exchange(listener, got, channels=3, messages=20)
             spy.serving = False
             before_close = listener.clock.now()
@@ -144,12 +147,7 @@ def test_synchronous_close_leaves_the_newest_latest(
         await listener.start()
         try:
             spy.serving = True
-
-            async def collect() -> None:
-                async for d in listener:
-                    got.append(d)
-
-            reader = asyncio.ensure_future(collect())
+            reader = _collecting(listener, got)
             opened = await _exchange(listener, got, channels=2, messages=20)
             spy.serving = False
             before_close = listener.clock.now()
@@ -180,11 +178,7 @@ def test_a_failing_disk_is_counted_and_the_listener_keeps_serving(
         got: list[Delivery[Any]] = []
         async with listener:
 
-            async def collect() -> None:
-                async for d in listener:
-                    got.append(d)
-
-            reader = asyncio.ensure_future(collect())
+            reader = _collecting(listener, got)
             async with Channel(listener.address, min_rto=0.01, give_up=10) as channel:
                 await channel.send(b"before", "R")
                 spy.failing = True
