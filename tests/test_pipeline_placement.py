@@ -249,3 +249,30 @@ def test_in_seq_order_sorts_a_partition_as_the_jvm_would() -> None:
     ordered = [pa.RecordBatch.from_pydict({"seq": [1, 2, 2]}),
                pa.RecordBatch.from_pydict({"seq": [2, 7]})]
     assert list(atmostonce.in_seq_order(iter(ordered))) == ordered  # as they came
+
+
+@pytest.mark.parametrize("gathered", [False, True])
+def test_placed_receivers_send_python_only_the_columns_they_read(
+        spark: Any, tmp_path: Any, gathered: bool) -> None:
+    """Placed receivers are decided by one iterator Arrow UDF (``_evaluated``): its
+    arguments are the columns a receiver reads (``original`` too when the metrics are
+    gathered), the other columns stay in the JVM, and four decision columns come
+    back."""
+    from timebound.pipeline._partial_metrics import Gathered
+
+    ds = str(tmp_path / "ds")
+    write_table(ds, "messages", {"a": generated(1, receivers=3, rows=300)})
+    df = read_table(spark, ds, "messages")
+    options = {"a": AtMostOnceOptions.from_values(OPTIONS["a"])}
+    gather = Gathered.create(spark) if gathered else None
+    plan = atmostonce.operate(df, options, gather=gather, by_receiver=True)
+    text = plan._jdf.queryExecution().executedPlan().toString()
+    calls = [line for line in text.splitlines() if "ArrowEvalPython" in line]
+    assert len(calls) == 1 and "MapInArrow" not in text
+    args = {a.split("#")[0].strip() for a in calls[0].split("decide(")[1].split(")#")[0]
+            .split(",")}
+    assert {"seq", "receiver", "conn", "ts", "at"} <= args
+    assert ("original" in args) is gathered
+    assert not args & {"estimator", "rho", "classes", "verdict"}
+    # a row with no decision row (a crash row) is dropped in the JVM
+    assert plan.count() == df.where("type = 'msg'").count() < df.count()

@@ -22,11 +22,15 @@ checks ``at`` per receiver across classes itself; each decision row's ``cls`` is
 core classifier's class of its ``conn``, as a per-class group would have it. The
 metrics partials are still kept per (run, receiver, cls). When the survey saw only
 plain messages (``type`` msg, no ``down``), those two columns stay in the JVM
-(``Names.plain``).
+(``Names.plain``). Placed receivers are decided by an iterator Arrow UDF, not
+``mapInArrow``: only the columns the receivers read go to the Python workers, only the
+decision columns come back, and the JVM joins them to the rows it kept
+(``_evaluated``).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +39,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import ByteType, IntegerType, StructField, StructType
+from pyspark.sql.functions import ArrowUDFType, arrow_udf
+from pyspark.sql.types import ByteType, IntegerType, LongType, StructField, StructType
 
 from timebound.adapters import ATMOSTONCE
 from timebound.adapters.atmostonce import AtMostOnceOptions
@@ -52,10 +57,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 TABLE = "messages"
 #: How the operator runs in Spark, for benchmark output (with ``_fast_atmostonce.path()``).
-ENGINE = ("mapInArrow over partitions sorted by seq (whole receivers evenly placed, "
-          "one replayer per run, type/down left in the JVM when all rows are plain "
-          "messages, sorted in the worker up to 2,000,000 rows a partition; else "
-          "receiver classes, sorted in the JVM)")
+ENGINE = ("whole receivers evenly placed: an iterator Arrow UDF over partitions in "
+          "seq order (only the columns the receivers read go to Python, only the "
+          "decisions come back), one replayer per run, type/down/run left in the JVM "
+          "when the survey allows, sorted in the worker up to 2,000,000 rows a "
+          "partition; else mapInArrow over receiver classes sorted by the JVM")
 #: A partition of placed receivers up to this many rows (the survey counts them) is
 #: sorted by ``seq`` in its Python worker, in numpy, holding the partition in memory
 #: (a few hundred MB at most); a larger one is sorted by the JVM, which can spill.
@@ -80,13 +86,21 @@ def in_seq_order(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     if not held:
         return
     table = pa.Table.from_batches(held)
-    seq = table.column("seq")
-    if seq.null_count == 0 and _ascending(seq.to_numpy()):
+    order = _seq_order(table)
+    if order is None:
         yield from held  # already in order (e.g. one map task's rows, in file order)
         return
     del held
-    order = np.lexsort((seq.fill_null(0).to_numpy(), seq.is_null().to_numpy()))
     yield from table.take(pa.array(order)).to_batches(max_chunksize=_BATCH_ROWS)
+
+
+def _seq_order(table: pa.Table) -> np.ndarray | None:
+    """The row order of ``table`` by ``seq`` (nulls last, ties in row order); None
+    when the rows are in that order already."""
+    seq = table.column("seq")
+    if seq.null_count == 0 and _ascending(seq.to_numpy()):
+        return None
+    return np.lexsort((seq.fill_null(0).to_numpy(), seq.is_null().to_numpy()))
 
 
 def _ascending(values: np.ndarray) -> bool:
@@ -199,9 +213,103 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
     if names is not None and names.only_run is not None:
         spread = spread.drop("run")  # placed by it; the JVM puts it back (``decode``)
     ordered = spread if in_worker else spread.sortWithinPartitions(F.asc_nulls_last("seq"))
+    if whole and names is not None:
+        return names.decode(_evaluated(ordered, schema, plan, names, accumulator, spans,
+                                       in_worker), schema)
     if names is None:
         return ordered.mapInArrow(decide, schema)
     return names.decode(ordered.mapInArrow(decide, names.coded(schema)), schema)
+
+
+#: The decision columns the workers send back for placed receivers (``_evaluated``).
+_DECISION = ("verdict", "rho", "entries", "cls")
+#: The input columns a receiver reads (and ``original`` for the metrics partials).
+_READ = ("run", "seq", "type", "receiver", "conn", "ts", "at", "down")
+
+
+def _evaluated(ordered: DataFrame, schema: StructType, plan: Mapping[str, Any],
+               names: Names, accumulator: Any, spans: Mapping[str, Any],
+               in_worker: bool) -> DataFrame:
+    """Placed receivers, decided by an iterator Arrow UDF (``ArrowEvalPython``): only
+    the columns the receivers read cross to the workers, only the four decision
+    columns come back, and the JVM keeps every other column of each row and puts the
+    two together, so ``conn``, ``original`` and the options make no round trip
+    through Python (each column that crosses costs about as much as the decisions of
+    a small one). The workers answer row for row in the order the rows came (a row
+    with no decision row gets verdict code -1, and the JVM drops it); a partition
+    sorted in the worker is decided in ``seq`` order and answered in arrival order.
+    ``ordered`` has ``names``' codes; so has the result (``Names.decode``)."""
+    read = [c for c in ordered.columns
+            if c in _READ or (accumulator is not None and c == "original")]
+    decided = _group.arrow_schema(StructType(
+        [schema[c] for c in read] + [StructField("_row", LongType(), True)]
+        + [schema[c] for c in _DECISION]))
+    coded = names.coded(schema)
+    returned = StructType([coded[c] for c in _DECISION])
+
+    def decide(arrays: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.Array]:
+        gatherer = None if accumulator is None else Gatherer(accumulator, spans)
+        decider = _Decider(plan, decided, gatherer, names, whole=True)
+        try:
+            batches = (pa.RecordBatch.from_arrays(list(a), names=read) for a in arrays)
+            yield from _answered(batches, decider, in_worker)
+        except TimeboundError as exc:
+            raise marked(exc) from None
+        decider.close()
+
+    # Nondeterministic: the optimizer must neither move it (e.g. the filter below
+    # through the shuffle) nor evaluate it twice; it decides where it stands.
+    with warnings.catch_warnings():  # "type hints are preferred": these are the same
+        warnings.simplefilter("ignore", UserWarning)
+        udf = arrow_udf(decide, returnType=returned,
+                        functionType=ArrowUDFType.SCALAR_ITER).asNondeterministic()
+    kept = [c for c in ordered.columns if c not in _DECISION]
+    out = ordered.select(*kept, udf(*read).alias("_decision"))
+    return (out.where(F.col("_decision.verdict") >= 0)
+            .select(*kept, *[F.col(f"_decision.{c}").alias(c) for c in _DECISION]))
+
+
+def _answered(batches: Iterator[pa.RecordBatch], decider: _Decider,
+              in_worker: bool) -> Iterator[pa.StructArray]:
+    """Each batch's decision columns, row for row (``_evaluated``). ``in_worker``: the
+    partition is held and decided in ``seq`` order, then answered batch by batch."""
+    if not in_worker:
+        for batch in batches:
+            n = batch.num_rows
+            rows = batch.append_column("_row", pa.array(np.arange(n, dtype=np.int64)))
+            yield _placed([out for _, out in decider.decide(rows)], n)
+        return
+    held = list(batches)
+    if not held:
+        return
+    table = pa.Table.from_batches(held)
+    n = table.num_rows
+    table = table.append_column("_row", pa.array(np.arange(n, dtype=np.int64)))
+    order = _seq_order(table)
+    if order is not None:
+        table = table.take(pa.array(order))
+    answer = _placed([out for batch in table.to_batches(max_chunksize=_BATCH_ROWS)
+                      for _, out in decider.decide(batch)], n)
+    offset = 0
+    for batch in held:
+        yield answer.slice(offset, batch.num_rows)
+        offset += batch.num_rows
+
+
+def _placed(outs: list[pa.Table], n: int) -> pa.StructArray:
+    """The decision columns of ``outs`` at the rows their ``_row`` names, for ``n``
+    rows; a row with no decision row gets verdict code -1."""
+    where = np.full(n, -1, dtype=np.int64)
+    if outs:
+        table = pa.concat_tables(outs)
+        where[table.column("_row").to_numpy()] = np.arange(table.num_rows)
+        columns = [table.column(c).combine_chunks() for c in _DECISION]
+        columns[0] = pc.index_in(columns[0], value_set=_VERDICT_ARRAY).cast(pa.int8())
+    else:
+        columns = [pa.array([], pa.int8()), *[pa.array([], pa.int64())] * 3]
+    index = pa.array(where, mask=where < 0)
+    verdict, *rest = [pc.take(c, index) for c in columns]
+    return pa.StructArray.from_arrays([verdict.fill_null(-1), *rest], names=list(_DECISION))
 
 
 class Names:
@@ -378,35 +486,45 @@ def _slices(codes: np.ndarray, small: bool = False) -> list[np.ndarray]:
     return np.split(order, starts[1:])
 
 
-def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
-            schema: pa.Schema, gatherer: Gatherer | None = None,
-            names: Names | None = None, whole: bool = False) -> Iterator[pa.RecordBatch]:
-    """Decide one partition, its rows in ``seq`` order (groups may interleave). Each
-    (run, receiver, cls) group has its own replayer, kept from its first row to the
-    end of the partition; each batch's rows of a group (in order) are decided by it in
-    turn. The column-wise path checks a slice against the replayer's state, so a
-    group spread over batches decides, and fails, exactly as in one piece. With
-    ``names``, run and receiver arrive and leave as codes (``Names``).
+class _Decider:
+    """Decides one partition, its rows in ``seq`` order (groups may interleave), one
+    batch at a time. Each (run, receiver, cls) group has its own replayer, kept from
+    its first row to the end of the partition; each batch's rows of a group (in
+    order) are decided by it in turn. The column-wise path checks a slice against the
+    replayer's state, so a group spread over batches decides, and fails, exactly as in
+    one piece. With ``names``, run and receiver arrive as codes (``Names``).
 
     ``whole``: the partition holds whole receivers with no ``cls`` column (no crash
     row copied per class): each run is one group, its replayer the run's own (all
     its receivers, every class, as ``timebound replay`` runs it), which checks ``at``
     per receiver across classes and batches itself; each decision row's ``cls`` is
     the core classifier's."""
-    groups: dict[tuple[Any, ...], tuple[Any, str, int]] = {}
-    only_run = None if names is None else names.only_run
-    key_names = () if only_run is not None else ("run",) if whole else _KEY
-    for batch in batches:
+
+    def __init__(self, plan: Mapping[str, Any], schema: pa.Schema,
+                 gatherer: Gatherer | None = None, names: Names | None = None,
+                 whole: bool = False) -> None:
+        self.plan = plan
+        self.schema = schema
+        self.gatherer = gatherer
+        self.names = names
+        self.whole = whole
+        self.groups: dict[tuple[Any, ...], tuple[Any, str, int]] = {}
+        self.only_run = None if names is None else names.only_run
+        self.key_names = () if self.only_run is not None else ("run",) if whole else _KEY
+
+    def decide(self, batch: pa.RecordBatch) -> Iterator[tuple[tuple[Any, ...], pa.Table]]:
+        """Each group's decision rows of ``batch`` (names decoded), with its key."""
         n = batch.num_rows
         if n == 0:
-            continue
+            return
+        names, whole = self.names, self.whole
         if names is not None:
             batch = names.decode_batch(batch)
-        if only_run is not None:  # one group: the whole batch
+        if self.only_run is not None:  # one group: the whole batch
             slices: list[np.ndarray | None] = [None]
         else:
             combined, span = np.zeros(n, dtype=np.int64), 1
-            for name in key_names:
+            for name in self.key_names:
                 codes, size = _codes(batch.column(name))
                 if span * size >= _SPAN:  # keep the codes small: renumber them densely
                     combined, span = np.unique(combined, return_inverse=True)[1], n
@@ -414,27 +532,41 @@ def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
             slices = list(_slices(combined, small=span <= _SMALL))
         for rows in slices:
             if rows is None:
-                key: tuple[Any, ...] = (only_run,)
+                key: tuple[Any, ...] = (self.only_run,)
             else:
                 first = int(rows[0])
-                key = tuple(batch.column(name)[first].as_py() for name in key_names)
-            if key not in groups:
-                spec, opts, k = plan[key[0]]
-                groups[key] = (spec.adapter(opts), f"{TABLE}[run {key[0]!r}]", k)
-            replayer, source, k = groups[key]
+                key = tuple(batch.column(name)[first].as_py() for name in self.key_names)
+            if key not in self.groups:
+                spec, opts, k = self.plan[key[0]]
+                self.groups[key] = (spec.adapter(opts), f"{TABLE}[run {key[0]!r}]", k)
+            replayer, source, k = self.groups[key]
             part = batch if rows is None or len(rows) == n else batch.take(pa.array(rows))
-            table = pa.Table.from_batches([part])
             out = _columnar.atmostonce_group(
-                replayer, source, table, None if whole else key[2], k, schema,
-                all_messages=names is not None and names.plain)
-            if gatherer is not None:
-                for group, rows in (_by_group(out, key[0]) if whole else [(key, out)]):
-                    gatherer.group(group).add(rows)
+                replayer, source, pa.Table.from_batches([part]), None if whole else key[2],
+                k, self.schema, all_messages=names is not None and names.plain)
+            if self.gatherer is not None:
+                for group, decided in (_by_group(out, key[0]) if whole else [(key, out)]):
+                    self.gatherer.group(group).add(decided)
+            yield key, out
+
+    def close(self) -> None:
+        """The partition is whole: its groups' metrics partials are final."""
+        if self.gatherer is not None:
+            self.gatherer.send()
+
+
+def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
+            schema: pa.Schema, gatherer: Gatherer | None = None,
+            names: Names | None = None, whole: bool = False) -> Iterator[pa.RecordBatch]:
+    """``_Decider`` over a partition: its decision rows (with ``names``, run,
+    receiver and verdict leave as codes)."""
+    decider = _Decider(plan, schema, gatherer, names, whole)
+    for batch in batches:
+        for key, out in decider.decide(batch):
             if names is not None:
                 out = names.encode_table(out, key)
             yield from out.to_batches()
-    if gatherer is not None:  # the partition is whole: its groups' partials are final
-        gatherer.send()
+    decider.close()
 
 
 OPERATOR = _group.Operator(TABLE, ATMOSTONCE, operate)
