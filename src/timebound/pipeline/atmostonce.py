@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Window
 from pyspark.sql import functions as F
-from pyspark.sql.functions import ArrowUDFType, arrow_udf
+from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
 from pyspark.sql.types import ByteType, IntegerType, LongType, StructField, StructType
 
 from timebound.adapters import ATMOSTONCE
@@ -261,7 +261,7 @@ def _evaluated(ordered: DataFrame, schema: StructType, plan: Mapping[str, Any],
     # through the shuffle) nor evaluate it twice; it decides where it stands.
     with warnings.catch_warnings():  # "type hints are preferred": these are the same
         warnings.simplefilter("ignore", UserWarning)
-        udf = arrow_udf(decide, returnType=returned,
+        udf = arrow_udf(decide, returnType=returned.simpleString(),
                         functionType=ArrowUDFType.SCALAR_ITER).asNondeterministic()
     kept = [c for c in ordered.columns if c not in _DECISION]
     out = ordered.select(*kept, udf(*read).alias("_decision"))
