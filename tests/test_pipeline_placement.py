@@ -230,25 +230,20 @@ def test_sorted_in_the_worker_or_in_the_jvm_the_decisions_are_the_same(
     assert _decided(df, True) == in_worker
 
 
-def test_in_seq_order_sorts_a_partition_as_the_jvm_would() -> None:
-    """``in_seq_order``: every batch of the partition, by seq, nulls last, ties in
-    arrival order, handed on in batches of at most _BATCH_ROWS rows."""
+def test_seq_order_sorts_a_partition_as_the_jvm_would() -> None:
+    """``_seq_order``: a partition's rows by seq, nulls last, ties in arrival order, as
+    ``sortWithinPartitions(asc_nulls_last("seq"))`` hands them over; None when they
+    come in that order already (a partition sorted in the worker, ``_answered``)."""
     import pyarrow as pa
 
-    batches = [pa.RecordBatch.from_pydict({"seq": [5, None, 2], "tag": ["a", "b", "c"]}),
-               pa.RecordBatch.from_pydict({"seq": [2, 9, None], "tag": ["d", "e", "f"]})]
-    out = list(atmostonce.in_seq_order(iter(batches)))
-    got = pa.Table.from_batches(out).to_pydict()
-    assert got == {"seq": [2, 2, 5, 9, None, None], "tag": ["c", "d", "a", "e", "b", "f"]}
-    assert list(atmostonce.in_seq_order(iter([]))) == []
-    many = [pa.RecordBatch.from_pydict({"seq": list(range(n, n + 60_000))})
-            for n in (120_000, 0, 60_000)]
-    out = list(atmostonce.in_seq_order(iter(many)))
-    assert max(b.num_rows for b in out) <= atmostonce._BATCH_ROWS
-    assert pa.Table.from_batches(out).column("seq").to_pylist() == list(range(180_000))
-    ordered = [pa.RecordBatch.from_pydict({"seq": [1, 2, 2]}),
-               pa.RecordBatch.from_pydict({"seq": [2, 7]})]
-    assert list(atmostonce.in_seq_order(iter(ordered))) == ordered  # as they came
+    table = pa.table({"seq": [5, None, 2, 2, 9, None], "tag": ["a", "b", "c", "d", "e", "f"]})
+    order = atmostonce._seq_order(table)
+    assert order is not None
+    assert table.take(pa.array(order)).to_pydict() == {
+        "seq": [2, 2, 5, 9, None, None], "tag": ["c", "d", "a", "e", "b", "f"]}
+    assert atmostonce._seq_order(pa.table({"seq": [1, 2, 2, 2, 7]})) is None
+    assert atmostonce._seq_order(pa.table({"seq": pa.array([], pa.int64())})) is None
+    assert atmostonce._seq_order(pa.table({"seq": [1, None, 3]})) is not None
 
 
 @pytest.mark.parametrize("gathered", [False, True])

@@ -63,8 +63,9 @@ ENGINE = ("whole receivers evenly placed: an iterator Arrow UDF over partitions 
           "when the survey allows, sorted in the worker up to 2,000,000 rows a "
           "partition; else mapInArrow over receiver classes sorted by the JVM")
 #: A partition of placed receivers up to this many rows (the survey counts them) is
-#: sorted by ``seq`` in its Python worker, in numpy, holding the partition in memory
-#: (a few hundred MB at most); a larger one is sorted by the JVM, which can spill.
+#: sorted by ``seq`` in its Python worker, in numpy, holding the columns the receivers
+#: read in memory (a few hundred MB at most; the JVM's queue of the rows waiting for
+#: their decisions spills to disk when it must); a larger one is sorted by the JVM.
 SORT_IN_WORKER_ROWS = 2_000_000
 #: Rows per record batch handed on after a sort in the worker (the session's
 #: ``spark.sql.execution.arrow.maxRecordsPerBatch``).
@@ -77,21 +78,6 @@ def _loads(labels: Mapping[Any, int], rows: Mapping[Any, int]) -> dict[int, int]
     for receiver, label in labels.items():
         loads[label] = loads.get(label, 0) + rows.get(receiver, 0)
     return loads or {0: 0}
-
-
-def in_seq_order(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """A whole partition sorted by ``seq`` (nulls last, ties in arrival order), as
-    ``sortWithinPartitions(asc_nulls_last("seq"))`` would hand it over."""
-    held = list(batches)
-    if not held:
-        return
-    table = pa.Table.from_batches(held)
-    order = _seq_order(table)
-    if order is None:
-        yield from held  # already in order (e.g. one map task's rows, in file order)
-        return
-    del held
-    yield from table.take(pa.array(order)).to_batches(max_chunksize=_BATCH_ROWS)
 
 
 def _seq_order(table: pa.Table) -> np.ndarray | None:
@@ -188,16 +174,14 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
 
     def decide(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         gatherer = None if accumulator is None else Gatherer(accumulator, spans)
-        try:
-            if in_worker:
-                batches = in_seq_order(batches)
+        try:  # receiver classes, sorted by the JVM (placed receivers: ``_evaluated``)
             yield from _stream(batches, plan, arrow_schema, gatherer, names, whole)
         except TimeboundError as exc:
             raise marked(exc) from None
 
     # The JVM hash-partitions by group (or by receiver) and each partition is sorted
     # by ``seq`` alone (by the JVM: one long key, a radix sort on its prefix; or, for
-    # a small enough partition of placed receivers, by the worker: ``in_seq_order``):
+    # a small enough partition of placed receivers, by the worker: ``_answered``):
     # every group's rows arrive in trace order, in record batches, with no grouped-map
     # materialization (``_stream`` keeps each group's replayer across batches).
     # With ``names``, run and receiver cross as integer codes (``Names``); placed
@@ -316,7 +300,8 @@ class Names:
     """The values of ``run`` and ``receiver`` by integer code, when the survey has seen
     them all: the JVM encodes both columns before the shuffle (an int costs the
     shuffle and the Arrow round trip less than a string), each Python worker decodes
-    its batches and encodes its output (``_stream``), and the JVM decodes the result,
+    its batches (and, per receiver class, encodes its output: ``_stream``; placed
+    receivers send back only their decisions: ``_evaluated``), and the JVM decodes the result,
     so the decision table is the same. A value the survey did not see (the input
     changed during the job) is code -1, and stops the job naming its row. The
     ``verdict`` column leaves the workers the same way, as its index in ``Verdict``.
