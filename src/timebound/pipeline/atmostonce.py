@@ -167,25 +167,17 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
     plain = (whole and found is not None and found.others == 0
              and all(c in df.columns for c in PLAIN_COLUMNS))
     names = None if found is None else Names.of(options, found, plain, whole)
-    arrow_schema = _group.arrow_schema(schema if names is None else names.crossing(schema))
     # Placed partitions small enough are sorted by the worker (numpy), else by the JVM.
-    in_worker = (labels is not None and found is not None
+    in_worker = (whole and found is not None and labels is not None
                  and max(_loads(labels, found.rows).values()) <= SORT_IN_WORKER_ROWS)
 
-    def decide(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        gatherer = None if accumulator is None else Gatherer(accumulator, spans)
-        try:  # receiver classes, sorted by the JVM (placed receivers: ``_evaluated``)
-            yield from _stream(batches, plan, arrow_schema, gatherer, names, whole)
-        except TimeboundError as exc:
-            raise marked(exc) from None
-
-    # The JVM hash-partitions by group (or by receiver) and each partition is sorted
-    # by ``seq`` alone (by the JVM: one long key, a radix sort on its prefix; or, for
-    # a small enough partition of placed receivers, by the worker: ``_answered``):
-    # every group's rows arrive in trace order, in record batches, with no grouped-map
-    # materialization (``_stream`` keeps each group's replayer across batches).
-    # With ``names``, run and receiver cross as integer codes (``Names``); placed
-    # receivers go where their label hashes (the label is computed in the shuffle).
+    # The JVM hash-partitions by group (or places whole receivers) and each partition
+    # is sorted by ``seq`` alone (by the JVM: one long key, a radix sort on its prefix;
+    # or, for a small enough partition of placed receivers, by the worker:
+    # ``_answered``): every group's rows arrive in trace order, in record batches, with
+    # no grouped-map materialization (``_Decider`` keeps each group's replayer across
+    # batches). With ``names``, run and receiver cross as integer codes (``Names``);
+    # placed receivers go where their label hashes (computed in the shuffle).
     classes = df if whole else with_classes(df, options)
     if names is not None:
         classes = names.encode(classes)
@@ -200,6 +192,18 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
     if whole and names is not None:
         return names.decode(_evaluated(ordered, schema, plan, names, accumulator, spans,
                                        in_worker), schema)
+
+    # Receiver classes: every column crosses (``mapInArrow``), each (run, receiver,
+    # cls) group decided by ``_stream``.
+    arrow_schema = _group.arrow_schema(schema if names is None else names.crossing(schema))
+
+    def decide(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        gatherer = None if accumulator is None else Gatherer(accumulator, spans)
+        try:
+            yield from _stream(batches, plan, arrow_schema, gatherer, names)
+        except TimeboundError as exc:
+            raise marked(exc) from None
+
     if names is None:
         return ordered.mapInArrow(decide, schema)
     return names.decode(ordered.mapInArrow(decide, names.coded(schema)), schema)
