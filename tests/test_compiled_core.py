@@ -135,5 +135,5 @@ def test_a_changed_source_is_never_run_compiled(monkeypatch: pytest.MonkeyPatch)
         assert spec is not None and spec.origin is not None and spec.origin.endswith(".py")
         assert os.path.exists(spec.origin)
     assert finder.find_spec("timebound.core.atmostonce._classes") is None
-    assert finder.find_spec("timebound.core.rpc._records") is None
+    assert finder.find_spec("timebound.core.atmostonce._resilience") is None
     assert finder.find_spec("timebound.core.wire._names") is None

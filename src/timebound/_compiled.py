@@ -2,8 +2,8 @@
 
 Compiled (``MODULES``): the SCMP receiver (``timebound.core.atmostonce``: ``_events``,
 ``_estimators``, ``_receiver``, and ``_drive``, its loop over a column of messages),
-the at-most-once RPC (``timebound.core.rpc``: ``_messages``, ``_client``,
-``_server``, ``_live``) and the datagram frame codec
+the at-most-once RPC (``timebound.core.rpc``: ``_records``, ``_messages``,
+``_client``, ``_server``, ``_live``) and the datagram frame codec
 (``timebound.core.wire._frame``). They are plain typed Python and stay the one
 specification: mypyc compiles those same files to C extensions (as black and mypy
 ship). Why: the Spark operator and the replay decide a message in about 0.5 us
@@ -12,9 +12,10 @@ about 7 us of CPU instead of 10 (``timebound.net._bench.core_round_trip_cpu_us``
 Nothing else changes: same classes, same decisions (tests run on whichever is in use;
 ``tests/test_compiled_core.py`` and ``tests/test_compiled_rpc.py`` check the two equal
 on generated traces). What mypyc cannot compile stays in uncompiled modules beside
-them (``atmostonce/_resilience.py``: classes a driver may subclass;
-``rpc/_records.py``: the generic records, as mypyc cannot build a ``Generic``
-dataclass), and frozen records pickle through their constructor (``core/_frozen.py``).
+them (``atmostonce/_resilience.py``: classes a driver may subclass), the generic
+records of ``rpc/_records.py`` are written out by hand (mypyc cannot build a
+``Generic`` dataclass), and frozen records pickle through their constructor
+(``core/_frozen.py``).
 
 - ``scripts/compile_core.py build`` (``scripts/setup.sh`` runs it; it needs mypy
   and a C compiler, and failing leaves the pure Python in use) compiles every module
@@ -51,7 +52,7 @@ from typing import Any
 PACKAGES: dict[str, tuple[str, ...]] = {
     "timebound.core.atmostonce": ("_events", "_estimators", "_receiver", "_drive"),
     "timebound.core.wire": ("_frame",),
-    "timebound.core.rpc": ("_messages", "_client", "_server", "_live"),
+    "timebound.core.rpc": ("_records", "_messages", "_client", "_server", "_live"),
 }
 MODULES = tuple(f"{package}.{name}" for package, names in PACKAGES.items() for name in names)
 _HERE = os.path.dirname(os.path.abspath(__file__))

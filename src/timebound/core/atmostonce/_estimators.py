@@ -38,13 +38,13 @@ Choices where the figures leave room (pinned by ``tests/test_atmostonce_estimato
 from __future__ import annotations
 
 import heapq
-from typing import Protocol
+from typing import Final, Protocol
 
 from timebound.core.atmostonce._events import Verdict
 from timebound.errors import ProtocolUsageError
 
-_ACCEPTED = Verdict.ACCEPTED
-_STALE = Verdict.STALE
+_ACCEPTED: Final = Verdict.ACCEPTED
+_STALE: Final = Verdict.STALE
 
 
 def nextpow2(value: int) -> int:

@@ -133,6 +133,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable
 from heapq import heappop, heappush
+from typing import Final
 
 from timebound.core.atmostonce._estimators import Estimator
 from timebound.core.atmostonce._events import ReceiverStatistics, StableRecord, Verdict
@@ -148,13 +149,13 @@ from timebound.errors import ProtocolUsageError
 __all__ = ["MemoryStorage", "MonotonicClock", "Receiver", "Resilience", "StableLatest",
            "StableStorage"]
 
-_ACCEPTED = Verdict.ACCEPTED
-_DUPLICATE = Verdict.DUPLICATE
-_STALE = Verdict.STALE
-_EARLY = Verdict.EARLY
-_DOWN = Verdict.DOWN
-_RECOVERING = Verdict.RECOVERING
-_FULL = Verdict.FULL
+_ACCEPTED: Final = Verdict.ACCEPTED
+_DUPLICATE: Final = Verdict.DUPLICATE
+_STALE: Final = Verdict.STALE
+_EARLY: Final = Verdict.EARLY
+_DOWN: Final = Verdict.DOWN
+_RECOVERING: Final = Verdict.RECOVERING
+_FULL: Final = Verdict.FULL
 
 
 

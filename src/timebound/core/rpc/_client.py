@@ -61,7 +61,7 @@ now)``, ``handle_timer(*, now)``, ``next_deadline()``, ``statistics()``; and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from timebound.core._frozen import by_constructor
 from timebound.core.rpc._messages import (
@@ -115,13 +115,21 @@ class CallId:
         return by_constructor(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Completed:
     """Call ``(conn, ts)`` returned ``result``."""
 
     conn: str
     ts: int
     result: bytes
+
+    def __init__(self, conn: str, ts: int, result: bytes) -> None:
+        # Written out (``init=False``): compiled, it stores the fields natively, about
+        # 30 ns where the dataclass's generated ``__init__`` runs interpreted (0.45 µs);
+        # one is made per completed call.
+        object.__setattr__(self, "conn", conn)
+        object.__setattr__(self, "ts", ts)
+        object.__setattr__(self, "result", result)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return by_constructor(self)
@@ -195,10 +203,10 @@ class _Pending:
         return min(self.next_send, self.give_up_at)
 
 
-_NOTHING = ClientOutput()
+_NOTHING: Final = ClientOutput()
 #: A new client's counters (copied: a fresh client is built per call in the paper's
 #: Fig. 3-3, and a copy is cheaper than building the dict).
-_ZERO_COUNTS = dict.fromkeys(
+_ZERO_COUNTS: Final = dict.fromkeys(
     ("gave_up", "retransmissions", "truncated", "clock_bumps", "ignored", "malformed"), 0)
 
 

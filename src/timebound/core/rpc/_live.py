@@ -55,7 +55,7 @@ import enum
 import struct
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from timebound.core._frozen import by_constructor
 from timebound.core.atmostonce import (
@@ -73,8 +73,8 @@ from timebound.core.atmostonce import (
 from timebound.core.rpc._client import Client, ClientOutput, Completed, GaveUp, Policy
 from timebound.core.rpc._messages import Call
 
-# The generic records live in the uncompiled _records (mypyc cannot compile them);
-# imported as themselves, they are still importable from here.
+# The generic records live in _records (hand-written: mypyc cannot compile a generic
+# dataclass); imported as themselves, they are still importable from here.
 from timebound.core.rpc._records import Invocation as Invocation
 from timebound.core.rpc._records import Outgoing, StartCall
 from timebound.core.rpc._records import ServiceOutput as ServiceOutput
@@ -85,14 +85,14 @@ from timebound.errors import MalformedDatagram, ProtocolUsageError
 P = TypeVar("P", bound=Hashable)
 
 #: Type byte of a REFUSE message (after the five of ``_messages``).
-REFUSE_TYPE = 6
+REFUSE_TYPE: Final = 6
 #: Longest procedure name, in UTF-8 bytes.
-MAX_PROC_BYTES = 255
+MAX_PROC_BYTES: Final = 255
 
-_CALL_TYPE = 1
-_TRUNCATED_TYPE = 2
-_REPLY_TYPE = 4
-_TS = struct.Struct(">Q")
+_CALL_TYPE: Final = 1
+_TRUNCATED_TYPE: Final = 2
+_REPLY_TYPE: Final = 4
+_TS: Final = struct.Struct(">Q")
 
 
 class Reason(enum.Enum):
@@ -115,7 +115,7 @@ class Status(enum.IntEnum):
     NO_PROCEDURE = 2
 
 
-_REASONS: dict[Verdict, Reason] = {
+_REASONS: Final[dict[Verdict, Reason]] = {
     Verdict.STALE: Reason.STALE,
     Verdict.EARLY: Reason.EARLY,
     Verdict.DOWN: Reason.DOWN,
@@ -426,7 +426,7 @@ class RpcService(Generic[P]):
         return self.codec.seal(KIND_RPC, message)
 
 
-_NOTHING: ServiceOutput[object] = ServiceOutput()
+_NOTHING: Final[ServiceOutput[object]] = ServiceOutput()
 
 
 # -- client ----------------------------------------------------------------------
@@ -444,7 +444,7 @@ class Rejected:
         return by_constructor(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Answered:
     """Call ``(conn, ts)`` came back with ``status`` and ``data``."""
 
@@ -452,6 +452,13 @@ class Answered:
     ts: int
     status: Status
     data: bytes
+
+    def __init__(self, conn: str, ts: int, status: Status, data: bytes) -> None:
+        # Written out, as ``Completed``'s: one is made per answered call.
+        object.__setattr__(self, "conn", conn)
+        object.__setattr__(self, "ts", ts)
+        object.__setattr__(self, "status", status)
+        object.__setattr__(self, "data", data)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return by_constructor(self)
@@ -469,11 +476,11 @@ class CallerOutput:
         return by_constructor(self)
 
 
-_NO_OUTPUT = CallerOutput()
+_NO_OUTPUT: Final = CallerOutput()
 #: Procedure name -> its CALL payload prefix, shared by every caller (a pure
 #: function's memo: a fresh caller making one call does not encode the name again).
-_PROC_PREFIXES: dict[str, bytes] = {}
-_MAX_PROC_PREFIXES = 1024
+_PROC_PREFIXES: Final[dict[str, bytes]] = {}
+_MAX_PROC_PREFIXES: Final = 1024
 
 
 class RpcCaller:
@@ -647,7 +654,7 @@ class RpcCaller:
         return tuple(result)
 
 
-_STATUSES = tuple(Status)
+_STATUSES: Final = tuple(Status)
 #: Each status's byte, by status value (``Status`` is an ``IntEnum``: it indexes).
-_STATUS_BYTES = tuple(bytes((status,)) for status in _STATUSES)
-_LAST_STATUS = len(_STATUSES) - 1
+_STATUS_BYTES: Final = tuple(bytes((status,)) for status in _STATUSES)
+_LAST_STATUS: Final = len(_STATUSES) - 1

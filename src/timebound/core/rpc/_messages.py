@@ -28,26 +28,26 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from timebound.core._frozen import by_constructor
 from timebound.errors import MalformedDatagram, ProtocolUsageError
 
 #: Largest connection id, in UTF-8 bytes (one length byte).
-MAX_CONN_BYTES = 255
+MAX_CONN_BYTES: Final = 255
 #: Largest timestamp (an unsigned 64-bit field), in ticks.
-MAX_TS = (1 << 64) - 1
+MAX_TS: Final = (1 << 64) - 1
 #: Largest payload or result, in bytes (a u32 length; UDP itself allows < 64 KiB).
-MAX_BODY_BYTES = (1 << 32) - 1
+MAX_BODY_BYTES: Final = (1 << 32) - 1
 
-_CALL = 1
-_CALL_TRUNCATED = 2
-_ACK = 3
-_REPLY = 4
-_REPLY_ACK = 5
+_CALL: Final = 1
+_CALL_TRUNCATED: Final = 2
+_ACK: Final = 3
+_REPLY: Final = 4
+_REPLY_ACK: Final = 5
 
-_TS = struct.Struct(">Q")
-_LEN = struct.Struct(">I")
+_TS: Final = struct.Struct(">Q")
+_LEN: Final = struct.Struct(">I")
 
 
 def _check_ids(conn: str, ts: int) -> None:
@@ -152,13 +152,13 @@ Message = Call | Ack | Reply | ReplyAck
 
 
 #: Type bytes, for the state machines' hot paths (``parse``).
-CALL_TYPE = _CALL
-TRUNCATED_TYPE = _CALL_TRUNCATED
-ACK_TYPE = _ACK
-REPLY_TYPE = _REPLY
-REPLY_ACK_TYPE = _REPLY_ACK
+CALL_TYPE: Final = _CALL
+TRUNCATED_TYPE: Final = _CALL_TRUNCATED
+ACK_TYPE: Final = _ACK
+REPLY_TYPE: Final = _REPLY
+REPLY_ACK_TYPE: Final = _REPLY_ACK
 
-_HEAD_BODY = struct.Struct(">QI")
+_HEAD_BODY: Final = struct.Struct(">QI")
 
 
 def head(kind: int, conn: str) -> bytes:

@@ -107,7 +107,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from timebound.core._frozen import by_constructor
 from timebound.core.atmostonce import (
@@ -132,8 +132,8 @@ from timebound.core.rpc._messages import (
     parsed_head,
 )
 
-# The generic records live in the uncompiled _records (mypyc cannot compile them);
-# imported as themselves, they are still importable from here.
+# The generic records live in _records (hand-written: mypyc cannot compile a generic
+# dataclass); imported as themselves, they are still importable from here.
 from timebound.core.rpc._records import Outgoing as Outgoing
 from timebound.core.rpc._records import ServerOutput as ServerOutput
 from timebound.core.rpc._records import StartCall as StartCall
@@ -165,7 +165,7 @@ class DupAction(enum.Enum):
 
 
 #: Fig. 3-1 step 3, as data.
-_ON_DUPLICATE: dict[ConnState, DupAction] = {
+_ON_DUPLICATE: Final[dict[ConnState, DupAction]] = {
     ConnState.COMPUTING: DupAction.ACK,
     ConnState.REPLYING: DupAction.RETRANSMIT,
     ConnState.IDLE: DupAction.IGNORE,
@@ -173,17 +173,17 @@ _ON_DUPLICATE: dict[ConnState, DupAction] = {
 
 # Enum members as module globals: ``ConnState.IDLE`` is a class-attribute lookup
 # through the enum machinery, several times the cost of a global, on the hot path.
-_IDLE = ConnState.IDLE
-_COMPUTING = ConnState.COMPUTING
-_REPLYING = ConnState.REPLYING
-_SEND_ACK = DupAction.ACK
-_RETRANSMIT = DupAction.RETRANSMIT
-_ACCEPTED = Verdict.ACCEPTED
-_DUPLICATE = Verdict.DUPLICATE
+_IDLE: Final = ConnState.IDLE
+_COMPUTING: Final = ConnState.COMPUTING
+_REPLYING: Final = ConnState.REPLYING
+_SEND_ACK: Final = DupAction.ACK
+_RETRANSMIT: Final = DupAction.RETRANSMIT
+_ACCEPTED: Final = Verdict.ACCEPTED
+_DUPLICATE: Final = Verdict.DUPLICATE
 
 
 #: The output of every input that does nothing (shared: outputs are immutable).
-_NOTHING: ServerOutput[object] = ServerOutput()
+_NOTHING: Final[ServerOutput[object]] = ServerOutput()
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,33 +42,33 @@ from __future__ import annotations
 import hashlib
 import hmac
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from timebound.core._frozen import by_constructor
 from timebound.errors import ProtocolUsageError
 
 #: The frame format version this code writes and reads.
-VERSION = 1
+VERSION: Final = 1
 #: Bytes of the header: version, kind, flags, key id.
-HEADER_BYTES = 4
+HEADER_BYTES: Final = 4
 #: Bytes of the truncated HMAC-SHA256 tag.
-TAG_BYTES = 16
+TAG_BYTES: Final = 16
 #: Largest frame, in bytes: the largest UDP payload over IPv4 (65535 - 8 - 20).
-MAX_DATAGRAM = 65507
+MAX_DATAGRAM: Final = 65507
 #: Flag bit: the frame ends with a tag.
-FLAG_AUTH = 0x01
+FLAG_AUTH: Final = 0x01
 #: Frame kind of the at-most-once RPC (``timebound.core.rpc``).
-KIND_RPC = 1
+KIND_RPC: Final = 1
 #: Frame kind of slotted-FIFO channels (``timebound.core.channel``).
-KIND_CHANNEL = 2
+KIND_CHANNEL: Final = 2
 #: Frame kind of stable multicast groups (``timebound.core.group``).
-KIND_GROUP = 3
+KIND_GROUP: Final = 3
 #: Frame kind of causal pub-sub (``timebound.core.pubsub``).
-KIND_PUBSUB = 4
+KIND_PUBSUB: Final = 4
 #: Shortest accepted key, in bytes (128 bits).
-MIN_KEY_BYTES = 16
+MIN_KEY_BYTES: Final = 16
 
-_NO_TAG = bytes((0,))
+_NO_TAG: Final = bytes((0,))
 
 
 def key_id(secret: bytes) -> int:
@@ -146,9 +146,9 @@ class FrameStatistics:
 
 
 # Building an ``Opened`` without the generated ``__new__`` (hot path).
-_new_opened = tuple.__new__
+_new_opened: Final = tuple.__new__
 # The header of an untagged frame of each kind (index: kind).
-_PLAIN_HEADS = tuple(bytes((VERSION, kind, 0, 0)) for kind in range(256))
+_PLAIN_HEADS: Final = tuple(bytes((VERSION, kind, 0, 0)) for kind in range(256))
 
 
 class FrameCodec:
