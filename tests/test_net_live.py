@@ -83,7 +83,7 @@ def test_replies_the_socket_cannot_take_wait_for_it_to_be_writable() -> None:
     async def main() -> None:
         async with RpcServer({"echo": lambda p: p}) as server:
             choked = _Choked(server._sock, 3)
-            server._sock = choked  # type: ignore[assignment]
+            server._sock = choked
             async with RpcClient(server.address, interval=5.0) as client:
                 # No retransmission within the timeout: the replies come from the backlog.
                 got = await asyncio.gather(*(client.call("echo", b"%d" % i, timeout=2.0)

@@ -3,12 +3,16 @@
 Compiled (``MODULES``): the SCMP receiver (``timebound.core.atmostonce``: ``_events``,
 ``_estimators``, ``_receiver``, and ``_drive``, its loop over a column of messages),
 the at-most-once RPC (``timebound.core.rpc``: ``_records``, ``_messages``,
-``_client``, ``_server``, ``_live``) and the datagram frame codec
-(``timebound.core.wire._frame``). They are plain typed Python and stay the one
-specification: mypyc compiles those same files to C extensions (as black and mypy
-ship). Why: the Spark operator and the replay decide a message in about 0.5 us
-instead of 0.7-0.9 us, and one live null call costs the client and server cores
-about 7 us of CPU instead of 10 (``timebound.net._bench.core_round_trip_cpu_us``).
+``_client``, ``_server``, ``_live``), the datagram frame codec
+(``timebound.core.wire._frame``) and the live RPC's asyncio driver
+(``timebound.net``: ``_clock``, ``_client``, ``_server``; not core, but a live null
+call runs it on both sides and reads its clock four times). They are plain typed
+Python and stay the one specification: mypyc compiles those same files to C
+extensions (as black and mypy ship). Why: the Spark operator and the replay decide a
+message in about 0.5 us instead of 0.7-0.9 us, and one live null call costs the client
+and server cores about 3.5 us of CPU instead of 9 pure
+(``timebound.net._bench.core_round_trip_cpu_us``); compiling the driver too takes
+about 2 us more off a null call in one process (``benchmarks/README.md``).
 Nothing else changes: same classes, same decisions (tests run on whichever is in use;
 ``tests/test_compiled_core.py`` and ``tests/test_compiled_rpc.py`` check the two equal
 on generated traces). What mypyc cannot compile stays in uncompiled modules beside
@@ -53,6 +57,7 @@ PACKAGES: dict[str, tuple[str, ...]] = {
     "timebound.core.atmostonce": ("_events", "_estimators", "_receiver", "_drive"),
     "timebound.core.wire": ("_frame",),
     "timebound.core.rpc": ("_records", "_messages", "_client", "_server", "_live"),
+    "timebound.net": ("_clock", "_client", "_server"),
 }
 MODULES = tuple(f"{package}.{name}" for package, names in PACKAGES.items() for name in names)
 _HERE = os.path.dirname(os.path.abspath(__file__))

@@ -26,18 +26,18 @@ down) is counted in ``socket_errors`` and retransmissions go on.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
 from typing import Any
 
-from timebound.core.rpc import GaveUp, Policy
+from timebound.core.rpc import Policy
 from timebound.core.rpc._live import Answered, CallerOutput, Rejected, RpcCaller, Status
 from timebound.core.wire import FrameCodec
 from timebound.net._clock import Clock, seconds
 from timebound.net._endpoint import udp_socket
 from timebound.net._errors import CallRejected, CallTimeout, RemoteError
 from timebound.net._keys import keyring
+from timebound.net._loop import running_loop
 
 #: Default retransmission schedule: 20 ms, doubling, at most 1 s apart.
 DEFAULT_INTERVAL = 0.02
@@ -104,7 +104,7 @@ def _numeric(address: Any) -> tuple[int, Any] | None:
     return None
 
 
-async def _connected_socket(loop: asyncio.AbstractEventLoop, address: Any,
+async def _connected_socket(loop: Any, address: Any,
                             local_addr: tuple[str, int] | None) -> socket.socket:
     """A non-blocking UDP socket connected to ``address`` (bound to ``local_addr``),
     trying each address a name resolves to, as ``create_datagram_endpoint`` does."""
@@ -170,13 +170,12 @@ class RpcClient:
         self._sock: socket.socket | None = None
         self._backlog: list[bytes] = []  # datagrams waiting for the socket to be writable
         # conn -> (the caller's future, the tick its timeout expires)
-        self._waiting: dict[str, tuple[asyncio.Future[Answered | Rejected | GaveUp | None],
-                                       int]] = {}
+        self._waiting: dict[str, tuple[Any, int]] = {}  # each: an asyncio future
         self._idle: list[str] = []
         self._uids = 0
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: Any = None  # the loop's handle (asyncio's or uvloop's), or None
         self._armed: int | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop: Any = None  # the running loop once open (``running_loop``)
         self._timeout_ticks = (0.0, 0)  # the last call's timeout (s) in ticks
 
     async def __aenter__(self) -> RpcClient:
@@ -189,7 +188,7 @@ class RpcClient:
     async def open(self) -> None:
         if self._sock is not None:
             raise RuntimeError("client is already open")
-        loop = self._loop = asyncio.get_running_loop()
+        loop = self._loop = running_loop()
         numeric = _numeric(self.address) if self.local_addr is None else None
         if numeric is not None:
             sock = udp_socket(numeric[0], connect=numeric[1])  # no resolver, no coroutine
@@ -256,7 +255,7 @@ class RpcClient:
         self._send(frames)
         loop = self._loop
         assert loop is not None
-        fut: asyncio.Future[Answered | Rejected | GaveUp | None] = loop.create_future()
+        fut = loop.create_future()
         ticks = self._timeout_ticks
         if ticks[0] != timeout:
             ticks = self._timeout_ticks = (timeout, seconds(timeout))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 
 def _uvloop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -32,3 +33,11 @@ def run(main: object, use_uvloop: bool | None = None) -> object:
     """``asyncio.run`` on ``new_event_loop(use_uvloop)``."""
     with asyncio.Runner(loop_factory=lambda: new_event_loop(use_uvloop)) as runner:
         return runner.run(main)  # type: ignore[arg-type]
+
+
+def running_loop() -> Any:
+    """The running loop, typed ``Any`` for the drivers compiled with mypyc
+    (``RpcClient``, ``RpcServer``: ``timebound._compiled``). Compiled code checks what
+    a call returns against its annotation, and uvloop's loop differs from asyncio's
+    there: its ``remove_reader`` returns None and its ``call_at`` its own handle."""
+    return asyncio.get_running_loop()

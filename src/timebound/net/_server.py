@@ -53,6 +53,7 @@ from timebound.net._clock import Clock, seconds
 from timebound.net._endpoint import on_signals, udp_socket
 from timebound.net._keys import keyring
 from timebound.net._latest import LatestWriter
+from timebound.net._loop import running_loop
 from timebound.storage import FileStorage
 
 Handler = Callable[[bytes], bytes] | Callable[[bytes], Awaitable[bytes]]
@@ -211,11 +212,12 @@ class RpcServer:
         self.config = config
         self.socket_errors = 0
         self.handler_errors = 0
-        self._sock: socket.socket | None = None
+        # A socket, or anything with its methods (a test wraps it to fill its buffer).
+        self._sock: Any = None
         self._backlog: deque[tuple[bytes, Address]] = deque()  # waiting for writable
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: Any = None  # the loop's handle (asyncio's or uvloop's), or None
         self._armed: int | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[Any] = set()  # the async handlers' tasks
         self._closed: asyncio.Event | None = None
         self.address: tuple[str, int] = (host, port)
 
@@ -233,7 +235,7 @@ class RpcServer:
             raise RuntimeError("server is already started")
         sock = await bound_socket(self.host, self.port)
         try:
-            asyncio.get_running_loop().add_reader(sock.fileno(), self._readable)
+            running_loop().add_reader(sock.fileno(), self._readable)
         except BaseException:
             sock.close()
             raise
@@ -254,7 +256,7 @@ class RpcServer:
         for task in list(self._tasks):
             task.cancel()
         self._sock = None
-        loop = asyncio.get_running_loop()
+        loop = running_loop()
         loop.remove_reader(sock.fileno())
         if self._backlog:
             loop.remove_writer(sock.fileno())
@@ -320,7 +322,7 @@ class RpcServer:
                 sock.sendto(datagram, peer)
                 return
             except (BlockingIOError, InterruptedError):
-                asyncio.get_running_loop().add_writer(sock.fileno(), self._writable)
+                running_loop().add_writer(sock.fileno(), self._writable)
             except OSError:
                 self.socket_errors += 1
                 return
@@ -339,7 +341,7 @@ class RpcServer:
                 self.socket_errors += 1
             backlog.popleft()
         if sock is not None:
-            asyncio.get_running_loop().remove_writer(sock.fileno())
+            running_loop().remove_writer(sock.fileno())
 
     def _run(self, run: Invocation[Address]) -> None:
         if run.proc == STATS_PROCEDURE:
@@ -361,7 +363,7 @@ class RpcServer:
                     self._sendto(reply.datagram, reply.peer)
             return
         if inspect.isawaitable(result):
-            task = asyncio.ensure_future(self._await(run, result))
+            task: Any = asyncio.ensure_future(self._await(run, result))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
             return
@@ -408,7 +410,7 @@ class RpcServer:
         self._armed = deadline
         if deadline is None or self._sock is None:
             return
-        loop = asyncio.get_running_loop()
+        loop = running_loop()
         delay = max(0.0, (deadline - self.clock.now()) / 1e6)
         self._timer = loop.call_at(loop.time() + delay, self._on_timer)
 
