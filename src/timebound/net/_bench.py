@@ -423,6 +423,11 @@ def _verdicts(per_mode: dict[str, Any]) -> list[str]:
         speedup = cells["tcp-per-call"]["median"] / cells["amo"]["median"]
         out.append(f"- (ii, {mode}) TCP per call / at-most-once = {speedup:.2f} "
                    f"(bar: >= 2: {'met' if speedup >= 2 else 'not met'})")
+    fresh = per_mode["fresh"]
+    bases = [f"{LABELS[p]} = {fresh['tcp-per-call']['median'] / fresh[p]['median']:.2f}"
+             for p in ("udp", "udp-raw") if fresh.get(p)]
+    out.append("- for information, (ii, fresh): TCP per call / " + ", / ".join(bases)
+               + " (no protocol over UDP with the same plumbing does better)")
     return out
 
 
