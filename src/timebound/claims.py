@@ -159,21 +159,30 @@ def rpc_bench_ratios(path: str) -> list[tuple[str, float, bool]] | None:
     bench``): ``- (i) at-most-once / plain UDP = 1.80 (bar: <= 1.10: not met)`` under
     each ``### event loop: NAME`` heading, as (label, ratio, bar met); None while the
     file does not exist or holds no such line."""
-    if not os.path.exists(path):
-        return None
     out: list[tuple[str, float, bool]] = []
+    for loop, line in _bench_lines(path):
+        found = re.match(r"-\s*(\([^)]*\))\s*(.+?)\s*=\s*(\d+(?:\.\d+)?)\s*"
+                         r"\(bar:.*?:\s*(met|not met)\)", line)
+        if found and loop:
+            label = f"{loop} {found.group(1)} {found.group(2)}"
+            out.append((label, float(found.group(3)), found.group(4) == "met"))
+    return out or None
+
+
+def _bench_lines(path: str) -> list[tuple[str, str]]:
+    """Each line of the bench file with the event loop whose section holds it ("" before
+    the first ``### event loop: NAME``); none while the file does not exist."""
+    if not os.path.exists(path):
+        return []
+    out: list[tuple[str, str]] = []
     loop = ""
     with open(path, encoding="utf-8") as handle:
         for line in handle:
             head = re.match(r"###\s*event loop:\s*(\S+)", line)
             if head:
                 loop = head.group(1)
-            found = re.match(r"-\s*(\([^)]*\))\s*(.+?)\s*=\s*(\d+(?:\.\d+)?)\s*"
-                             r"\(bar:.*?:\s*(met|not met)\)", line)
-            if found and loop:
-                label = f"{loop} {found.group(1)} {found.group(2)}"
-                out.append((label, float(found.group(3)), found.group(4) == "met"))
-    return out or None
+            out.append((loop, line))
+    return out
 
 
 def rpc_core_cpu_us(path: str) -> float | None:
@@ -187,21 +196,15 @@ def rpc_core_cpu_us(path: str) -> float | None:
 def rpc_tcp_over_udp(path: str, loop: str = "asyncio") -> float | None:
     """TCP per call's "x UDP" in the (ii, fresh) column of ``loop``'s table in the
     bench file (how much slower than plain UDP a TCP connection per call is), or None."""
-    if not os.path.exists(path):
-        return None
-    section = ""
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            head = re.match(r"###\s*event loop:\s*(\S+)", line)
-            if head:
-                section = head.group(1)
-            elif section == loop and line.startswith("| TCP, connection per call |"):
-                cells = [c.strip() for c in line.strip().strip("|").split("|")]
-                try:
-                    return float(cells[6])  # (i): median, p99, x UDP; (ii, fresh): ...
-                except (IndexError, ValueError):
-                    return None
-    return None
+    found = None
+    for section, line in _bench_lines(path):
+        if section == loop and line.startswith("| TCP, connection per call |"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            try:
+                found = float(cells[6])  # (i): median, p99, x UDP; (ii, fresh): ...
+            except (IndexError, ValueError):
+                found = None
+    return found
 
 
 def rpc_bench_runs(path: str) -> str:
