@@ -31,26 +31,26 @@ def make(**kw: object) -> Srv:
     return Server(**options)  # type: ignore[arg-type]
 
 
-def call(server: Srv, ts: int, now: int = NOW, payload: bytes | None = b"p") -> ServerOutput[str]:
+def call(server: Srv, ts: int, now: int = NOW, payload: bytes | None = b"p") -> ServerOutput:
     return server.receive(Call(C, ts, payload).encode(), now=now, peer="client")
 
 
-def start(server: Srv, ts: int, now: int = NOW) -> StartCall[str]:
+def start(server: Srv, ts: int, now: int = NOW) -> StartCall:
     (started,) = call(server, ts, now).starts
     return started
 
 
-def to_computing(server: Srv) -> StartCall[str]:
+def to_computing(server: Srv) -> StartCall:
     return start(server, 10)
 
 
-def to_replying(server: Srv) -> StartCall[str]:
+def to_replying(server: Srv) -> StartCall:
     started = start(server, 10)
     server.complete(started, b"r10", now=NOW)
     return started
 
 
-def to_idle(server: Srv) -> StartCall[str]:
+def to_idle(server: Srv) -> StartCall:
     started = to_replying(server)
     server.receive(ReplyAck(C, 10).encode(), now=NOW, peer="client")
     return started

@@ -39,7 +39,7 @@ SERVER = "server"
 SETTLE_STEPS = 1_000
 
 
-def result_of(call: StartCall[str]) -> bytes:
+def result_of(call: StartCall) -> bytes:
     return b"r:" + call.payload
 
 
@@ -49,7 +49,7 @@ class RpcWire(RuleBasedStateMachine):
         self.t = 0
         self.wire: list[tuple[str, bytes]] = []  # (destination, datagram)
         self.history: list[tuple[str, bytes]] = []  # every datagram ever sent
-        self.running: list[StartCall[str]] = []
+        self.running: list[StartCall] = []
         self.started: set[tuple[str, int]] = set()
         self.double_starts: list[tuple[str, int]] = []
         self.sent: dict[tuple[str, int], bytes] = {}  # call id -> payload
@@ -87,7 +87,7 @@ class RpcWire(RuleBasedStateMachine):
     def clock(self, name: str) -> int:
         return max(0, self.t + self.skew[name])
 
-    def server_out(self, out: ServerOutput[str]) -> None:
+    def server_out(self, out: ServerOutput) -> None:
         for send in out.sends:
             self.wire.append((send.peer, send.datagram))
             self.history.append((send.peer, send.datagram))

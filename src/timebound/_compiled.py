@@ -16,10 +16,10 @@ about 2 us more off a null call in one process (``benchmarks/README.md``).
 Nothing else changes: same classes, same decisions (tests run on whichever is in use;
 ``tests/test_compiled_core.py`` and ``tests/test_compiled_rpc.py`` check the two equal
 on generated traces). What mypyc cannot compile stays in uncompiled modules beside
-them (``atmostonce/_resilience.py``: classes a driver may subclass), the generic
-records of ``rpc/_records.py`` are written out by hand (mypyc cannot build a
-``Generic`` dataclass), and frozen records pickle through their constructor
-(``core/_frozen.py``).
+them (``atmostonce/_resilience.py``: classes a driver may subclass), the records of
+``rpc/_records.py`` are written out by hand and not ``Generic`` (mypyc cannot build a
+``Generic`` dataclass, and mishandles a generic class's weak references), and frozen
+records pickle through their constructor (``core/_frozen.py``).
 
 - ``scripts/compile_core.py build`` (``scripts/setup.sh`` runs it; it needs mypy
   and a C compiler, and failing leaves the pure Python in use) compiles every module

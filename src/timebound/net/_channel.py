@@ -310,7 +310,7 @@ class ChannelListener(Lifecycle, QueueIterator[Delivery[Address]]):
             queue.put_nowait(d)
         self._timer.arm(self.core.next_deadline())
 
-    def _send(self, sends: tuple[Outgoing[Address], ...]) -> None:
+    def _send(self, sends: tuple[Outgoing, ...]) -> None:
         transport = self._transport
         if transport is not None:
             for o in sends:

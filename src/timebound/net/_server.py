@@ -309,7 +309,7 @@ class RpcServer:
         if self._armed is None:
             self._rearm()  # else the armed timer fires early at worst: harmless
 
-    def _send(self, sends: tuple[Outgoing[Address], ...]) -> None:
+    def _send(self, sends: tuple[Outgoing, ...]) -> None:
         for o in sends:
             self._sendto(o.datagram, o.peer)
 
@@ -343,7 +343,7 @@ class RpcServer:
         if sock is not None:
             running_loop().remove_writer(sock.fileno())
 
-    def _run(self, run: Invocation[Address]) -> None:
+    def _run(self, run: Invocation) -> None:
         if run.proc == STATS_PROCEDURE:
             self._finish(run, Status.OK, json.dumps(self.statistics()).encode("utf-8"))
             return
@@ -369,7 +369,7 @@ class RpcServer:
             return
         self._result(run, result)
 
-    async def _await(self, run: Invocation[Address], pending: Awaitable[bytes]) -> None:
+    async def _await(self, run: Invocation, pending: Awaitable[bytes]) -> None:
         try:
             result = await pending
         except asyncio.CancelledError:
@@ -379,7 +379,7 @@ class RpcServer:
             return
         self._result(run, result)
 
-    def _result(self, run: Invocation[Address], result: object) -> None:
+    def _result(self, run: Invocation, result: object) -> None:
         if isinstance(result, bytes | bytearray | memoryview):
             self._finish(run, Status.OK, bytes(result))
         elif result is None:
@@ -389,14 +389,14 @@ class RpcServer:
             self._finish(run, Status.ERROR,
                          f"handler returned {type(result).__name__}, not bytes".encode())
 
-    def _failed(self, run: Invocation[Address], exc: BaseException) -> None:
+    def _failed(self, run: Invocation, exc: BaseException) -> None:
         self.handler_errors += 1
         self._finish(run, Status.ERROR, f"{type(exc).__name__}: {exc}".encode()[:60000])
 
-    def _finish(self, run: Invocation[Address], status: Status, data: bytes) -> None:
+    def _finish(self, run: Invocation, status: Status, data: bytes) -> None:
         if self._sock is None:
             return
-        out: ServiceOutput[Address] = self.service.complete(
+        out: ServiceOutput = self.service.complete(
             run, status, data, now=self.clock.now())
         self._send(out.sends)
 

@@ -88,7 +88,7 @@ class Delivery(Generic[P]):
 
 @dataclass(frozen=True, slots=True)
 class ChannelReceiverOutput(Generic[P]):
-    sends: tuple[Outgoing[P], ...] = ()
+    sends: tuple[Outgoing, ...] = ()
     deliveries: tuple[Delivery[P], ...] = ()
 
 
@@ -304,7 +304,7 @@ class ChannelReceiver(Generic[P]):
                 out.append(Delivery(s.peer, conn, seq, act.stamp.kind, act.stamp.slot, data,
                                     act.arrived, act.delivered))
 
-    def _ack(self, s: _Session[P], seg: Segment, seq: int) -> tuple[Outgoing[P], ...]:
+    def _ack(self, s: _Session[P], seg: Segment, seq: int) -> tuple[Outgoing, ...]:
         cum = s.cum
         above = [x for x in s.reliable if x > cum and x != seq]
         sack = heapq.nsmallest(MAX_SACK - 1, above) if len(above) >= MAX_SACK else above

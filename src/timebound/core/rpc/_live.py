@@ -73,8 +73,8 @@ from timebound.core.atmostonce import (
 from timebound.core.rpc._client import Client, ClientOutput, Completed, GaveUp, Policy
 from timebound.core.rpc._messages import Call
 
-# The generic records live in _records (hand-written: mypyc cannot compile a generic
-# dataclass); imported as themselves, they are still importable from here.
+# The records live in _records (written out by hand, not generic: see there);
+# imported as themselves, they are still importable from here.
 from timebound.core.rpc._records import Invocation as Invocation
 from timebound.core.rpc._records import Outgoing, StartCall
 from timebound.core.rpc._records import ServiceOutput as ServiceOutput
@@ -329,7 +329,7 @@ class RpcService(Generic[P]):
 
     # -- inputs --------------------------------------------------------------
 
-    def receive(self, datagram: bytes, peer: P, *, now: int) -> ServiceOutput[P]:
+    def receive(self, datagram: bytes, peer: P, *, now: int) -> ServiceOutput:
         """A datagram from ``peer`` at server time ``now``."""
         out = self.receive_run(datagram, peer, now=now)
         if isinstance(out, Invocation):
@@ -337,23 +337,23 @@ class RpcService(Generic[P]):
         return out
 
     def receive_run(self, datagram: bytes, peer: P, *,
-                    now: int) -> Invocation[P] | ServiceOutput[P]:
+                    now: int) -> Invocation | ServiceOutput:
         """``receive``, except that a procedure to run comes alone (it is then all
         there is: nothing to send), not in a ``ServiceOutput`` (the driver's hot path)."""
         opened = self.codec.open(datagram, now=now)
         if opened is None:
-            return _NOTHING  # type: ignore[return-value]
+            return _NOTHING
         kind, message, key = opened
         if kind != KIND_RPC or not message:
             self._malformed += 1
-            return _NOTHING  # type: ignore[return-value]
+            return _NOTHING
         first = message[0]
         proc = None
         if first == _CALL_TYPE:
             proc = _call_procedure(message)
             if proc is None:
                 self._malformed += 1
-                return _NOTHING  # type: ignore[return-value]
+                return _NOTHING
             self.calls += 1
         elif first == _TRUNCATED_TYPE:
             self.calls += 1
@@ -367,29 +367,29 @@ class RpcService(Generic[P]):
             return Invocation(proc, payload[1 + payload[0]:], out)
         if out.sends:  # a ServerOutput of receive_start starts nothing
             return ServiceOutput(out.sends)
-        return _NOTHING  # type: ignore[return-value]
+        return _NOTHING
 
-    def complete(self, run: Invocation[P], status: Status, data: bytes, *,
-                 now: int) -> ServiceOutput[P]:
+    def complete(self, run: Invocation, status: Status, data: bytes, *,
+                 now: int) -> ServiceOutput:
         """``run`` finished at ``now`` with ``status`` and ``data``."""
         reply = self.complete_reply(run, status, data, now=now)
         if reply is None:
-            return _NOTHING  # type: ignore[return-value]
+            return _NOTHING
         return ServiceOutput((reply,))
 
-    def complete_reply(self, run: Invocation[P], status: Status, data: bytes, *,
-                       now: int) -> Outgoing[P] | None:
+    def complete_reply(self, run: Invocation, status: Status, data: bytes, *,
+                       now: int) -> Outgoing | None:
         """``complete``, with the REPLY frame to send (None: the call was lost in a
         crash or superseded) not wrapped in a ``ServiceOutput`` (the driver's hot path)."""
         return self.server.complete_reply(run.start, _STATUS_BYTES[status] + data, now=now)
 
-    def handle_timer(self, *, now: int) -> ServiceOutput[P]:
+    def handle_timer(self, *, now: int) -> ServiceOutput:
         self.server.handle_timer(now=now)
         keyring = self.codec.keyring
         if (self._peer_keys and keyring is not None and keyring.previous_until is not None
                 and now >= keyring.previous_until):
             self._peer_keys.clear()
-        return _NOTHING  # type: ignore[return-value]
+        return _NOTHING
 
     # -- internals -----------------------------------------------------------
 
@@ -426,7 +426,7 @@ class RpcService(Generic[P]):
         return self.codec.seal(KIND_RPC, message)
 
 
-_NOTHING: Final[ServiceOutput[object]] = ServiceOutput()
+_NOTHING: Final[ServiceOutput] = ServiceOutput()
 
 
 # -- client ----------------------------------------------------------------------

@@ -1,25 +1,26 @@
-"""The generic records of the RPC server and the live service: what a datagram makes
-them do (``StartCall``, ``Outgoing``, ``ServerOutput``; ``Invocation``,
-``ServiceOutput``), parameterised by the peer type ``P``.
+"""The records of the RPC server and the live service: what a datagram makes them do
+(``StartCall``, ``Outgoing``, ``ServerOutput``; ``Invocation``, ``ServiceOutput``).
+A peer is any hashable address the driver gives (``Server`` and ``RpcService`` are
+generic in its type; these records hold it as ``Any``).
 
 Their meaning is documented where they are made: ``_server`` (Fig. 3-1) and
 ``_live`` (the live service), which re-export them under their old names.
 
 They are immutable values with a dataclass's equality, hash and repr, written out by
-hand rather than with ``@dataclass``: mypyc cannot build a dataclass that is also
-``Generic`` (mypyc/mypyc#827: the module fails at import), and this module is
-compiled with the rest of the RPC core (``timebound._compiled``) because a null call
-makes three of these records. Compiled, one costs about 60 ns to make instead of
-0.3-0.6 µs for the interpreted frozen dataclass it replaces, and its fields are
-read-only (``AttributeError``); they unpickle through their constructor.
+hand rather than with ``@dataclass`` (whose generated ``__init__`` stays interpreted
+under mypyc): this module is compiled with the rest of the RPC core
+(``timebound._compiled``) because a null call makes three of these records. Compiled,
+one costs about 60 ns to make instead of 0.3-0.6 µs for the interpreted frozen
+dataclass it replaces, and its fields are read-only (``AttributeError``); they
+unpickle through their constructor. They are not ``Generic`` in the peer type: mypyc
+(2.4) compiles a generic class with a ``__weakref__`` slot it does not clear when an
+instance dies, so a weak reference to one (Hypothesis keeps some) later crashes the
+garbage collector (``tests/test_rpc_records.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import Any, ClassVar, Final, Generic, TypeVar
-
-P = TypeVar("P", bound=Hashable)
+from typing import Any, ClassVar, Final
 
 
 class _Record:
@@ -55,13 +56,13 @@ class _Record:
         return (type(self), self._values())
 
 
-class StartCall(_Record, Generic[P]):
+class StartCall(_Record):
     """The driver must run ``payload`` and then call ``Server.complete(this, ...)``."""
 
     __slots__ = ("conn", "ts", "payload", "peer", "epoch")
     __match_args__: ClassVar[tuple[str, ...]] = ("conn", "ts", "payload", "peer", "epoch")
 
-    def __init__(self, conn: str, ts: int, payload: bytes, peer: P, epoch: int) -> None:
+    def __init__(self, conn: str, ts: int, payload: bytes, peer: Any, epoch: int) -> None:
         self.conn: Final = conn
         self.ts: Final = ts
         self.payload: Final = payload
@@ -72,13 +73,13 @@ class StartCall(_Record, Generic[P]):
         return (self.conn, self.ts, self.payload, self.peer, self.epoch)
 
 
-class Outgoing(_Record, Generic[P]):
+class Outgoing(_Record):
     """A datagram to send to ``peer``."""
 
     __slots__ = ("peer", "datagram")
     __match_args__: ClassVar[tuple[str, ...]] = ("peer", "datagram")
 
-    def __init__(self, peer: P, datagram: bytes) -> None:
+    def __init__(self, peer: Any, datagram: bytes) -> None:
         self.peer: Final = peer
         self.datagram: Final = datagram
 
@@ -86,14 +87,14 @@ class Outgoing(_Record, Generic[P]):
         return (self.peer, self.datagram)
 
 
-class ServerOutput(_Record, Generic[P]):
+class ServerOutput(_Record):
     """What one input made the server do: datagrams to send, calls to start."""
 
     __slots__ = ("sends", "starts")
     __match_args__: ClassVar[tuple[str, ...]] = ("sends", "starts")
 
-    def __init__(self, sends: tuple[Outgoing[P], ...] = (),
-                 starts: tuple[StartCall[P], ...] = ()) -> None:
+    def __init__(self, sends: tuple[Outgoing, ...] = (),
+                 starts: tuple[StartCall, ...] = ()) -> None:
         self.sends: Final = sends
         self.starts: Final = starts
 
@@ -101,13 +102,13 @@ class ServerOutput(_Record, Generic[P]):
         return (self.sends, self.starts)
 
 
-class Invocation(_Record, Generic[P]):
+class Invocation(_Record):
     """A call to run: ``proc(args)``; then ``RpcService.complete(this, ...)``."""
 
     __slots__ = ("proc", "args", "start")
     __match_args__: ClassVar[tuple[str, ...]] = ("proc", "args", "start")
 
-    def __init__(self, proc: str, args: bytes, start: StartCall[P]) -> None:
+    def __init__(self, proc: str, args: bytes, start: StartCall) -> None:
         self.proc: Final = proc
         self.args: Final = args
         self.start: Final = start
@@ -116,14 +117,14 @@ class Invocation(_Record, Generic[P]):
         return (self.proc, self.args, self.start)
 
 
-class ServiceOutput(_Record, Generic[P]):
+class ServiceOutput(_Record):
     """Frames to send (already sealed) and procedures to run."""
 
     __slots__ = ("sends", "runs")
     __match_args__: ClassVar[tuple[str, ...]] = ("sends", "runs")
 
-    def __init__(self, sends: tuple[Outgoing[P], ...] = (),
-                 runs: tuple[Invocation[P], ...] = ()) -> None:
+    def __init__(self, sends: tuple[Outgoing, ...] = (),
+                 runs: tuple[Invocation, ...] = ()) -> None:
         self.sends: Final = sends
         self.runs: Final = runs
 

@@ -132,8 +132,8 @@ from timebound.core.rpc._messages import (
     parsed_head,
 )
 
-# The generic records live in _records (hand-written: mypyc cannot compile a generic
-# dataclass); imported as themselves, they are still importable from here.
+# The records live in _records (written out by hand, not generic: see there);
+# imported as themselves, they are still importable from here.
 from timebound.core.rpc._records import Outgoing as Outgoing
 from timebound.core.rpc._records import ServerOutput as ServerOutput
 from timebound.core.rpc._records import StartCall as StartCall
@@ -183,7 +183,7 @@ _DUPLICATE: Final = Verdict.DUPLICATE
 
 
 #: The output of every input that does nothing (shared: outputs are immutable).
-_NOTHING: Final[ServerOutput[object]] = ServerOutput()
+_NOTHING: Final[ServerOutput] = ServerOutput()
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,10 +206,12 @@ class ServerStatistics:
         return by_constructor(self)
 
 
-class _Entry(Generic[P]):
+class _Entry:
+    # Not Generic in the peer (``Any``): compiled, a generic class gets a weak-reference
+    # slot that mypyc 2.4 mishandles (``core/rpc/_records.py``).
     __slots__ = ("ts", "state", "reply", "reply_time", "peer", "head")
 
-    def __init__(self, ts: int, peer: P, head: bytes) -> None:
+    def __init__(self, ts: int, peer: Any, head: bytes) -> None:
         self.ts = ts
         self.state = _COMPUTING
         self.reply: bytes | None = None
@@ -241,7 +243,7 @@ class Server(Generic[P]):
         self.kappa = kappa
         self.on_refused = on_refused
         self.wrap = wrap
-        self._entries: dict[str, _Entry[P]] = {}
+        self._entries: dict[str, _Entry] = {}
         self.epoch = 0
         self._counts = dict.fromkeys(
             ("acks", "retransmitted", "reply_acks", "ignored", "late_completions",
@@ -302,11 +304,11 @@ class Server(Generic[P]):
 
     # -- inputs --------------------------------------------------------------
 
-    def handle(self, datagram: bytes, now: int, peer: P) -> ServerOutput[P]:
+    def handle(self, datagram: bytes, now: int, peer: P) -> ServerOutput:
         """Alias of ``receive(datagram, peer, now=now)`` (the old name)."""
         return self.receive(datagram, peer, now=now)
 
-    def receive(self, datagram: bytes, peer: P, *, now: int) -> ServerOutput[P]:
+    def receive(self, datagram: bytes, peer: P, *, now: int) -> ServerOutput:
         """A datagram from ``peer`` arrived at server time ``now``."""
         out = self.receive_start(datagram, peer, now=now)
         if isinstance(out, StartCall):
@@ -314,14 +316,14 @@ class Server(Generic[P]):
         return out
 
     def receive_start(self, datagram: bytes, peer: P, *,
-                      now: int) -> StartCall[P] | ServerOutput[P]:
+                      now: int) -> StartCall | ServerOutput:
         """``receive``, except that a call to start comes alone, not in a
         ``ServerOutput`` (the live service's hot path: one object less per call)."""
         try:
             kind, conn, ts, body = parse(datagram)
         except MalformedDatagram:
             self._counts["malformed"] += 1
-            return _NOTHING  # type: ignore[return-value]
+            return _NOTHING
         if kind == CALL_TYPE:
             assert body is not None
             return self._call(conn, ts, body, now, peer)
@@ -330,15 +332,15 @@ class Server(Generic[P]):
         if kind == REPLY_ACK_TYPE:
             return self._reply_ack(conn, ts, now)
         self._counts["ignored"] += 1  # ACK and REPLY go to clients
-        return _NOTHING  # type: ignore[return-value]
+        return _NOTHING
 
-    def complete(self, call: StartCall[P], result: bytes, *, now: int) -> ServerOutput[P]:
+    def complete(self, call: StartCall, result: bytes, *, now: int) -> ServerOutput:
         """The computation of ``call`` finished with ``result`` at server time ``now``."""
         reply = self.complete_reply(call, result, now=now)
-        return _NOTHING if reply is None else ServerOutput((reply,))  # type: ignore[return-value]
+        return _NOTHING if reply is None else ServerOutput((reply,))
 
-    def complete_reply(self, call: StartCall[P], result: bytes, *,
-                       now: int) -> Outgoing[P] | None:
+    def complete_reply(self, call: StartCall, result: bytes, *,
+                       now: int) -> Outgoing | None:
         """``complete``, with the REPLY to send (or None) not wrapped in a
         ``ServerOutput`` (the live service's hot path)."""
         receiver = self.receiver
@@ -361,10 +363,10 @@ class Server(Generic[P]):
         wrap = self.wrap
         return Outgoing(peer, message if wrap is None else wrap(message, peer))
 
-    def handle_timer(self, *, now: int) -> ServerOutput[P]:
+    def handle_timer(self, *, now: int) -> ServerOutput:
         """Fire the receiver's timers (GC, ``latest`` refresh, recovery) due by ``now``."""
         self.receiver.handle_timer(now=now)
-        return _NOTHING  # type: ignore[return-value]
+        return _NOTHING
 
     def crash(self, *, now: int, down: int | None = None) -> None:
         """Lose every volatile state (table, RPC entries, running calls) at ``now``."""
@@ -377,7 +379,7 @@ class Server(Generic[P]):
 
     # -- internals -----------------------------------------------------------
 
-    def _send(self, peer: P, message: bytes) -> ServerOutput[P]:
+    def _send(self, peer: P, message: bytes) -> ServerOutput:
         wrap = self.wrap
         return ServerOutput((Outgoing(peer, message if wrap is None else wrap(message, peer)),))
 
@@ -387,7 +389,7 @@ class Server(Generic[P]):
             return receiver.receiver_for(conn)
         return receiver
 
-    def _entry(self, conn: str) -> _Entry[P] | None:
+    def _entry(self, conn: str) -> _Entry | None:
         entry = self._entries.get(conn)
         if entry is None:
             return None
@@ -414,7 +416,7 @@ class Server(Generic[P]):
         return False
 
     def _call(self, conn: str, ts: int, payload: bytes, now: int,
-              peer: P) -> StartCall[P] | ServerOutput[P]:
+              peer: P) -> StartCall | ServerOutput:
         verdict = self.receiver.receive(conn, ts, now=now)
         if verdict is _ACCEPTED:
             entry = self._entries.get(conn)
@@ -435,16 +437,16 @@ class Server(Generic[P]):
         return self._refused(conn, ts, verdict, now, peer)
 
     def _refused(self, conn: str, ts: int, verdict: Verdict, now: int,
-                 peer: P) -> ServerOutput[P]:
+                 peer: P) -> ServerOutput:
         self._counts["ignored"] += 1
         hook = self.on_refused
         if hook is not None:
             message = hook(conn, ts, verdict, now, peer)
             if message is not None:
                 return self._send(peer, message)
-        return _NOTHING  # type: ignore[return-value]
+        return _NOTHING
 
-    def _probe(self, conn: str, ts: int, now: int, peer: P) -> ServerOutput[P]:
+    def _probe(self, conn: str, ts: int, now: int, peer: P) -> ServerOutput:
         self.receiver.handle_timer(now=now)
         if self.receiver.down:
             return self._refused(conn, ts, Verdict.DOWN, now, peer)
@@ -455,11 +457,11 @@ class Server(Generic[P]):
                 return self._refused(conn, ts, Verdict.STALE, now, peer)
         return self._duplicate(conn, ts, peer)
 
-    def _duplicate(self, conn: str, ts: int, peer: P) -> ServerOutput[P]:
+    def _duplicate(self, conn: str, ts: int, peer: P) -> ServerOutput:
         entry = self._entry(conn)
         if entry is None or entry.ts != ts:
             self._counts["ignored"] += 1
-            return _NOTHING  # type: ignore[return-value]
+            return _NOTHING
         entry.peer = peer  # the client may have moved; answer where it is now
         action = _ON_DUPLICATE[entry.state]
         if action is _SEND_ACK:
@@ -471,15 +473,15 @@ class Server(Generic[P]):
             self._counts["retransmitted"] += 1
             return self._send(peer, frame(entry.head, ts, entry.reply))
         self._counts["ignored"] += 1
-        return _NOTHING  # type: ignore[return-value]
+        return _NOTHING
 
-    def _reply_ack(self, conn: str, ts: int, now: int) -> ServerOutput[P]:
+    def _reply_ack(self, conn: str, ts: int, now: int) -> ServerOutput:
         self.receiver.handle_timer(now=now)
         entry = None if self.receiver.down else self._entry(conn)
         if entry is None or entry.ts != ts or entry.state is not _REPLYING:
             self._counts["ignored"] += 1
-            return _NOTHING  # type: ignore[return-value]
+            return _NOTHING
         entry.state = _IDLE
         entry.reply = None
         self._counts["reply_acks"] += 1
-        return _NOTHING  # type: ignore[return-value]
+        return _NOTHING
