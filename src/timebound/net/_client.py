@@ -22,6 +22,9 @@ resolver; the client id's random bits come from a per-process pool of
 the same options is made once. A datagram the socket cannot take right now waits
 for it to be writable, as a transport's buffer would; an ICMP error (the server is
 down) is counted in ``socket_errors`` and retransmissions go on.
+
+Compiled with mypyc alongside the core when built, as ``_server`` is (the loop held as
+``Any`` for the same reason).
 """
 
 from __future__ import annotations

@@ -18,6 +18,11 @@ counted in ``socket_errors``.
 Handlers are ``def f(payload: bytes) -> bytes`` (run inline: null calls cost no task)
 or ``async def`` (one task per call). An exception becomes a REPLY with an error
 status (``RemoteError`` at the client); the server keeps serving.
+
+This module is compiled with mypyc alongside the core when built (``timebound._compiled``;
+the same source runs pure otherwise): the loop, its handles and tasks are held as
+``Any`` (``_loop.running_loop``), since compiled code checks values against their
+annotations and uvloop's differ from asyncio's.
 """
 
 from __future__ import annotations
