@@ -71,7 +71,7 @@ from timebound.core.atmostonce import (
     crc32_classifier,
 )
 from timebound.core.rpc._client import Client, ClientOutput, Completed, GaveUp, Policy
-from timebound.core.rpc._messages import Call
+from timebound.core.rpc._messages import CALL_TYPE, TRUNCATED_TYPE, Call
 
 # The records live in _records (written out by hand, not generic: see there);
 # imported as themselves, they are still importable from here.
@@ -89,9 +89,6 @@ REFUSE_TYPE: Final = 6
 #: Longest procedure name, in UTF-8 bytes.
 MAX_PROC_BYTES: Final = 255
 
-_CALL_TYPE: Final = 1
-_TRUNCATED_TYPE: Final = 2
-_REPLY_TYPE: Final = 4
 _TS: Final = struct.Struct(">Q")
 
 
@@ -349,13 +346,13 @@ class RpcService(Generic[P]):
             return _NOTHING
         first = message[0]
         proc = None
-        if first == _CALL_TYPE:
+        if first == CALL_TYPE:
             proc = _call_procedure(message)
             if proc is None:
                 self._malformed += 1
                 return _NOTHING
             self.calls += 1
-        elif first == _TRUNCATED_TYPE:
+        elif first == TRUNCATED_TYPE:
             self.calls += 1
         if key is not None:
             self._note_key(peer, key)
