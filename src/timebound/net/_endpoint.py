@@ -10,6 +10,11 @@ the non-blocking socket of the drivers that read theirs with ``loop.add_reader``
 its core's ``next_deadline()``; ``on_signals`` calls back on SIGTERM and SIGINT while a
 block runs (a server or a command stops cleanly).
 
+``guard_exposure`` is the secure default every service applies once bound (Redis's
+protected mode): without a key a service listens only on loopback addresses; any
+other address needs ``insecure=True`` (``--insecure``) and then prints one warning
+line on stderr.
+
 ``Lifecycle`` gives ``async with driver:`` (``start()`` on entry, ``close()`` on exit)
 and ``QueueIterator`` the ``async for item in driver`` of a driver that queues what its
 core delivers (``None`` in the queue means closed; it stays there for every later
@@ -20,12 +25,44 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import signal
 import socket
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Generic, Self, TypeVar, cast
 
+from timebound.errors import UsageError
+
 T = TypeVar("T")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether the bound address ``host`` (an IP literal, as ``getsockname`` gives
+    it) is a loopback address: 127.0.0.0/8, ::1 or an IPv4-mapped loopback."""
+    try:
+        address = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
+
+
+def guard_exposure(host: str, *, keyed: bool, insecure: bool, service: str) -> None:
+    """Refuse to serve ``service`` without a key on a non-loopback address unless
+    ``insecure``; then say so once on stderr. ``host`` is the bound address (what
+    ``getsockname`` gives), so a name that resolves to a public address is caught.
+    Raises ``UsageError`` naming ``--host``: the caller closes its socket."""
+    if keyed or is_loopback(host):
+        return
+    if not insecure:
+        raise UsageError(
+            "--host", f"{service} would listen on {host} without a key: anyone who can "
+            "reach it can forge and replay its frames. Give --key-file (see 'timebound "
+            "key new'), bind 127.0.0.1, or pass --insecure to accept the risk")
+    print(f"timebound: warning: {service} listens on {host} without a key (--insecure): "
+          "frames are not authenticated; anyone who can reach it can forge them "
+          "(docs/net.md, threat model)", file=sys.stderr, flush=True)
 
 
 class Timer:

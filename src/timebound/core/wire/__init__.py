@@ -20,6 +20,7 @@ from timebound.core.wire._frame import (
     KIND_PUBSUB,
     KIND_RPC,
     MAX_DATAGRAM,
+    MAX_SERVICE_BYTES,
     MIN_KEY_BYTES,
     TAG_BYTES,
     VERSION,
@@ -29,6 +30,7 @@ from timebound.core.wire._frame import (
     Keyring,
     Opened,
     key_id,
+    service_prefix,
 )
 from timebound.core.wire._names import MAX_NAME_BYTES, check_name, encode_name, read_name
 
@@ -41,6 +43,7 @@ __all__ = [
     "KIND_RPC",
     "MAX_DATAGRAM",
     "MAX_NAME_BYTES",
+    "MAX_SERVICE_BYTES",
     "MIN_KEY_BYTES",
     "TAG_BYTES",
     "VERSION",
@@ -53,4 +56,5 @@ __all__ = [
     "encode_name",
     "key_id",
     "read_name",
+    "service_prefix",
 ]

@@ -22,6 +22,15 @@ version. It does not stop an attacker from *replaying* a captured frame; the
 protocols above make replays harmless (an at-most-once CALL replayed is a duplicate
 for SCMP: refused, never run twice).
 
+Service ids: a codec built with ``service=`` (1..64 UTF-8 bytes: the name of the one
+server a frame is meant for, chosen at ``serve`` and known to its clients) puts
+``b"timebound-service\x00" + len + service`` *under the tag* (the HMAC covers it;
+no byte of it is sent), so a frame sealed for service A does not verify at a
+service B that shares the key: a CALL captured for one server never runs on
+another. Without a service id the tag covers the frame alone (as before). The
+prefix starts with ``t``, never with the version byte ``1``, so the two inputs
+cannot collide. Pinned by ``tests/test_net_wire.py::test_service_id_*``.
+
 Key rotation: a ``Keyring`` holds a current key and, optionally, a previous one
 accepted until ``previous_until`` (an absolute tick; None: until removed). A
 receiver answers with the key the request was authenticated with, so a client still
@@ -67,8 +76,27 @@ KIND_GROUP: Final = 3
 KIND_PUBSUB: Final = 4
 #: Shortest accepted key, in bytes (128 bits).
 MIN_KEY_BYTES: Final = 16
+#: Longest service id, in UTF-8 bytes.
+MAX_SERVICE_BYTES: Final = 64
 
 _NO_TAG: Final = bytes((0,))
+
+
+def service_prefix(service: str) -> bytes:
+    """What the tag covers before a frame sealed for ``service`` (see the module
+    doc); ``ProtocolUsageError`` for an id that is not 0..64 UTF-8 bytes."""
+    if not isinstance(service, str):
+        raise ProtocolUsageError(f"a service id is a str, got {type(service).__name__}")
+    if not service:
+        return b""
+    try:
+        raw = service.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ProtocolUsageError("a service id must be UTF-8") from None
+    if len(raw) > MAX_SERVICE_BYTES:
+        raise ProtocolUsageError(
+            f"a service id is at most {MAX_SERVICE_BYTES} UTF-8 bytes, got {len(raw)}")
+    return b"timebound-service\x00" + bytes((len(raw),)) + raw
 
 
 def key_id(secret: bytes) -> int:
@@ -92,8 +120,10 @@ class Key:
     def id(self) -> int:
         return key_id(self.secret)
 
-    def tag(self, data: bytes) -> bytes:
-        return hmac.digest(self.secret, data, "sha256")[:TAG_BYTES]
+    def tag(self, data: bytes, service: bytes = b"") -> bytes:
+        """The tag of ``data`` (``service``: the codec's prefix, see the module doc)."""
+        return hmac.digest(self.secret, service + data if service else data,
+                           "sha256")[:TAG_BYTES]
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return by_constructor(self)
@@ -159,8 +189,11 @@ class FrameCodec:
     and accepts only frames tagged under an accepted key.
     """
 
-    def __init__(self, keyring: Keyring | None = None) -> None:
+    def __init__(self, keyring: Keyring | None = None, service: str = "") -> None:
         self.keyring = keyring
+        self.service = service
+        #: What the tag covers before the frame (empty without a service id).
+        self.service_prefix = service_prefix(service)
         self.opened = 0
         self.sealed = 0
         self.malformed = 0
@@ -185,7 +218,7 @@ class FrameCodec:
             frame = _PLAIN_HEADS[kind] + body
         else:
             head = bytes((VERSION, kind, FLAG_AUTH, key.id)) + body
-            frame = head + key.tag(head)
+            frame = head + key.tag(head, self.service_prefix)
         if len(frame) > MAX_DATAGRAM:
             raise ProtocolUsageError(
                 f"frame of {len(frame)} bytes exceeds the datagram limit {MAX_DATAGRAM}"
@@ -240,8 +273,9 @@ class FrameCodec:
             return None
         data = bytes(datagram)
         signed, tag = data[:-TAG_BYTES], data[-TAG_BYTES:]
+        prefix = self.service_prefix
         for key in keyring.accepted(kid, now):
-            if hmac.compare_digest(key.tag(signed), tag):
+            if hmac.compare_digest(key.tag(signed, prefix), tag):
                 self.opened += 1
                 return Opened(kind, signed[HEADER_BYTES:], key)
         self.unauthenticated += 1
