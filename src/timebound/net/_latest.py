@@ -11,6 +11,15 @@ the next refresh). Until a write is reported, the receiver keeps refusing ``ts``
 above the last durable ``latest`` (EARLY), so nothing accepted is ever above what
 storage holds, whatever moment the process is killed.
 
+A failing disk (ENOSPC, EIO...) is said on stderr once, when the first write fails
+(``timebound: warning: cannot write latest to PATH: ...; calls above L are refused
+early until it succeeds``, L the last durable ``latest``), not at every retry, and
+once more when a write lands again (``timebound: storage PATH is written again:
+latest L``); every failed write is counted in ``storage_errors`` (``statistics()``,
+Prometheus). While it fails, calls stamped up to L are still served; the ones above
+are refused ``early`` (not run). ``log`` (default: stderr) receives those lines.
+Tests: ``tests/test_net_storage_safety.py``.
+
 ``drain()`` (the server's ``close``) waits for the writes in flight and writes what
 is still wanted, so a clean stop leaves the newest ``latest`` on storage.
 ``drain_now()`` does the same without awaiting, for a driver whose ``close()`` is
@@ -24,17 +33,38 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 
 from timebound.core.atmostonce import Receiver, StableRecord, StableStorage
 from timebound.errors import StorageError
 
 
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _name(storage: StableStorage) -> str:
+    path = getattr(storage, "path", None)
+    return path if isinstance(path, str) else type(storage).__name__
+
+
+def _reason(error: BaseException | None) -> str:
+    if error is None:
+        return "cancelled"
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
 class LatestWriter:
-    def __init__(self, receivers: Sequence[Receiver], storages: Sequence[StableStorage]
-                 ) -> None:
+    def __init__(self, receivers: Sequence[Receiver], storages: Sequence[StableStorage],
+                 *, log: Callable[[str], None] | None = None) -> None:
         self.storage_errors = 0
         self.writes = 0
+        self._log = log or _stderr
+        # The storages whose last write failed (by id): the warning is said when
+        # this becomes non-empty, the recovery line when it empties again.
+        self._failing: set[int] = set()
         self._storage = {id(r): s for r, s in zip(receivers, storages, strict=True)}
         self._receivers = list(receivers)
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
@@ -64,29 +94,42 @@ class LatestWriter:
         future.add_done_callback(self._landed)
 
     def _landed(self, future: asyncio.Future[None]) -> None:
-        failed = future.cancelled() or future.exception() is not None
+        error = (None if future.cancelled() else future.exception())
+        failed = future.cancelled() or error is not None
         entry = self._pending.pop(future, None)
         if entry is None:
             return  # already reported by drain_now
         receiver, record, _ = entry
-        if self._report(receiver, record, failed):
+        if self._report(receiver, record, failed, error):
             self._wanted(receiver)  # a newer record may be waiting
 
-    def _report(self, receiver: Receiver, record: StableRecord, failed: bool) -> bool:
+    def _report(self, receiver: Receiver, record: StableRecord, failed: bool,
+                error: BaseException | None = None) -> bool:
+        storage = self._storage[id(receiver)]
         if failed:
             self.storage_errors += 1
             receiver.write_failed(record)
+            if not self._failing:
+                self._log(f"timebound: warning: cannot write latest to {_name(storage)}: "
+                          f"{_reason(error)}; calls above {receiver.latest} are refused "
+                          f"early until it succeeds")
+            self._failing.add(id(storage))
             return False  # written again at the next refresh, not in a tight loop
         self.writes += 1
         receiver.write_done(record)
+        if id(storage) in self._failing:
+            self._failing.discard(id(storage))
+            if not self._failing:
+                self._log(f"timebound: storage {_name(storage)} is written again: "
+                          f"latest {receiver.latest}")
         return True
 
     def _write_now(self, receiver: Receiver, storage: StableStorage,
                    record: StableRecord) -> None:
         try:
             storage.write(record)
-        except (OSError, StorageError):
-            self._report(receiver, record, failed=True)
+        except (OSError, StorageError) as exc:
+            self._report(receiver, record, failed=True, error=exc)
             return
         self._report(receiver, record, failed=False)
 
@@ -115,6 +158,6 @@ class LatestWriter:
             pool.shutdown(wait=True)
         for future, (receiver, record, job) in list(self._pending.items()):
             del self._pending[future]
-            failed = job.cancelled() or job.exception() is not None
-            self._report(receiver, record, failed)
+            error = None if job.cancelled() else job.exception()
+            self._report(receiver, record, job.cancelled() or error is not None, error)
         self._write_wanted_now()
