@@ -32,7 +32,7 @@ class Net:
         self.members = {n: self.make(n, 1) for n in names}
         self.delivered: dict[str, list[tuple[str, int]]] = {n: [] for n in names}
         self.stable: dict[str, set[int]] = {n: set() for n in names}
-        self.flights: list[tuple[int, int, str, bytes]] = []
+        self.flights: list[tuple[int, int, str, bytes, str]] = []
         self.count = 0
         self.cut: set[str] = set()  # members whose datagrams are all lost
 
@@ -48,7 +48,7 @@ class Net:
             for _ in range(2 if self.rng.random() < self.dup else 1):
                 self.count += 1
                 self.flights.append((self.now + self.rng.randint(1, 5) * MS, self.count,
-                                     dest, frame))
+                                     dest, frame, src))
 
     def events(self, name: str, events: tuple[object, ...]) -> None:
         for e in events:
@@ -79,10 +79,10 @@ class Net:
             self.now = max(self.now, t)
             due = sorted(f for f in self.flights if f[0] <= self.now)
             self.flights = [f for f in self.flights if f[0] > self.now]
-            for _, _, dest, frame in due:
+            for _, _, dest, frame, src in due:
                 if dest in self.cut or dest not in self.members:
                     continue
-                out = self.members[dest].receive(frame, now=self.now)
+                out = self.members[dest].receive(frame, now=self.now, source=src)
                 self.events(dest, out.events)
                 self.put(dest, out.sends)
             for name, m in self.members.items():

@@ -8,12 +8,25 @@ join and leave rules are the core's; this driver sends what it returns and sleep
 until ``next_deadline()``. Back-pressure: ``send`` waits while the send buffer is
 full (messages not yet stable); a member whose application stops reading drops
 incoming datagrams once ``max_queue`` events wait (the senders' NACK recovers them).
+
+On a real network (issue 26): without a key the member binds only a loopback
+address unless ``insecure=True`` (``guard_exposure``, checked on the bound address);
+``service`` (1..64 UTF-8 bytes, the same at every member) goes under the HMAC tag, so
+frames of one group do not verify at another sharing the key. The driver tells the
+core which member's configured address a datagram came from (``source``; member
+hosts are resolved once at ``start``), so a NACK is answered only when it came from
+the member it names (``check_sources=False``: from anywhere, for members behind
+relays such as ``FaultProxy`` that change the source address), and always to that
+member's configured address: the group sends nothing to an address that is not a
+member's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import ipaddress
+import socket
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -23,7 +36,13 @@ from timebound.core.stability import AckMode, ClockMode
 from timebound.core.wire import FrameCodec
 from timebound.errors import UsageError
 from timebound.net._clock import Clock, seconds
-from timebound.net._endpoint import Lifecycle, QueueIterator, Timer, open_datagram
+from timebound.net._endpoint import (
+    Lifecycle,
+    QueueIterator,
+    Timer,
+    guard_exposure,
+    open_datagram,
+)
 from timebound.net._keys import keyring
 
 Address = tuple[str, int]
@@ -41,6 +60,8 @@ class Group(Lifecycle, QueueIterator[Event]):
                  key: bytes | str | None = None, ack_every: float = 0.02,
                  nack_every: float = 0.02, dead_after: float | None = None,
                  max_buffer: int = DEFAULT_MAX_BUFFER, max_queue: int = 100_000,
+                 max_skew: float = 10.0, insecure: bool = False, service: str = "",
+                 check_sources: bool = True,
                  timer_clock: Clock | None = None,
                  on_event: Callable[[str, Event], None] | None = None) -> None:
         if name not in members:
@@ -54,8 +75,11 @@ class Group(Lifecycle, QueueIterator[Event]):
         self.name = name
         self.addresses = dict(members)
         now = self.clock.now()
+        self.insecure = insecure
         self.core = GroupMember(
-            group, name, members, FrameCodec(keyring(key)), incarnation=time.time_ns() // 1000,
+            group, name, members, FrameCodec(keyring(key), service),
+            incarnation=time.time_ns() // 1000, max_skew=max(0, seconds(max_skew)),
+            check_sources=check_sources,
             acks=ack_mode, clock=clock_mode, ack_every=max(1, seconds(ack_every)),
             nack_every=max(1, seconds(nack_every)),
             dead_after=None if dead_after is None else max(1, seconds(dead_after)),
@@ -69,12 +93,59 @@ class Group(Lifecycle, QueueIterator[Event]):
         self._queue: asyncio.Queue[Event | None] | None = None
         self._timer = Timer(self.clock, self._on_timer)
         self._progress: asyncio.Event | None = None
+        self._sources: dict[tuple[str, int], str] = {}
+        self._resolved: dict[tuple[str, int], str] = {}
+        self._sources_of: dict[str, Address] = {}
 
     async def start(self) -> None:
         self._queue = asyncio.Queue()
         self._progress = asyncio.Event()
         self.address = await open_datagram(self, local=self.address)
+        try:
+            guard_exposure(self.address[0], keyed=self.core.codec.keyring is not None,
+                           insecure=self.insecure, service="group")
+        except BaseException:
+            self.close(leave=False)
+            raise
+        await self.resolve_members()
         self._timer.arm(self.core.next_deadline())
+
+    async def resolve_members(self) -> None:
+        """Map every member's configured address (numeric, as datagrams arrive from
+        it) to its name. Addresses given as IP literals are mapped again whenever
+        ``addresses`` changes; call this again after changing a host name."""
+        loop = asyncio.get_running_loop()
+        sources: dict[tuple[str, int], str] = {}
+        for member, (host, port) in self.addresses.items():
+            if member == self.name:
+                continue
+            try:
+                infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
+            except (OSError, UnicodeError):
+                continue
+            for info in infos:
+                sockaddr = info[4]
+                sources[(str(sockaddr[0]), int(sockaddr[1]))] = member
+        self._resolved = sources
+        self._sources_of = {}
+        self._source(None)
+
+    def _source(self, addr: Any) -> str | None:
+        """The member whose configured address ``addr`` is (None: none)."""
+        if self._sources_of != self.addresses:
+            sources = dict(self._resolved)
+            for member, (host, port) in self.addresses.items():
+                try:
+                    literal = str(ipaddress.ip_address(host))
+                except ValueError:
+                    continue
+                if member != self.name:
+                    sources[(literal, int(port))] = member
+            self._sources = sources
+            self._sources_of = dict(self.addresses)
+        if not isinstance(addr, tuple) or len(addr) < 2:
+            return None
+        return self._sources.get((str(addr[0]), int(addr[1])))
 
     def close(self, *, leave: bool = True) -> None:
         """Leave the group (LEAVE to every member) and close the socket."""
@@ -159,7 +230,8 @@ class Group(Lifecycle, QueueIterator[Event]):
         if queue.qsize() >= self.max_queue:
             self.overruns += 1
             return
-        self._handle(self.core.receive(data, now=self.clock.now()))
+        self._handle(self.core.receive(data, now=self.clock.now(),
+                                       source=self._source(addr)))
         if self._progress is not None:
             self._progress.set()
 

@@ -47,7 +47,35 @@ member heard from again rejoins by the join steps. A receiver whose expected
 sequence number is below a sender's ``base`` skips to it (those messages were stable
 among R_s without it, so it was not owed them) -- never otherwise.
 
-Verbs: ``send(data, *, now)``, ``receive(datagram, *, now)``, ``handle_timer(*, now)``,
+*Range checks at receive time (issue 26: one datagram must not poison a member).*
+Every field of a decoded frame is checked before any state is touched; a frame with
+one out of range is dropped and counted (``out_of_range``), never stored and never
+raised later. Bounds (choices): an incarnation is a µs clock reading at the member's
+start, so ``1 <= inc <= now + max_skew`` (``max_skew``: how far another member's
+clock may run ahead of ours, default ``DEFAULT_MAX_SKEW`` = 10 s); physical
+timestamps (MSG ``ts``, HB ``promise``, ack values) likewise ``<= now + max_skew``;
+Lamport ones ``<= clock + LAMPORT_SLACK`` (2^32 events ahead of ours; they are also
+kept below ``SEQ_LIMIT``, so our own counter never outgrows its u64); sequence
+numbers (``seq``, ``next``, ``base``, NACK ``first``) below ``SEQ_LIMIT`` (2^62); a
+vector ack names at most every member, each one a member. A forged heartbeat
+claiming incarnation 2^64-1 (which used to make a member ignore the real one for good
+and acknowledge messages it never got) is thus dropped. Without a key an attacker
+who reads the traffic can still forge frames whose every field is in range: only a
+key (``FrameCodec``) stops those (``docs/net.md``, threat model). Pinned by
+``tests/test_net_group_hostile.py::test_forged_frames_never_break_stability``.
+
+*Answers to datagrams (issue 26, no amplification).* A member sends only to the
+configured addresses of the members. A NACK is answered (up to ``MAX_NACK``
+retransmissions) only when the driver says the datagram came from the configured
+address of the member it names (``receive(..., source=name)``; ``check_sources=False``
+drops that check, for members behind relays that change source addresses), at most
+once per ``nack_every // 2`` ticks per member (a member NACKs a sender at most every
+``nack_every``), and the retransmissions go to that member's configured address: a
+spoofed or replayed NACK cannot aim them at another host, nor multiply them.
+Unanswered NACKs are counted (``unanswered``). Pinned by
+``tests/test_net_group_hostile.py::test_spoofed_nack_is_not_answered``.
+
+Verbs: ``send(data, *, now)``, ``receive(datagram, *, now, source)``, ``handle_timer(*, now)``,
 ``leave(*, now)``, ``next_deadline()``, ``statistics()``. Outputs name destinations by
 member name; the driver maps names to addresses.
 """
@@ -71,7 +99,7 @@ from timebound.core.group._wire import (
     encode_msg,
     encode_nack,
 )
-from timebound.core.stability import AckMode, ClockMode, StabilityNode
+from timebound.core.stability import AckMode, ClockMode, StabilityNode, TimestampAck
 from timebound.core.wire import KIND_GROUP, FrameCodec
 from timebound.errors import MalformedDatagram, ProtocolUsageError
 
@@ -81,6 +109,14 @@ MAX_AHEAD = 4096
 DEFAULT_ACK_EVERY = 20_000
 DEFAULT_NACK_EVERY = 20_000
 DEFAULT_MAX_BUFFER = 4096
+#: How far (ticks, µs) another member's clock (incarnation, physical timestamps) may
+#: run ahead of ours before its frames count as out of range.
+DEFAULT_MAX_SKEW = 10_000_000
+#: How far a Lamport timestamp may run ahead of our own counter.
+LAMPORT_SLACK = 1 << 32
+#: Sequence numbers and timestamps at or above this are out of range (never reached:
+#: 2^62 µs is 146,000 years; it keeps every counter far from its u64's end).
+SEQ_LIMIT = 1 << 62
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,11 +183,13 @@ class GroupStatistics:
     strangers: int
     malformed: int
     unauthenticated: int
+    out_of_range: int = 0
+    unanswered: int = 0  # NACKs not from their member's configured address
 
 
 class _Peer:
     __slots__ = ("name", "inc", "expect", "ahead", "known_next", "heard", "nack_due",
-                 "member")
+                 "member", "answered")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -162,6 +200,7 @@ class _Peer:
         self.heard: int | None = None
         self.nack_due = 0
         self.member = True  # in S_r and R_s (or joining); False: disconnected
+        self.answered: int | None = None  # when its last NACK was answered
 
 
 class GroupMember:
@@ -171,7 +210,8 @@ class GroupMember:
                  incarnation: int, acks: AckMode = AckMode.TIMESTAMP,
                  clock: ClockMode = ClockMode.PHYSICAL, ack_every: int = DEFAULT_ACK_EVERY,
                  nack_every: int = DEFAULT_NACK_EVERY, dead_after: int | None = None,
-                 max_buffer: int = DEFAULT_MAX_BUFFER, now: int = 0) -> None:
+                 max_buffer: int = DEFAULT_MAX_BUFFER, max_skew: int = DEFAULT_MAX_SKEW,
+                 check_sources: bool = True, now: int = 0) -> None:
         check_name(group)
         check_name(name)
         others = sorted({check_name(m) for m in members} - {name})
@@ -181,6 +221,8 @@ class GroupMember:
             raise ProtocolUsageError("dead_after must be >= 1 or None")
         if max_buffer < 1:
             raise ProtocolUsageError("max_buffer must be >= 1")
+        if max_skew < 0:
+            raise ProtocolUsageError("max_skew must be >= 0")
         self.group = group
         self.name = name
         self.codec = codec
@@ -191,6 +233,8 @@ class GroupMember:
         self.nack_every = nack_every
         self.dead_after = dead_after
         self.max_buffer = max_buffer
+        self.max_skew = max_skew
+        self.check_sources = check_sources
         everyone = [*others, name]
         self.node = StabilityNode(name, senders=everyone, receivers=everyone, acks=acks,
                                   clock=clock, now=now)
@@ -205,7 +249,8 @@ class GroupMember:
         self._next_ack = (now // ack_every + 1) * ack_every
         self._c = dict.fromkeys(("delivered", "ignored", "duplicates", "skipped", "nulls",
                                  "ack_frame_bytes", "nacks", "retransmissions", "joins",
-                                 "leaves", "strangers", "malformed"), 0)
+                                 "leaves", "strangers", "malformed", "out_of_range",
+                                 "unanswered"), 0)
 
     # -- queries -----------------------------------------------------------------
 
@@ -250,7 +295,8 @@ class GroupMember:
             nacks_sent=c["nacks"], retransmissions=c["retransmissions"], joins=c["joins"],
             leaves=c["leaves"], strangers=c["strangers"],
             malformed=self.codec.malformed + c["malformed"],
-            unauthenticated=self.codec.unauthenticated,
+            unauthenticated=self.codec.unauthenticated, out_of_range=c["out_of_range"],
+            unanswered=c["unanswered"],
         )
 
     # -- inputs ------------------------------------------------------------------
@@ -279,7 +325,10 @@ class GroupMember:
         self._stable(sent.stable, events)
         return GroupOutput(tuple((p, frame) for p in self.peers), tuple(events))
 
-    def receive(self, datagram: bytes, *, now: int) -> GroupOutput:
+    def receive(self, datagram: bytes, *, now: int, source: str | None = None
+                ) -> GroupOutput:
+        """A datagram; ``source``: the member whose configured address it came from
+        (None: none of them). Only a NACK from its own member's address is answered."""
         self._at(now)
         opened = self.codec.open(datagram, now=now)
         if opened is None:
@@ -297,6 +346,9 @@ class GroupMember:
         if head.group != self.group or peer is None:
             self._c["strangers"] += 1
             return GroupOutput()
+        if not self._in_range(msg, now):
+            self._c["out_of_range"] += 1
+            return GroupOutput()
         sends: list[tuple[str, bytes]] = []
         events: list[Event] = []
         if not self._incarnation(peer, head.inc, now, sends, events):
@@ -313,7 +365,14 @@ class GroupMember:
         elif isinstance(msg, Heartbeat):
             self._heartbeat(peer, msg, now, events)
         elif isinstance(msg, Nack):
-            if msg.to == self.name and msg.to_inc == self.head.inc:
+            if msg.to != self.name or msg.to_inc != self.head.inc:
+                pass
+            elif ((self.check_sources and source != peer.name)
+                  or (peer.answered is not None
+                      and now < peer.answered + self.nack_every // 2)):
+                self._c["unanswered"] += 1
+            else:
+                peer.answered = now
                 for seq in range(msg.first, msg.first + msg.count):
                     frame = self._frames.get(seq)
                     if frame is not None:
@@ -351,6 +410,30 @@ class GroupMember:
         if now < self._now:
             now = self._now  # the driver's clock never goes back; be lenient by a tick
         self._now = now
+
+    def _in_range(self, msg: Msg | Heartbeat | Nack | Leave, now: int) -> bool:
+        """Every field of ``msg`` within its bound (module docstring)."""
+        if not 1 <= msg.head.inc <= now + self.max_skew:
+            return False
+        if self.clock_mode is ClockMode.LAMPORT:
+            limit = min(self.node.clock + LAMPORT_SLACK, SEQ_LIMIT - 1)
+        else:
+            limit = min(now + self.max_skew, SEQ_LIMIT - 1)
+        if isinstance(msg, Msg):
+            return msg.seq < SEQ_LIMIT and msg.ts <= limit
+        if isinstance(msg, Heartbeat):
+            if msg.next >= SEQ_LIMIT or msg.promise > limit:
+                return False
+            ack = msg.ack
+            if isinstance(ack, TimestampAck):
+                return ack.value <= limit
+            entries = ack.entries
+            return (len(entries) <= len(self.peers) + 1
+                    and all((n == self.name or n in self.peers) and v <= limit
+                            for n, v in entries.items()))
+        if isinstance(msg, Nack):
+            return msg.first < SEQ_LIMIT
+        return True
 
     def _gap(self, p: _Peer) -> bool:
         return p.member and (bool(p.ahead) or p.known_next > p.expect)
@@ -403,6 +486,7 @@ class GroupMember:
             self._c["duplicates"] += 1
             return
         if seq >= p.expect + MAX_AHEAD:
+            self._c["out_of_range"] += 1
             return
         if seq + 1 > p.known_next:
             p.known_next = seq + 1
