@@ -21,6 +21,14 @@ the file holds. A failed write is counted (``storage_errors``) and retried at th
 refresh. ``async with`` ends with ``aclose()``, which awaits the last write; the
 synchronous ``close()`` waits for it in place (one write at most, on the loop's
 thread). Either way a clean stop leaves the newest ``latest`` in the file.
+
+On a hostile network (issue 26; ``docs/net.md``, threat model): a listener without a
+key binds only loopback addresses unless ``insecure=True`` (``guard_exposure``, right
+after binding, on the bound address; the socket is closed if it refuses), and
+``service`` (both ends) names the listener under the HMAC tag, so a frame sealed for
+one listener does not verify at another sharing the key. The listener answers only
+the address a datagram came from, with at most 3x its bytes, and the cores
+range-check every field on receipt (``timebound.core.channel``).
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ import dataclasses
 import secrets
 from typing import Any
 
-from timebound.core.atmostonce import MemoryStorage, Receiver, ReceiverConfig, StableStorage
+from timebound.core.atmostonce import Receiver, ReceiverConfig, StableStorage
 from timebound.core.channel import (
     DEFAULT_IDLE,
     DEFAULT_MAX_SESSIONS,
@@ -49,13 +57,14 @@ from timebound.net._endpoint import (
     Lifecycle,
     QueueIterator,
     Timer,
+    guard_exposure,
     on_signals,
     open_datagram,
 )
 from timebound.net._keys import keyring
 from timebound.net._latest import LatestWriter
 from timebound.net._server import DEFAULT_BETA, DEFAULT_LATEST_EVERY, default_receiver
-from timebound.storage import FileStorage
+from timebound.net._stores import open_store
 
 Address = Any
 #: Most deliveries a listener queues for its application before it drops datagrams.
@@ -87,18 +96,20 @@ class Channel:
     ``async with Channel(("127.0.0.1", port)) as ch: await ch.send(b"x", "FR")``;
     leaving the block waits (``drain``) until every reliable message is acknowledged.
     ``window`` bounds the messages in flight; ``give_up`` (seconds) ends the channel
-    when nothing is acknowledged for that long.
+    when nothing is acknowledged for that long. ``service`` is the listener's service
+    id (the same string it was given; mixed under the tag with ``key``).
     """
 
     def __init__(self, address: tuple[str, int], *, key: bytes | str | None = None,
                  clock: Clock | None = None, window: int = DEFAULT_WINDOW,
                  min_rto: float = 0.02, max_rto: float = 1.0, give_up: float = 10.0,
-                 conn: str | None = None, drain_timeout: float = 30.0) -> None:
+                 conn: str | None = None, drain_timeout: float = 30.0,
+                 service: str = "") -> None:
         self.address = address
         self.clock = clock or Clock()
         self.conn = conn or secrets.token_hex(8)
         self.core = ChannelSender(self.conn, max(1, self.clock.now()),
-                                  FrameCodec(keyring(key)), window=window,
+                                  FrameCodec(keyring(key), service=service), window=window,
                                   min_rto=max(1, seconds(min_rto)),
                                   max_rto=max(1, seconds(max_rto)), give_up=seconds(give_up))
         self.drain_timeout = drain_timeout
@@ -203,6 +214,11 @@ class ChannelListener(Lifecycle, QueueIterator[Delivery[Address]]):
     ``storage`` it lives in memory. ``receiver`` is the SCMP receiver's
     ``ReceiverConfig`` (µs; default: fixed rho 300 s, resilient).
 
+    Without ``key`` the listener refuses to bind a non-loopback address
+    (``UsageError`` naming ``--host``) unless ``insecure``, which prints one warning
+    line on stderr instead; ``service`` is its service id (channels must be given the
+    same one).
+
     ``async with listener:`` closes with ``aclose()``, which awaits the last write of
     ``latest``; ``close()`` does the same synchronously, blocking for that write.
     """
@@ -212,11 +228,13 @@ class ChannelListener(Lifecycle, QueueIterator[Delivery[Address]]):
                  previous_key_grace: float = 3600.0, storage: str | None = None,
                  receiver: ReceiverConfig | None = None, idle: float | None = None,
                  max_sessions: int = DEFAULT_MAX_SESSIONS, f_hold: float | None = None,
-                 max_queue: int = DEFAULT_MAX_QUEUE, clock: Clock | None = None) -> None:
+                 max_queue: int = DEFAULT_MAX_QUEUE, clock: Clock | None = None,
+                 insecure: bool = False, service: str = "") -> None:
         if max_queue < 1:
             raise UsageError("max_queue", f"must be >= 1, got {max_queue}")
         self.host = host
         self.port = port
+        self.insecure = insecure
         self.clock = clock or Clock()
         now = self.clock.now()
         config = receiver or default_receiver()
@@ -224,7 +242,7 @@ class ChannelListener(Lifecycle, QueueIterator[Delivery[Address]]):
             config = dataclasses.replace(config, resilient=True, beta=DEFAULT_BETA,
                                          latest_every=DEFAULT_LATEST_EVERY)
         assert config.beta is not None and config.latest_every is not None
-        store: StableStorage = FileStorage(storage) if storage is not None else MemoryStorage()
+        store: StableStorage = open_store(storage, config, now=now)
         scmp = build_receiver(config, [store], start=now, deferred=storage is not None)
         assert isinstance(scmp, Receiver)  # one storage: one class
         # ``latest`` is fsynced in a worker thread, never in a datagram's callback.
@@ -232,7 +250,8 @@ class ChannelListener(Lifecycle, QueueIterator[Delivery[Address]]):
             LatestWriter([scmp], [store]) if storage is not None else None)
         ring = keyring(key, previous_key, now + seconds(previous_key_grace))
         self.core: ChannelReceiver[Address] = ChannelReceiver(
-            FrameCodec(ring), scmp, idle=DEFAULT_IDLE if idle is None else seconds(idle),
+            FrameCodec(ring, service=service), scmp,
+            idle=DEFAULT_IDLE if idle is None else seconds(idle),
             max_sessions=max_sessions, f_hold=None if f_hold is None else seconds(f_hold),
             start=now)
         self.max_queue = max_queue
@@ -248,6 +267,14 @@ class ChannelListener(Lifecycle, QueueIterator[Delivery[Address]]):
         self._queue = asyncio.Queue()
         self._closed = asyncio.Event()
         self.address = await open_datagram(self, local=(self.host, self.port))
+        try:
+            guard_exposure(self.address[0], keyed=self.core.codec.keyring is not None,
+                           insecure=self.insecure, service="channel recv")
+        except BaseException:
+            if self._transport is not None:
+                self._transport.close()
+                self._transport = None
+            raise
         self._timer.arm(self.core.next_deadline())
 
     async def __aexit__(self, *exc: object) -> None:

@@ -34,6 +34,33 @@ Sessions idle for ``idle`` ticks are forgotten (``expired``); with ``max_session
 the least recently active session is evicted to admit a new one (``evicted``).
 Either way SCMP still guards the opening: its table or ``upper`` refuses a replay.
 
+No amplification (issue 26; RFC 9000 section 8's rule): to an address that has not
+proved it receives our datagrams we never send more than 3x the bytes it sent us.
+The receiver keeps that rule per datagram, which implies it per address: it only
+ever *answers* (no timer sends anything), every answer goes to the address the
+triggering datagram came from (not to the session's first peer, so a DATA sent from
+B cannot aim acknowledgments at the A an OPEN named), and every answer is at most 3x
+the triggering datagram. A REFUSE is shorter than the OPEN it answers (same session
+head, 1 byte against the segment's 29 or more). An ACK carries as many selective
+numbers as fit in 3x the segment it answers (``_ack``; at most ``MAX_SACK``): its
+own number first, then the smallest others above ``cum``; the cumulative ack always
+advances, so a sender loses nothing but some selective information (it may
+retransmit a datagram that had arrived). The smallest segment (no data, 1-byte
+connection id, no key) is 44 bytes, the ACK head 25: 13 selective numbers always
+fit, so the own number always does. Choice: no address validation round trip --
+a session's OPEN from an address proves nothing (it may be spoofed) and the
+per-datagram cap already bounds every answer; a validated address would only buy
+longer ACKs. Pinned by ``tests/test_net_channel_hostile.py::
+test_no_answer_exceeds_three_times_its_trigger`` (measured per message type, key or
+not).
+
+Nothing one datagram can poison (issue 26): every field is range-checked when the
+datagram is decoded (``_wire.decode``: ``ts``, the stamp against ``seq``), counted
+``malformed`` and dropped, never kept to raise or block later. ``seq`` and ``floor``
+are bounded by the window (``out_of_window``); a ``floor`` or ``seq`` jump within it
+is something a legitimate sender does (a run of lost unreliable datagrams), so only a
+key tells a forged one (``docs/net.md``, threat model).
+
 Verbs: ``receive(datagram, peer, *, now)``, ``handle_timer(*, now)``,
 ``next_deadline()``, ``statistics()``. Tests: ``tests/test_net_channel_core.py``.
 """
@@ -57,7 +84,7 @@ from timebound.core.channel._wire import (
 )
 from timebound.core.rpc import Outgoing
 from timebound.core.slotted import Deliver, Discard, Kind, SlottedReceiver
-from timebound.core.wire import KIND_CHANNEL, FrameCodec, Key
+from timebound.core.wire import HEADER_BYTES, KIND_CHANNEL, TAG_BYTES, FrameCodec, Key
 from timebound.errors import MalformedDatagram, ProtocolUsageError
 
 P = TypeVar("P", bound=Hashable)
@@ -66,6 +93,8 @@ P = TypeVar("P", bound=Hashable)
 DEFAULT_IDLE = 300_000_000
 #: Default most sessions held at once.
 DEFAULT_MAX_SESSIONS = 1024
+#: Most bytes an answer may have per byte of the datagram it answers (RFC 9000 s. 8).
+AMPLIFICATION = 3
 
 _REFUSALS = {Verdict.STALE: 1, Verdict.EARLY: 2, Verdict.DOWN: 3, Verdict.RECOVERING: 3,
              Verdict.FULL: 4}
@@ -212,9 +241,10 @@ class ChannelReceiver(Generic[P]):
             return ChannelReceiverOutput()
         if not isinstance(msg, Segment):
             return ChannelReceiverOutput()  # acks and refusals go to senders
+        trigger = len(datagram)
         session = self._sessions.get(msg.conn)
         if session is not None and session.ts == msg.ts:
-            return self._segment(session, msg, now)
+            return self._segment(session, msg, now, peer, trigger)
         if not msg.opening:
             self._unknown += 1
             return ChannelReceiverOutput()
@@ -228,7 +258,7 @@ class ChannelReceiver(Generic[P]):
                 self._evicted += 1
             session = _Session(peer, msg.ts, now, self.f_hold, opened.key)
             self._sessions[msg.conn] = session
-            return self._segment(session, msg, now)
+            return self._segment(session, msg, now, peer, trigger)
         if verdict is Verdict.DUPLICATE:
             self._replayed += 1
             return ChannelReceiverOutput()
@@ -236,6 +266,7 @@ class ChannelReceiver(Generic[P]):
         if reason == 1 and now <= self.down_until:
             reason = 3
         self._refused[_REASON_NAMES[reason]] += 1
+        # Shorter than the OPEN it answers (same head; 1 byte against 29 or more).
         frame = self.codec.seal(KIND_CHANNEL, encode_refuse(msg.conn, msg.ts, reason),
                                 opened.key)
         return ChannelReceiverOutput(sends=(Outgoing(peer, frame),))
@@ -261,7 +292,8 @@ class ChannelReceiver(Generic[P]):
 
     # -- internals ---------------------------------------------------------------
 
-    def _segment(self, s: _Session[P], seg: Segment, now: int) -> ChannelReceiverOutput[P]:
+    def _segment(self, s: _Session[P], seg: Segment, now: int, peer: P,
+                 trigger: int) -> ChannelReceiverOutput[P]:
         s.active = now
         self._sessions.move_to_end(seg.conn)
         reliable = seg.stamp.kind.reliable or seg.seq == 0
@@ -276,7 +308,8 @@ class ChannelReceiver(Generic[P]):
                 s.cum += 1
         if seq < s.floor or seq in s.seen:
             self._duplicates += 1
-            return ChannelReceiverOutput(sends=self._ack(s, seg, seq) if reliable else ())
+            return ChannelReceiverOutput(
+                sends=self._ack(s, seg, seq, peer, trigger) if reliable else ())
         if seq >= s.floor + MAX_WINDOW:
             self._out_of_window += 1
             return ChannelReceiverOutput()
@@ -291,7 +324,7 @@ class ChannelReceiver(Generic[P]):
         buffered = s.slotted.buffered
         if buffered > self._max_buffered:
             self._max_buffered = buffered
-        sends = self._ack(s, seg, seq) if reliable else ()
+        sends = self._ack(s, seg, seq, peer, trigger) if reliable else ()
         return ChannelReceiverOutput(sends, tuple(out))
 
     def _actions(self, conn: str, s: _Session[P],
@@ -304,17 +337,25 @@ class ChannelReceiver(Generic[P]):
                 out.append(Delivery(s.peer, conn, seq, act.stamp.kind, act.stamp.slot, data,
                                     act.arrived, act.delivered))
 
-    def _ack(self, s: _Session[P], seg: Segment, seq: int) -> tuple[Outgoing, ...]:
+    def _ack(self, s: _Session[P], seg: Segment, seq: int, peer: P,
+             trigger: int) -> tuple[Outgoing, ...]:
+        """The ACK of ``seg`` (``trigger`` bytes, from ``peer``): to ``peer``, at most
+        ``AMPLIFICATION`` times ``trigger`` bytes (module docstring)."""
         cum = s.cum
+        head = (HEADER_BYTES + (TAG_BYTES if s.key is not None else 0)
+                + len(encode_ack(seg.conn, s.ts, cum, ())))
+        fit = min(MAX_SACK, max(0, (AMPLIFICATION * trigger - head) // 8))
+        own = seq > cum  # a duplicate below cum needs no selective entry
+        room = fit - 1 if own else fit
         above = [x for x in s.reliable if x > cum and x != seq]
-        sack = heapq.nsmallest(MAX_SACK - 1, above) if len(above) >= MAX_SACK else above
-        if seq > cum:  # a duplicate below cum needs no selective entry
+        sack = heapq.nsmallest(room, above) if len(above) > room else above
+        if own and fit:
             sack.append(seq)
         sack.sort()
         self._acks += 1
         frame = self.codec.seal(KIND_CHANNEL, encode_ack(seg.conn, s.ts, cum, tuple(sack)),
                                 s.key)
-        return (Outgoing(s.peer, frame),)
+        return (Outgoing(peer, frame),)
 
     def _retire(self, conn: str) -> None:
         s = self._sessions.pop(conn)

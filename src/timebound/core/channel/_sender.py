@@ -26,6 +26,14 @@ proposes for connection-based protocols:
 - Failure: a REFUSE of the opening (SCMP said stale, early, down or overloaded) or no
   acknowledgment progress for ``give_up`` ticks while data is outstanding ends the
   channel (``failed`` names why); nothing is sent afterwards.
+- Hostile input (issue 26): the sender sends nothing in answer to what it receives
+  (no amplification: retransmissions are driven by its timer alone), and an ACK
+  acknowledging a sequence number it never sent (``cum`` above its next sequence
+  number, a selective number at or above it) is counted ``malformed`` and dropped
+  before it touches anything: otherwise one forged ACK with a huge ``cum`` would
+  make the sender forget every outstanding reliable datagram, lost for good. Other
+  fields are range-checked by ``_wire.decode``. Pinned by
+  ``tests/test_net_channel_hostile.py::test_ack_of_unsent_numbers_is_dropped``.
 
 Verbs: ``send(data, kind, *, now)``, ``receive(datagram, *, now)``,
 ``handle_timer(*, now)``, ``next_deadline()``, ``statistics()``.
@@ -202,6 +210,9 @@ class ChannelSender:
                 self._unacked.clear()
             return ()
         if isinstance(msg, Ack):
+            if msg.cum > self._next or (msg.sack and msg.sack[-1] >= self._next):
+                self._malformed += 1  # acknowledges what was never sent
+                return ()
             self._ack(msg, now)
         return ()  # a segment at the sender: ignored
 

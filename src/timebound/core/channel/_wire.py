@@ -24,6 +24,24 @@ Decoding is strict: a wrong length, an unknown type, kind or reason, an order th
 does not fit its kind, ``ts = 0``, ``seq < floor``, an OPEN with ``seq != 0`` or an
 ACK whose selective numbers are not increasing and above ``cum`` raise
 ``MalformedDatagram`` (the endpoint counts and drops it).
+
+Range checks (issue 26: nothing one datagram can poison). Every field is checked
+here, at receive time, against what Fig. 3's sender can produce, so no value a
+legitimate sender never sends reaches the cores' state (where it would be kept and
+could block a channel later):
+
+- ``ts`` in ``[1, 2^63)``: a clock reading in µs (SCMP's ``latest`` has the same
+  bound); ``conn`` 1..255 bytes of UTF-8;
+- the stamp against ``seq``: every message before ``seq`` has a smaller sequence
+  number, and Fig. 3 counts them: the ``slot`` FR closing the earlier slots, the
+  ``order`` R of an FR's slot, the ``order - 1`` F before an F in its slot. So
+  ``slot <= seq``, ``slot + order <= seq`` for FR and ``slot + order - 1 <= seq``
+  for F (an FR claiming 2^32 - 1 R, which would hold its slot open for ever, is
+  dropped; pinned by ``tests/test_net_channel_hostile.py::
+  test_out_of_range_fields_are_dropped_and_counted``);
+- ACK: ``n <= 64``, the selective numbers increasing above ``cum``. ``cum`` and the
+  selective numbers are checked against the sender's next sequence number by the
+  sender (``ChannelSender.receive``), the one who knows it.
 """
 
 from __future__ import annotations
@@ -51,6 +69,8 @@ _KIND_CODE = {Kind.FR: 1, Kind.R: 2, Kind.F: 3, Kind.N: 4}
 _CODE_KIND = {code: kind for kind, code in _KIND_CODE.items()}
 _U64_MAX = (1 << 64) - 1
 _U32_MAX = (1 << 32) - 1
+#: Largest session timestamp (µs): below 2^63, as SCMP's ``latest``.
+MAX_TS = (1 << 63) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +111,8 @@ def _session(kind: int, conn: str, ts: int) -> bytes:
     raw = conn.encode("utf-8")
     if not 1 <= len(raw) <= MAX_CONN_BYTES:
         raise ProtocolUsageError(f"connection id must be 1..{MAX_CONN_BYTES} UTF-8 bytes")
-    if not 1 <= ts <= _U64_MAX:
-        raise ProtocolUsageError(f"timestamp must be in [1, 2^64), got {ts}")
+    if not 1 <= ts <= MAX_TS:
+        raise ProtocolUsageError(f"timestamp must be in [1, 2^63), got {ts}")
     return bytes((kind, len(raw))) + raw + _U64.pack(ts)
 
 
@@ -130,8 +150,8 @@ def decode(body: bytes) -> Body:
     except UnicodeDecodeError as exc:
         raise MalformedDatagram("connection id is not UTF-8") from exc
     (ts,) = _U64.unpack_from(body, at)
-    if ts == 0:
-        raise MalformedDatagram("timestamp 0")
+    if not 1 <= ts <= MAX_TS:
+        raise MalformedDatagram("timestamp 0 or not below 2^63")
     at += 8
     if kind in (OPEN, DATA):
         if size < at + _DATA_FIXED.size:
@@ -142,11 +162,15 @@ def decode(body: bytes) -> Body:
             raise MalformedDatagram(f"unknown send kind {code}")
         if floor > seq or (kind == OPEN) != (seq == 0):
             raise MalformedDatagram("sequence number below the floor, or OPEN not seq 0")
+        if slot > seq:
+            raise MalformedDatagram("slot above the sequence number")
         if skind is Kind.F:
-            if order < 1:
-                raise MalformedDatagram("F with order 0")
+            if order < 1 or slot + order - 1 > seq:
+                raise MalformedDatagram("F order 0 or above what its sequence number allows")
             stamp = Stamp(slot, skind, order)
         elif skind is Kind.FR:
+            if slot + order > seq:
+                raise MalformedDatagram("FR order above what its sequence number allows")
             stamp = Stamp(slot, skind, order)
         else:
             if order:
