@@ -21,7 +21,7 @@ RHO = 1000
 CODEC = FrameCodec(None)
 
 
-def _frame(conn: str, ts: int, payload: bytes | None = b"\x01p") -> bytes:
+def _frame(conn: str, ts: int, payload: bytes | None = b"\x01p\x00\x00\x00\x00") -> bytes:
     return CODEC.seal(KIND_RPC, Call(conn, ts, payload).encode())
 
 

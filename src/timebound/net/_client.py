@@ -34,7 +34,14 @@ import socket
 from typing import Any
 
 from timebound.core.rpc import Policy
-from timebound.core.rpc._live import Answered, CallerOutput, Rejected, RpcCaller, Status
+from timebound.core.rpc._live import (
+    MAX_BUDGET_MS,
+    Answered,
+    CallerOutput,
+    Rejected,
+    RpcCaller,
+    Status,
+)
 from timebound.core.wire import FrameCodec
 from timebound.net._clock import Clock, seconds
 from timebound.net._endpoint import udp_socket
@@ -52,6 +59,7 @@ DEFAULT_REPLY_ACK_DELAY = 0.05
 DEFAULT_REPLY_ACK_MIN_BYTES = 64
 
 
+_EXPIRED = Status.EXPIRED
 _OK = Status.OK  # a global: an enum member read through its class costs several times more
 
 #: Largest datagram read (the UDP limit).
@@ -160,12 +168,13 @@ class RpcClient:
         local_addr: tuple[str, int] | None = None,
         reply_ack_delay: float = DEFAULT_REPLY_ACK_DELAY,
         reply_ack_min_bytes: int = DEFAULT_REPLY_ACK_MIN_BYTES,
+        service: str = "",
     ) -> None:
         self.address = address
         self.clock = clock or Clock()
         self.client_id = client_id or new_client_id()
         self.caller = RpcCaller(self.client_id, _policy(interval, max_interval, backoff),
-                                FrameCodec(None if key is None else keyring(key)),
+                                FrameCodec(None if key is None else keyring(key), service),
                                 reply_ack_delay=seconds(reply_ack_delay),
                                 reply_ack_min_bytes=reply_ack_min_bytes)
         self.local_addr = local_addr
@@ -179,7 +188,8 @@ class RpcClient:
         self._timer: Any = None  # the loop's handle (asyncio's or uvloop's), or None
         self._armed: int | None = None
         self._loop: Any = None  # the running loop once open (``running_loop``)
-        self._timeout_ticks = (0.0, 0)  # the last call's timeout (s) in ticks
+        self._timeout_ticks = (0.0, 0, 0)  # the last call's timeout (s) in ticks and ms
+        self._keyed = key is not None
 
     async def __aenter__(self) -> RpcClient:
         await self.open()
@@ -248,8 +258,13 @@ class RpcClient:
         idle = self._idle
         conn = idle.pop() if idle and not new_connection else self._new_conn()
         now = self.clock.now()
+        ticks = self._timeout_ticks
+        if ticks[0] != timeout:
+            ticks = self._timeout_ticks = (timeout, seconds(timeout),
+                                           min(MAX_BUDGET_MS, max(1, round(timeout * 1000))))
         try:
-            _ts, frames = self.caller.call(proc, payload, now=now, conn=conn)
+            _ts, frames = self.caller.call(proc, payload, now=now, conn=conn,
+                                           budget_ms=ticks[2])
         except BaseException:
             idle.append(conn)
             raise
@@ -259,9 +274,6 @@ class RpcClient:
         loop = self._loop
         assert loop is not None
         fut = loop.create_future()
-        ticks = self._timeout_ticks
-        if ticks[0] != timeout:
-            ticks = self._timeout_ticks = (timeout, seconds(timeout))
         expires = now + ticks[1]
         self._waiting[conn] = (fut, expires)
         armed = self._armed
@@ -282,10 +294,12 @@ class RpcClient:
         if type(outcome) is Answered:
             if outcome.status is _OK:
                 return outcome.data
+            if outcome.status is _EXPIRED:
+                raise CallRejected("expired", authenticated=self._keyed)
             message = outcome.data.decode("utf-8", "replace")
             raise RemoteError(message, no_procedure=outcome.status is Status.NO_PROCEDURE)
         if type(outcome) is Rejected:
-            raise CallRejected(str(outcome.reason))
+            raise CallRejected(str(outcome.reason), authenticated=self._keyed)
         if outcome is None:
             self.caller.abandon(conn)
             raise CallTimeout(f"no answer to {proc!r} within {timeout} s; "

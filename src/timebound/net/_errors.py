@@ -16,14 +16,28 @@ class CallTimeout(RpcError):
 
 
 class CallRejected(RpcError):
-    """The server refused the call; ``reason`` is ``stale``, ``early``, ``down`` or
-    ``overloaded``. ``early`` and ``overloaded``: the call did not run. ``stale`` and
-    ``down``: this copy did not run, an earlier copy may have run once before a server
-    crash (the outcome is unknown, as for a timeout). Never twice."""
+    """The server refused the call; ``reason`` is ``stale``, ``early``, ``down``,
+    ``overloaded`` or ``expired``. ``early``, ``overloaded`` and ``expired`` (its
+    deadline had passed when it reached the server): the call did not run. ``stale``
+    and ``down``: this copy did not run, an earlier copy may have run once before a
+    server crash (the outcome is unknown, as for a timeout). Never twice.
 
-    def __init__(self, reason: str) -> None:
+    ``authenticated`` is False when the client has no key: then anyone on the path
+    could have forged the refusal, so it proves nothing and the call may have run
+    (``did_not_run`` is then False whatever the reason)."""
+
+    def __init__(self, reason: str, *, authenticated: bool = True) -> None:
         self.reason = reason
-        super().__init__(f"call rejected by the server: {reason}")
+        self.authenticated = authenticated
+        note = "" if authenticated else (
+            " (unauthenticated: without a key a refusal can be forged; the call may "
+            "have run)")
+        super().__init__(f"call rejected by the server: {reason}{note}")
+
+    @property
+    def did_not_run(self) -> bool:
+        """Whether the refusal proves the call did not run (and may be retried)."""
+        return self.authenticated and self.reason in ("early", "overloaded", "expired")
 
 
 class RemoteError(RpcError):

@@ -295,6 +295,21 @@ class Client:
         del self._pending[conn]
         return True
 
+    def resend(self, conn: str, ts: int) -> bytes | None:
+        """The message the client would retransmit now for call ``(conn, ts)`` (the
+        full CALL, or the truncated one once ACKed), without touching its schedule;
+        None if that call is not outstanding. The live caller sends it at once after
+        answering a server's address-validation challenge (``_live``)."""
+        p = self._pending.get(conn)
+        if p is None or p.ts != ts:
+            return None
+        prefix = self._heads[conn]
+        self._counts["retransmissions"] += 1
+        if p.acked:
+            self._counts["truncated"] += 1
+            return frame(bytes((TRUNCATED_TYPE,)) + prefix[1:], p.ts)
+        return frame(prefix, p.ts, p.payload)
+
     def handle(self, datagram: bytes, now: int) -> ClientOutput:
         """Alias of ``receive(datagram, now=now)`` (the old name)."""
         return self.receive(datagram, now=now)

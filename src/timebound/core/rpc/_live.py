@@ -36,6 +36,36 @@ driver (``timebound.net``) holds no protocol rule:
   (remembered per peer only while it is the previous key of a rotation), so clients
   still on the previous key read their replies during the grace period.
 
+- *Deadlines.* A CALL's payload carries its caller's time budget
+  (``proc_len proc budget_ms:u32 args``; 0: none): the deadline is ``ts +
+  budget_ms`` on the caller's clock. A call the SCMP receiver accepts after its
+  deadline by the server's clock is *not started*: it is completed at once with
+  status 3 (``expired``), so it holds its at-most-once slot like any accepted call
+  (a later copy is a duplicate and gets the same answer, or is refused by
+  ``upper``), and never runs. Clock skew bounds the error: with clocks within
+  epsilon of each other a call can start at most epsilon after its caller gave up
+  (or be refused at most epsilon early). Test: ``tests/test_rpc_hostile.py``.
+- *No amplification* (RFC 9000 section 8's rule). To an address that has not
+  proved it receives our datagrams, the service never sends more than
+  ``AMPLIFICATION`` (3) times the bytes of the datagram it answers: every answer is
+  checked against the size of the frame that caused it (the CALL for a
+  completion's REPLY). An answer over the budget is replaced by a CHALLENGE (type
+  7) carrying a token, ``issued:u64 mac:16`` with ``mac = HMAC-SHA256(secret,
+  issued || repr(address))[:16]`` (``secret``: the driver's random bytes; this core
+  has no randomness). The client echoes it in a VALIDATE (type 8) from the same
+  address and retransmits its call; a VALIDATE whose token is this server's, for
+  that very address, issued at most ``token_lifetime`` ago, marks the address
+  validated for ``validated_for`` (at most ``max_validated`` addresses, the oldest
+  forgotten first). A CHALLENGE is at most 2.6x the smallest datagram it answers
+  (a probe with a 1-byte connection id), so the rule holds for it too. Proof
+  sketch: every datagram sent to an unvalidated address answers exactly one
+  datagram received from it and is at most 3x that datagram, so the sums obey the
+  same bound. Test: ``tests/test_rpc_hostile.py::test_amplification_*``.
+- *Read-only built-ins* (``readonly``: ``timebound.stats``) are answered from the
+  CALL alone, without an at-most-once entry: they are idempotent, so a server whose
+  table is full or whose disk fails still answers them, and a flood of them takes
+  no table space. Their replies obey the amplification rule.
+
 What a refusal means to the caller: *early* and *overloaded* calls were not run (an
 accepted timestamp is always at or below ``latest``, and a FULL table admits only
 connections above ``upper``); *stale* and *down* refuse this copy only: an earlier
@@ -52,8 +82,9 @@ them, one code path).
 from __future__ import annotations
 
 import enum
+import hmac
 import struct
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
@@ -71,7 +102,7 @@ from timebound.core.atmostonce import (
     crc32_classifier,
 )
 from timebound.core.rpc._client import Client, ClientOutput, Completed, GaveUp, Policy
-from timebound.core.rpc._messages import CALL_TYPE, TRUNCATED_TYPE, Call
+from timebound.core.rpc._messages import CALL_TYPE, REPLY_TYPE, TRUNCATED_TYPE, Call
 
 # The records live in _records (written out by hand, not generic: see there);
 # imported as themselves, they are still importable from here.
@@ -79,17 +110,33 @@ from timebound.core.rpc._records import Invocation as Invocation
 from timebound.core.rpc._records import Outgoing, StartCall
 from timebound.core.rpc._records import ServiceOutput as ServiceOutput
 from timebound.core.rpc._server import AnyReceiver, Server
-from timebound.core.wire import KIND_RPC, FrameCodec, Key
+from timebound.core.wire import HEADER_BYTES, KIND_RPC, TAG_BYTES, FrameCodec, Key
 from timebound.errors import MalformedDatagram, ProtocolUsageError
 
 P = TypeVar("P", bound=Hashable)
 
 #: Type byte of a REFUSE message (after the five of ``_messages``).
 REFUSE_TYPE: Final = 6
+#: Type byte of a CHALLENGE (server -> client: validate your address).
+CHALLENGE_TYPE: Final = 7
+#: Type byte of a VALIDATE (client -> server: the challenge's token, echoed).
+VALIDATE_TYPE: Final = 8
+#: Bytes of an address-validation token: issue time (u64) and a 16-byte MAC.
+TOKEN_BYTES: Final = 24
+#: Most bytes sent to an unvalidated address per byte received from it.
+AMPLIFICATION: Final = 3
+#: Defaults (ticks: microseconds, as the live RPC's timestamps).
+TOKEN_LIFETIME: Final = 30_000_000
+VALIDATED_FOR: Final = 600_000_000
+MAX_VALIDATED: Final = 65_536
+#: Largest time budget a CALL carries, in milliseconds (u32).
+MAX_BUDGET_MS: Final = (1 << 32) - 1
 #: Longest procedure name, in UTF-8 bytes.
 MAX_PROC_BYTES: Final = 255
 
 _TS: Final = struct.Struct(">Q")
+_U32: Final = struct.Struct(">I")
+_NO_BUDGET: Final = bytes(4)
 
 
 class Reason(enum.Enum):
@@ -110,6 +157,8 @@ class Status(enum.IntEnum):
     OK = 0
     ERROR = 1
     NO_PROCEDURE = 2
+    #: The call was not started: its deadline had passed by the server's clock.
+    EXPIRED = 3
 
 
 _REASONS: Final[dict[Verdict, Reason]] = {
@@ -124,23 +173,57 @@ _REASONS: Final[dict[Verdict, Reason]] = {
 # -- bodies ----------------------------------------------------------------------
 
 
-def encode_call_payload(proc: str, args: bytes) -> bytes:
+def encode_call_payload(proc: str, args: bytes, budget_ms: int = 0) -> bytes:
+    """``proc_len proc budget_ms:u32 args`` (``budget_ms`` 0: no deadline)."""
     raw = proc.encode("utf-8")
     if not 1 <= len(raw) <= MAX_PROC_BYTES:
         raise ProtocolUsageError(f"procedure name must be 1..{MAX_PROC_BYTES} UTF-8 bytes")
-    return bytes((len(raw),)) + raw + args
+    if not 0 <= budget_ms <= MAX_BUDGET_MS:
+        raise ProtocolUsageError(f"budget_ms must be in [0, {MAX_BUDGET_MS}], got {budget_ms}")
+    return bytes((len(raw),)) + raw + _U32.pack(budget_ms) + args
 
 
 def decode_call_payload(payload: bytes) -> tuple[str, bytes]:
     """``(proc, args)`` of a CALL payload; ``MalformedDatagram`` if it does not parse."""
-    if not payload or payload[0] == 0 or len(payload) < 1 + payload[0]:
-        raise MalformedDatagram("call payload does not hold a procedure name")
+    if not payload or payload[0] == 0 or len(payload) < 5 + payload[0]:
+        raise MalformedDatagram("call payload does not hold a procedure name and budget")
     end = 1 + payload[0]
     try:
         proc = payload[1:end].decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MalformedDatagram("procedure name is not UTF-8") from exc
-    return proc, payload[end:]
+    return proc, payload[end + 4:]
+
+
+def call_budget_ms(payload: bytes) -> int:
+    """The time budget (ms; 0: none) of a CALL payload that ``decode_call_payload``
+    accepts."""
+    return int(_U32.unpack_from(payload, 1 + payload[0])[0])
+
+
+def token_message(kind: int, header: bytes, token: bytes) -> bytes:
+    """A CHALLENGE or a VALIDATE (``kind``): a call's ``type conn_len conn ts``
+    header with its type byte replaced by ``kind``, then the token."""
+    return bytes((kind,)) + header[1:] + token
+
+
+def decode_challenge(message: bytes) -> tuple[str, int, bytes]:
+    """``(conn, ts, token)`` of a CHALLENGE or VALIDATE; ``MalformedDatagram``
+    otherwise."""
+    size = len(message)
+    if size < 2 or message[0] not in (CHALLENGE_TYPE, VALIDATE_TYPE) or message[1] == 0:
+        raise MalformedDatagram("not a challenge")
+    at = 2 + message[1]
+    if size != at + _TS.size + TOKEN_BYTES:
+        raise MalformedDatagram("challenge of the wrong length")
+    try:
+        conn = message[2:at].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedDatagram("connection id is not UTF-8") from exc
+    (ts,) = _TS.unpack_from(message, at)
+    if ts == 0:
+        raise MalformedDatagram("challenge with timestamp 0")
+    return conn, ts, message[at + _TS.size:]
 
 
 def encode_result(status: Status, data: bytes) -> bytes:
@@ -180,7 +263,7 @@ def decode_refusal(message: bytes) -> tuple[str, int, Reason]:
 
 def _call_procedure(message: bytes) -> str | None:
     """The procedure named by a CALL message's payload, or None if the payload does
-    not start with a well-formed name (the rest of the message is checked by
+    not start with a well-formed name and budget (the rest of the message is checked by
     ``_messages.parse``)."""
     size = len(message)
     if size < 2:
@@ -189,7 +272,7 @@ def _call_procedure(message: bytes) -> str | None:
     if size <= at:
         return None
     n = message[at]
-    if n == 0 or size < at + 1 + n:
+    if n == 0 or size < at + 5 + n:  # the name and the u32 budget
         return None
     try:
         return message[at + 1:at + 1 + n].decode("utf-8")
@@ -255,6 +338,11 @@ class ServiceStatistics:
     malformed: int
     unauthenticated: int
     late_completions: int
+    expired: int = 0
+    challenges: int = 0
+    validations: int = 0
+    bad_tokens: int = 0
+    readonly: int = 0
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return by_constructor(self)
@@ -267,6 +355,12 @@ class RpcService(Generic[P]):
     ``gc_every``, ``resilience``, ``capacity``, ``high_water``, ``start``, or a ready
     ``receiver``: a ``Receiver`` or a ``ClassifiedReceiver``). Refusals go through
     the server's ``on_refused`` extension point.
+
+    ``secret``: the key of address-validation tokens (the driver's random bytes);
+    ``readonly``: procedures answered from the CALL alone, by calling the function
+    (no at-most-once entry); ``token_lifetime``, ``validated_for`` (ticks) and
+    ``max_validated``: see "No amplification" in the module doc; ``ticks_per_ms``
+    converts a CALL's budget.
     """
 
     def __init__(
@@ -282,8 +376,28 @@ class RpcService(Generic[P]):
         high_water: int | None = None,
         start: int = 0,
         receiver: AnyReceiver | None = None,
+        secret: bytes = b"",
+        readonly: Mapping[str, Callable[[], bytes]] | None = None,
+        token_lifetime: int = TOKEN_LIFETIME,
+        validated_for: int = VALIDATED_FOR,
+        max_validated: int = MAX_VALIDATED,
+        ticks_per_ms: int = 1000,
     ) -> None:
+        if max_validated < 1 or token_lifetime < 1 or validated_for < 1 or ticks_per_ms < 1:
+            raise ProtocolUsageError(
+                "token_lifetime, validated_for, max_validated and ticks_per_ms must be >= 1")
         self.codec = codec
+        self.secret = secret
+        self.readonly: dict[str, Callable[[], bytes]] = dict(readonly or {})
+        self.token_lifetime = token_lifetime
+        self.validated_for = validated_for
+        self.max_validated = max_validated
+        self.ticks_per_ms = ticks_per_ms
+        # address -> tick until which it counts as validated (insertion order: oldest first)
+        self._validated: dict[P, int] = {}
+        self._tag_bytes = 0 if codec.keyring is None else TAG_BYTES
+        self._counts = dict.fromkeys(
+            ("expired", "challenges", "validations", "bad_tokens", "readonly"), 0)
         self.server: Server[P] = Server(
             rho=rho, kappa=kappa, estimator=estimator, gc_every=gc_every,
             resilience=resilience, capacity=capacity, high_water=high_water, start=start,
@@ -321,8 +435,13 @@ class RpcService(Generic[P]):
             estimate=estimate, upper=upper, latest=latest,
             malformed=self.codec.malformed + self._malformed + s.malformed,
             unauthenticated=self.codec.unauthenticated,
-            late_completions=s.late_completions,
+            late_completions=s.late_completions, **self._counts,
         )
+
+    def validated(self, peer: P, now: int) -> bool:
+        """Whether ``peer`` has proved it receives this server's datagrams."""
+        until = self._validated.get(peer)
+        return until is not None and until >= now
 
     # -- inputs --------------------------------------------------------------
 
@@ -352,18 +471,29 @@ class RpcService(Generic[P]):
                 self._malformed += 1
                 return _NOTHING
             self.calls += 1
+            if key is not None:
+                self._note_key(peer, key)
+            if proc in self.readonly:
+                return self._answer_readonly(message, proc, peer, len(datagram), now)
         elif first == TRUNCATED_TYPE:
             self.calls += 1
-        if key is not None:
+        elif first == VALIDATE_TYPE:
+            self._validate(message, peer, now)
+            return _NOTHING
+        if key is not None and first != CALL_TYPE:
             self._note_key(peer, key)
         out = self.server.receive_start(message, peer, now=now)
         if isinstance(out, StartCall):
             # Only the CALL just checked starts a call: its name is ``proc``.
             assert proc is not None
             payload = out.payload
-            return Invocation(proc, payload[1 + payload[0]:], out)
+            at = 1 + payload[0]
+            budget = _U32.unpack_from(payload, at)[0]
+            if budget and now > out.ts + budget * self.ticks_per_ms:
+                return self._expired(out, now)
+            return Invocation(proc, payload[at + 4:], out)
         if out.sends:  # a ServerOutput of receive_start starts nothing
-            return ServiceOutput(out.sends)
+            return ServiceOutput(self._bounded(out.sends, message, len(datagram), now))
         return _NOTHING
 
     def complete(self, run: Invocation, status: Status, data: bytes, *,
@@ -378,7 +508,22 @@ class RpcService(Generic[P]):
                        now: int) -> Outgoing | None:
         """``complete``, with the REPLY frame to send (None: the call was lost in a
         crash or superseded) not wrapped in a ``ServiceOutput`` (the driver's hot path)."""
-        return self.server.complete_reply(run.start, _STATUS_BYTES[status] + data, now=now)
+        reply = self.server.complete_reply(run.start, _STATUS_BYTES[status] + data, now=now)
+        if reply is None:
+            return None
+        start = run.start
+        payload = start.payload
+        # The CALL frame's size, from a lower bound first (no encoding on the hot path).
+        size = HEADER_BYTES + 14 + len(payload) + self._tag_bytes
+        if len(reply.datagram) <= AMPLIFICATION * size:
+            return reply
+        raw = start.conn.encode("utf-8")
+        size += len(raw)
+        if (len(reply.datagram) <= AMPLIFICATION * size
+                or self.validated(reply.peer, now)):
+            return reply
+        header = bytes((CALL_TYPE, len(raw))) + raw + _TS.pack(start.ts)
+        return self._challenge(header, reply.peer, size, now)
 
     def handle_timer(self, *, now: int) -> ServiceOutput:
         self.server.handle_timer(now=now)
@@ -389,6 +534,88 @@ class RpcService(Generic[P]):
         return _NOTHING
 
     # -- internals -----------------------------------------------------------
+
+    def _expired(self, start: StartCall, now: int) -> ServiceOutput:
+        """Complete an accepted call whose deadline passed without running it."""
+        self._counts["expired"] += 1
+        reply = self.server.complete_reply(start, _STATUS_BYTES[Status.EXPIRED], now=now)
+        return _NOTHING if reply is None else ServiceOutput((reply,))
+
+    def _answer_readonly(self, message: bytes, proc: str, peer: P, size: int,
+                         now: int) -> ServiceOutput:
+        """A read-only built-in's REPLY, from the CALL alone (no at-most-once entry)."""
+        at = 2 + message[1]
+        (ts,) = _TS.unpack_from(message, at)
+        if ts == 0:
+            self._malformed += 1
+            return _NOTHING
+        self._counts["readonly"] += 1
+        result = _STATUS_BYTES[Status.OK] + self.readonly[proc]()
+        reply = (bytes((REPLY_TYPE,)) + message[1:at + 8] + _U32.pack(len(result))
+                 + result)
+        header = message[:at + 8]
+        return ServiceOutput(self._bounded(
+            (Outgoing(peer, self._wrap(reply, peer)),), header, size, now))
+
+    def _bounded(self, sends: tuple[Outgoing, ...], message: bytes, size: int,
+                 now: int) -> tuple[Outgoing, ...]:
+        """``sends`` (answers to ``message``, a datagram of ``size`` bytes), each
+        within the amplification budget: one over it to an unvalidated address is
+        replaced by a CHALLENGE (see the module doc)."""
+        budget = AMPLIFICATION * size
+        for o in sends:
+            if len(o.datagram) > budget and not self.validated(o.peer, now):
+                break
+        else:
+            return sends
+        header = message[:2 + message[1] + 8]
+        bounded: list[Outgoing] = []
+        for o in sends:
+            if len(o.datagram) <= budget or self.validated(o.peer, now):
+                bounded.append(o)
+                continue
+            challenge = self._challenge(header, o.peer, size, now)
+            if challenge is not None:
+                bounded.append(challenge)
+        return tuple(bounded)
+
+    def _token(self, issued: int, peer: P) -> bytes:
+        stamp = _TS.pack(issued)
+        mac = hmac.digest(self.secret, stamp + repr(peer).encode("utf-8"), "sha256")
+        return stamp + mac[:TOKEN_BYTES - _TS.size]
+
+    def _challenge(self, header: bytes, peer: P, size: int, now: int) -> Outgoing | None:
+        """A CHALLENGE to ``peer`` for the call ``header`` names, if it fits the
+        budget of the ``size``-byte datagram it answers (else nothing)."""
+        frame = self._wrap(token_message(CHALLENGE_TYPE, header,
+                                         self._token(max(now, 0), peer)), peer)
+        if len(frame) > AMPLIFICATION * size:
+            return None
+        self._counts["challenges"] += 1
+        return Outgoing(peer, frame)
+
+    def _validate(self, message: bytes, peer: P, now: int) -> None:
+        """A VALIDATE: the address ``peer`` echoes a token; it is validated if the
+        token is this server's, for this address, and recent."""
+        try:
+            _conn, _ts, token = decode_challenge(message)
+        except MalformedDatagram:
+            self._malformed += 1
+            return
+        if message[0] != VALIDATE_TYPE:
+            self._malformed += 1
+            return
+        (issued,) = _TS.unpack_from(token, 0)
+        if (not 0 <= now - issued <= self.token_lifetime
+                or not hmac.compare_digest(self._token(issued, peer), token)):
+            self._counts["bad_tokens"] += 1
+            return
+        self._counts["validations"] += 1
+        validated = self._validated
+        validated.pop(peer, None)
+        validated[peer] = now + self.validated_for
+        if len(validated) > self.max_validated:
+            del validated[next(iter(validated))]
 
     def _upper(self) -> int:
         receiver = self.server.receiver
@@ -511,6 +738,7 @@ class RpcCaller:
         self.codec = codec
         self.reply_ack_delay = reply_ack_delay
         self.rejected = 0
+        self.challenges = 0
         self.reply_acks_saved = 0
         self._malformed = 0
         # conn -> (due, REPLY-ACK message, sealed when sent); insertion order = due order.
@@ -535,17 +763,27 @@ class RpcCaller:
         self._acks.clear()
         return frames
 
-    def call(self, proc: str, args: bytes, *, now: int, conn: str) -> tuple[int, tuple[bytes, ...]]:
-        """Start ``proc(args)`` on ``conn``: its timestamp and the frames to send."""
+    def call(self, proc: str, args: bytes, *, now: int, conn: str,
+             budget_ms: int = 0) -> tuple[int, tuple[bytes, ...]]:
+        """Start ``proc(args)`` on ``conn``: its timestamp and the frames to send.
+        ``budget_ms`` (0: none): the server does not start the call once ``ts +
+        budget_ms`` has passed by its clock (it answers ``expired``)."""
         acks = self._acks
         if acks and acks.pop(conn, None) is not None:
             self.reply_acks_saved += 1  # the new call tells the server (Fig. 3-1)
         prefix = self._procs.get(proc)
         if prefix is None:
-            prefix = encode_call_payload(proc, b"")
+            prefix = encode_call_payload(proc, b"")[:-4]  # name only: the budget follows
             if len(self._procs) < _MAX_PROC_PREFIXES:
                 self._procs[proc] = prefix
-        ts, datagram = self.client.start(prefix + args, now=now, conn=conn)  # checks conn
+        if budget_ms:
+            if not 0 < budget_ms <= MAX_BUDGET_MS:
+                raise ProtocolUsageError(
+                    f"budget_ms must be in [0, {MAX_BUDGET_MS}], got {budget_ms}")
+            payload = prefix + _U32.pack(budget_ms) + args
+        else:
+            payload = prefix + _NO_BUDGET + args
+        ts, datagram = self.client.start(payload, now=now, conn=conn)  # checks conn
         return ts, (self.codec.seal(KIND_RPC, datagram),)
 
     def abandon(self, conn: str) -> None:
@@ -570,8 +808,11 @@ class RpcCaller:
         if kind != KIND_RPC or not message:
             self._malformed += 1
             return _NO_OUTPUT
-        if message[0] == REFUSE_TYPE:
+        first = message[0]
+        if first == REFUSE_TYPE:
             return self._refusal(message)
+        if first == CHALLENGE_TYPE:
+            return self._challenged(message)
         out = self.client.receive_outcome(message, now=now)
         if type(out) is Completed:  # a reply that needs no REPLY-ACK: the common case
             r = out.result
@@ -625,6 +866,22 @@ class RpcCaller:
             return _NO_OUTPUT
         self.rejected += 1
         return CallerOutput(outcomes=(Rejected(conn, ts, reason),))
+
+    def _challenged(self, message: bytes) -> CallerOutput:
+        """A CHALLENGE for an outstanding call: echo its token (VALIDATE) and send
+        the call again at once (the server answers it once the address is valid)."""
+        try:
+            conn, ts, _token = decode_challenge(message)
+        except MalformedDatagram:
+            self._malformed += 1
+            return _NO_OUTPUT
+        again = self.client.resend(conn, ts)
+        if again is None:
+            return _NO_OUTPUT
+        self.challenges += 1
+        seal = self.codec.seal
+        return CallerOutput((seal(KIND_RPC, bytes((VALIDATE_TYPE,)) + message[1:]),
+                             seal(KIND_RPC, again)))
 
     def _seal(self, datagrams: tuple[bytes, ...]) -> tuple[bytes, ...]:
         seal = self.codec.seal

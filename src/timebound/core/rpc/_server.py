@@ -66,6 +66,10 @@ Choices where the figure leaves room
   and raises ``ProtocolUsageError``.
 - IDLE keeps ``reply_time``: "the reply timestamp" is needed by the GC rule of IDLE
   entries, which reach IDLE only from REPLYING.
+- *A reply goes where its call came from.* The completion's REPLY goes to the
+  address of the CALL that started it; a duplicate or probe is answered to its own
+  source but never moves that address (a forged duplicate would otherwise redirect
+  a reply to a victim). Test: ``tests/test_rpc_hostile.py::test_duplicate_does_not_move_reply``.
 - Malformed datagrams and messages that only a client receives (ACK, REPLY) are
   counted and dropped.
 
@@ -462,7 +466,10 @@ class Server(Generic[P]):
         if entry is None or entry.ts != ts:
             self._counts["ignored"] += 1
             return _NOTHING
-        entry.peer = peer  # the client may have moved; answer where it is now
+        # The duplicate is answered where it came from, but ``entry.peer`` (where the
+        # completion's REPLY goes) stays the address the call first came from: a
+        # forged duplicate must not redirect a reply (issue 26). The live service
+        # bounds what an unvalidated address gets (``_live``, amplification).
         action = _ON_DUPLICATE[entry.state]
         if action is _SEND_ACK:
             self._counts["acks"] += 1
