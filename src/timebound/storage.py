@@ -132,7 +132,10 @@ class FileStorage:
             return None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise self._bad("is a symbolic link (give the real file's path)") from None
+                raise StorageError(f"stable storage {self.path} is a symbolic link: give "
+                                   f"the path of the file itself (each write replaces "
+                                   f"the file at that path, so it would replace the "
+                                   f"link)") from None
             raise self._bad(f"cannot be opened ({_one_line(exc)})") from None
         try:
             info = os.fstat(fd)
