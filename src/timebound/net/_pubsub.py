@@ -6,6 +6,14 @@ hierarchy) and forwards to subscribers, ``SubscriberClient`` yields deliveries w
 running digest. Times are milliseconds (``MsClock``: the system clock in ms with an
 injectable offset, never backwards). Every rule is the core's; these only move
 datagrams and sleep until ``next_deadline()``.
+
+On a real network (issue 26): a ``MergerServer`` without a key binds only loopback
+addresses unless ``insecure=True`` (``guard_exposure`` on the bound address); it
+draws a random 32-byte secret for the core's address-validation tokens (a SUB takes
+a lease only with a token the merger sent to that address; ``SubscriberClient`` and
+an upper merger echo it by themselves); ``service`` (servers and clients alike) goes
+under the HMAC tag. Peers are keyed by ``(host, port)``; ``upstream`` hosts are
+resolved once at ``start`` so a lower merger's CHAL is recognized.
 """
 
 from __future__ import annotations
@@ -13,21 +21,28 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import secrets
+import socket
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from timebound.core.causal import Timestamp
 from timebound.core.pubsub import (
+    MAX_SUBSCRIBERS,
     MergerNode,
     Published,
     Subscriber,
     SubscriberDelivery,
-    merger_subscription,
 )
 from timebound.core.pubsub import Publisher as PublisherCore
 from timebound.core.wire import FrameCodec
-from timebound.net._endpoint import Lifecycle, QueueIterator, Timer, open_datagram
+from timebound.net._endpoint import (
+    Lifecycle,
+    QueueIterator,
+    Timer,
+    guard_exposure,
+    open_datagram,
+)
 from timebound.net._keys import keyring
 
 Address = tuple[str, int]
@@ -85,9 +100,9 @@ class Publisher(_Endpoint):
 
     def __init__(self, name: str, mergers: Sequence[Address], *, epsilon: int, delta: int,
                  n: int = 64, key: bytes | str | None = None, clock: MsClock | None = None,
-                 ) -> None:
+                 service: str = "") -> None:
         super().__init__(clock)
-        self.core = PublisherCore(name, epsilon, delta, n, FrameCodec(keyring(key)))
+        self.core = PublisherCore(name, epsilon, delta, n, FrameCodec(keyring(key), service))
         self.mergers = list(mergers)
 
     async def start(self) -> None:
@@ -116,10 +131,15 @@ class MergerServer(_Endpoint):
     def __init__(self, name: str, *, epsilon: int, delta: int, n: int = 64,
                  host: str = "127.0.0.1", port: int = 0, key: bytes | str | None = None,
                  upstream: Sequence[Address] = (), clock: MsClock | None = None,
-                 on_deliver: Callable[[Published], None] | None = None) -> None:
+                 on_deliver: Callable[[Published], None] | None = None,
+                 insecure: bool = False, service: str = "",
+                 max_subscribers: int = MAX_SUBSCRIBERS) -> None:
         super().__init__(clock)
-        codec = FrameCodec(keyring(key))
-        self.core: MergerNode[Any] = MergerNode(name, epsilon, delta, n, codec)
+        codec = FrameCodec(keyring(key), service)
+        self.insecure = insecure
+        self.core: MergerNode[Any] = MergerNode(
+            name, epsilon, delta, n, codec, max_subscribers=max_subscribers,
+            secret=secrets.token_bytes(32))
         self.host, self.port = host, port
         self.address: Address = (host, port)
         self.upstream = list(upstream)
@@ -128,7 +148,22 @@ class MergerServer(_Endpoint):
 
     async def start(self) -> None:
         self.address = await self._open(local=(self.host, self.port))
+        try:
+            guard_exposure(self.address[0], keyed=self.core.codec.keyring is not None,
+                           insecure=self.insecure, service="pubsub merge")
+        except BaseException:
+            self.close()
+            raise
         if self.upstream:
+            loop = asyncio.get_running_loop()
+            resolved: list[Address] = []
+            for host, port in self.upstream:
+                for info in await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM):
+                    address = (str(info[4][0]), int(info[4][1]))
+                    if address not in resolved:
+                        resolved.append(address)
+            self.upstream = resolved
+            self.core.upstream = set(resolved)
             self._renew = asyncio.ensure_future(self._subscribe_upstream())
 
     def close(self) -> None:
@@ -142,10 +177,9 @@ class MergerServer(_Endpoint):
         return stats
 
     async def _subscribe_upstream(self) -> None:
-        frame = merger_subscription(self.core.codec, self.core.name)
         while self._transport is not None:
             for address in self.upstream:
-                self._sendto(frame, address)
+                self._sendto(self.core.upstream_subscription(address), address)
             await asyncio.sleep(RENEW_SECONDS)
 
     def _handle(self, sends: tuple[tuple[Any, bytes], ...],
@@ -158,7 +192,8 @@ class MergerServer(_Endpoint):
         self._timer.arm(self.core.next_deadline())
 
     def _datagram(self, data: bytes, addr: Any) -> None:
-        out = self.core.receive(data, addr, now=self.clock.now())
+        peer = (str(addr[0]), int(addr[1]))  # one key per source, v4 or v6
+        out = self.core.receive(data, peer, now=self.clock.now())
         self._handle(out.sends, out.delivered)
 
     def _on_timer(self) -> None:
@@ -174,11 +209,11 @@ class SubscriberClient(_Endpoint, QueueIterator[SubscriberDelivery]):
 
     def __init__(self, merger: Address, *, name: str | None = None,
                  key: bytes | str | None = None, gap_wait: int = 50,
-                 clock: MsClock | None = None) -> None:
+                 clock: MsClock | None = None, service: str = "") -> None:
         super().__init__(clock)
         self.merger = merger
         self.core = Subscriber(name or "sub-" + secrets.token_hex(4),
-                               FrameCodec(keyring(key)), gap_wait=gap_wait,
+                               FrameCodec(keyring(key), service), gap_wait=gap_wait,
                                now=self.clock.now())
         self._queue: asyncio.Queue[SubscriberDelivery | None] | None = None
 

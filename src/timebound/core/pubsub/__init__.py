@@ -6,7 +6,9 @@ Frame bodies (kind ``KIND_PUBSUB``): ``docs/wire.md``."""
 from timebound.core.pubsub._nodes import (
     LEASE,
     LEASE_RENEW,
+    MAX_PENDING,
     MAX_SUBSCRIBERS,
+    TOKEN_LIFETIME,
     MergerNode,
     MergerNodeStatistics,
     MergerOutput,
@@ -21,11 +23,14 @@ from timebound.core.pubsub._wire import (
     MAX_EPSILON,
     MAX_N,
     MAX_NAME_BYTES,
+    TOKEN_BYTES,
+    Challenge,
     Forwarded,
     Published,
     Subscribe,
     check_name,
     decode,
+    out_of_range,
 )
 
 __all__ = [
@@ -35,7 +40,11 @@ __all__ = [
     "MAX_EPSILON",
     "MAX_N",
     "MAX_NAME_BYTES",
+    "MAX_PENDING",
     "MAX_SUBSCRIBERS",
+    "TOKEN_BYTES",
+    "TOKEN_LIFETIME",
+    "Challenge",
     "Forwarded",
     "MergerNode",
     "MergerNodeStatistics",
@@ -49,4 +58,5 @@ __all__ = [
     "check_name",
     "decode",
     "merger_subscription",
+    "out_of_range",
 ]

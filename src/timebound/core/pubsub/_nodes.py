@@ -31,6 +31,30 @@ bounds in ms (G1, G2).
   keeps a running SHA-256 digest of the ``(proc, msg)`` order it delivered, so two
   subscribers can be compared line by line.
 
+On a hostile network (issue 26):
+
+- *Range checks.* Every decoded frame passes ``_wire.out_of_range`` (stamp counters
+  ``c < eps`` and ``kn <= n``, message ids, FWD sequence numbers) before anything is
+  stored: a frame that fails is dropped and counted (``out_of_range``), so nothing
+  accepted can fail later when the merger forwards it (a PUB with ``c >= eps`` used
+  to be buffered, then raised in ``encode_fwd`` and took the legitimate publications
+  delivered in the same batch with it). A merger holds at most ``max_pending``
+  messages (default ``MAX_PENDING``; beyond: dropped, ``overflow``); a subscriber
+  drops a FWD numbered ``max_waiting`` or more beyond its next one (``out_of_range``).
+  Pinned by ``tests/test_net_pubsub_hostile.py``.
+- *Address validation* (QUIC's token, RFC 9000 section 8; DTLS's cookie). A merger
+  built with a ``secret`` (the driver draws 32 random bytes; the core has no
+  randomness) leases only to a SUB carrying a token it issued to that source
+  address: HMAC(secret, issue time + address), valid ``TOKEN_LIFETIME`` ms. Any
+  other SUB gets a CHAL with a fresh token, and only if the SUB was at least a third
+  of the CHAL's size (so the answer to an unvalidated address is at most 3x what it
+  sent); the subscriber echoes the token in its SUB at once and in every renewal
+  (``Subscriber`` does it by itself). An upper merger does the same with the lower
+  mergers it subscribes to (``upstream``: the only sources whose CHAL it answers).
+  Leases are bounded (``max_subscribers``, default ``MAX_SUBSCRIBERS``). A merger
+  answers nothing else: PUBs and FWDs get no reply. Without a ``secret`` (in-memory
+  use only) every SUB takes a lease, as before.
+
 Verbs: ``publish``/``receive(datagram, peer, *, now)``, ``handle_timer(*, now)``,
 ``next_deadline()``, ``statistics()``.
 """
@@ -38,7 +62,8 @@ Verbs: ``publish``/``receive(datagram, peer, *, now)``, ``handle_timer(*, now)``
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Hashable
+import hmac
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -47,14 +72,18 @@ from timebound.core.merge import Envelope, Merger, level_parameters
 from timebound.core.pubsub._wire import (
     ROLE_MERGER,
     ROLE_SUBSCRIBER,
+    TOKEN_BYTES,
+    Challenge,
     Forwarded,
     Published,
     Subscribe,
     check_name,
     decode,
+    encode_challenge,
     encode_fwd,
     encode_pub,
     encode_sub,
+    out_of_range,
 )
 from timebound.core.wire import KIND_PUBSUB, FrameCodec
 from timebound.errors import MalformedDatagram, ProtocolUsageError
@@ -66,6 +95,13 @@ LEASE_RENEW = 1000
 LEASE = 3500
 #: Most subscribers (and upper mergers) a merger forwards to.
 MAX_SUBSCRIBERS = 1024
+#: Most messages a merger holds waiting for their deadline.
+MAX_PENDING = 65536
+#: How long (ms) a merger's address-validation token stays valid.
+TOKEN_LIFETIME = 60_000
+#: Shortest merger secret, bytes.
+MIN_SECRET_BYTES = 16
+_U32 = 0xFFFFFFFF
 
 
 def _check_system(epsilon: int, delta: int, n: int) -> None:
@@ -126,6 +162,11 @@ class MergerNodeStatistics:
     early: int
     malformed: int
     unauthenticated: int
+    out_of_range: int = 0
+    overflow: int = 0
+    challenges: int = 0  # CHALs sent
+    unvalidated: int = 0  # SUBs without a valid token (challenged or not)
+    refused: int = 0  # validated SUBs refused: max_subscribers leases held
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,18 +179,27 @@ class MergerNode(Generic[P]):
     """One merger of ``ds(epsilon, delta)`` (see the module docstring)."""
 
     def __init__(self, name: str, epsilon: int, delta: int, n: int, codec: FrameCodec, *,
-                 max_subscribers: int = MAX_SUBSCRIBERS) -> None:
+                 max_subscribers: int = MAX_SUBSCRIBERS, max_pending: int = MAX_PENDING,
+                 secret: bytes | None = None, upstream: Iterable[P] = ()) -> None:
         _check_system(epsilon, delta, n)
+        if secret is not None and len(secret) < MIN_SECRET_BYTES:
+            raise ProtocolUsageError(f"a merger secret needs {MIN_SECRET_BYTES}+ bytes")
         self.name = check_name(name)
         self.epsilon, self.delta, self.n = epsilon, delta, n
         self.out_delta = level_parameters(epsilon, delta)[1]
         self.codec = codec
         self.merger = Merger(epsilon, delta, retain=delta + 4 * epsilon)
         self.max_subscribers = max_subscribers
+        self.max_pending = max_pending
+        self.secret = secret
+        self.upstream = set(upstream)
         self._subs: dict[P, int] = {}  # peer -> lease expiry
         self._messages: dict[tuple[str, str], Published] = {}
+        self._tokens: dict[P, bytes] = {}  # upstream peer -> its latest token to us
         self._seq = 0
         self._mismatched = self._malformed = self._early = 0
+        self._c = dict.fromkeys(("out_of_range", "overflow", "challenges", "unvalidated",
+                                 "refused"), 0)
 
     def next_deadline(self) -> int | None:
         due = self.merger.next_deadline()
@@ -167,8 +217,44 @@ class MergerNode(Generic[P]):
             forwarded=self._seq, subscribers=len(self._subs), mismatched=self._mismatched,
             early=self._early,
             malformed=self.codec.malformed + self._malformed,
-            unauthenticated=self.codec.unauthenticated,
+            unauthenticated=self.codec.unauthenticated, **self._c,
         )
+
+    def token(self, peer: P, *, now: int) -> bytes:
+        """The address-validation token for ``peer`` issued at ``now``."""
+        if self.secret is None:
+            raise ProtocolUsageError("a merger without a secret issues no tokens")
+        issued = (now & _U32).to_bytes(4, "big")
+        mac = hmac.new(self.secret, issued + repr(peer).encode(), hashlib.sha256)
+        return issued + mac.digest()[:TOKEN_BYTES - 4]
+
+    def _valid(self, token: bytes, peer: P, now: int) -> bool:
+        if len(token) != TOKEN_BYTES:
+            return False
+        issued = int.from_bytes(token[:4], "big")
+        if (now - issued) & _U32 > TOKEN_LIFETIME:
+            return False
+        return hmac.compare_digest(token, self.token(peer, now=issued))
+
+    def upstream_subscription(self, peer: P) -> bytes:
+        """The SUB to send the lower merger ``peer`` (with its latest token)."""
+        return self.codec.seal(KIND_PUBSUB, encode_sub(ROLE_MERGER, self.name,
+                                                       self._tokens.get(peer, b"")))
+
+    def _subscribe(self, body: Subscribe, size: int, peer: P, now: int
+                   ) -> MergerOutput[P]:
+        if self.secret is not None and not self._valid(body.token, peer, now):
+            self._c["unvalidated"] += 1
+            frame = self.codec.seal(KIND_PUBSUB, encode_challenge(self.token(peer, now=now)))
+            if len(frame) > 3 * size:
+                return MergerOutput()  # would amplify: a real SUB is never this short
+            self._c["challenges"] += 1
+            return MergerOutput(((peer, frame),))
+        if peer in self._subs or len(self._subs) < self.max_subscribers:
+            self._subs[peer] = now + LEASE
+        else:
+            self._c["refused"] += 1
+        return MergerOutput()
 
     def receive(self, datagram: bytes, peer: P, *, now: int) -> MergerOutput[P]:
         opened = self.codec.open(datagram, now=now)
@@ -183,8 +269,15 @@ class MergerNode(Generic[P]):
             self._malformed += 1
             return MergerOutput()
         if isinstance(body, Subscribe):
-            if peer in self._subs or len(self._subs) < self.max_subscribers:
-                self._subs[peer] = now + LEASE
+            return self._subscribe(body, len(datagram), peer, now)
+        if isinstance(body, Challenge):
+            if peer not in self.upstream:
+                self._c["unvalidated"] += 1
+                return MergerOutput()
+            self._tokens[peer] = body.token
+            return MergerOutput(((peer, self.upstream_subscription(peer)),))
+        if out_of_range(body) is not None:
+            self._c["out_of_range"] += 1
             return MergerOutput()
         message = body.message if isinstance(body, Forwarded) else body
         if (message.epsilon, message.delta, message.n) != (self.epsilon, self.delta, self.n):
@@ -194,6 +287,9 @@ class MergerNode(Generic[P]):
             self._early += 1  # from the future: G1 broken, or a late copy (see _wire)
             return MergerOutput()
         key = (message.proc, str(message.msg))
+        if len(self._messages) >= self.max_pending and key not in self._messages:
+            self._c["overflow"] += 1
+            return MergerOutput()
         verdict = self.merger.receive(Envelope(message.proc, key[1], message.stamp), now=now)
         if verdict.value == "buffered":
             self._messages[key] = message
@@ -241,6 +337,8 @@ class SubscriberStatistics:
     waiting: int
     malformed: int
     unauthenticated: int
+    out_of_range: int = 0
+    challenges: int = 0  # CHALs answered
 
 
 class Subscriber:
@@ -257,16 +355,19 @@ class Subscriber:
         self._waiting: dict[int, tuple[Published, int]] = {}
         self._hash = hashlib.sha256()
         self._renew = now
+        self._token = b""
         self._c = dict.fromkeys(("delivered", "skipped", "duplicates", "foreign",
-                                 "malformed"), 0)
+                                 "malformed", "out_of_range", "challenges"), 0)
 
     @property
     def digest(self) -> str:
         return self._hash.hexdigest()
 
     def subscription(self) -> bytes:
-        """The SUB frame (the driver sends it now and at every ``handle_timer``)."""
-        return self.codec.seal(KIND_PUBSUB, encode_sub(ROLE_SUBSCRIBER, self.name))
+        """The SUB frame (the driver sends it now and at every ``handle_timer``), with
+        the merger's latest token."""
+        return self.codec.seal(KIND_PUBSUB, encode_sub(ROLE_SUBSCRIBER, self.name,
+                                                       self._token))
 
     def next_deadline(self) -> int:
         due = self._renew
@@ -279,7 +380,8 @@ class Subscriber:
         return SubscriberStatistics(c["delivered"], c["skipped"], c["duplicates"],
                                     c["foreign"], len(self._waiting),
                                     self.codec.malformed + c["malformed"],
-                                    self.codec.unauthenticated)
+                                    self.codec.unauthenticated, c["out_of_range"],
+                                    c["challenges"])
 
     def receive(self, datagram: bytes, *, now: int) -> tuple[SubscriberDelivery, ...]:
         opened = self.codec.open(datagram, now=now)
@@ -293,7 +395,18 @@ class Subscriber:
         except MalformedDatagram:
             self._c["malformed"] += 1
             return ()
+        if isinstance(body, Challenge):
+            # the driver's socket is connected to the merger: only it (or a spoofer,
+            # whose token the merger then refuses) reaches here; answer at once
+            self._c["challenges"] += 1
+            self._token = body.token
+            self._renew = now
+            return ()
         if not isinstance(body, Forwarded):
+            return ()
+        if out_of_range(body) is not None or (
+                self.merger is not None and body.seq >= self._next + self.max_waiting):
+            self._c["out_of_range"] += 1
             return ()
         if self.merger is None:
             self.merger = body.merger
@@ -342,6 +455,7 @@ class Subscriber:
         return tuple(out)
 
 
-def merger_subscription(codec: FrameCodec, name: str) -> bytes:
-    """The SUB frame an upper-level merger sends to a lower one."""
-    return codec.seal(KIND_PUBSUB, encode_sub(ROLE_MERGER, name))
+def merger_subscription(codec: FrameCodec, name: str, token: bytes = b"") -> bytes:
+    """The SUB frame an upper-level merger sends to a lower one (``MergerNode.
+    upstream_subscription`` adds the lower merger's latest token)."""
+    return codec.seal(KIND_PUBSUB, encode_sub(ROLE_MERGER, name, token))

@@ -4,14 +4,25 @@
 
     PUB   1  proc_len:u8 proc  msg:u64  eps:u16  delta:u32  n:u16  stamp  data
     FWD   2  from_len:u8 from  seq:u64  <the PUB body after its type byte>
-    SUB   3  role:u8 (1 subscriber, 2 merger)  name_len:u8 name      (a lease renewal)
+    SUB   3  role:u8 (1 subscriber, 2 merger)  name_len:u8 name  [token:16]  (a lease)
+    CHAL  4  token:16                        a merger's answer to a SUB without a valid token
+
+Address validation (issue 26; QUIC's token, DTLS's cookie): a SUB takes or renews a
+lease only with a token the merger issued to that very source address (``CHAL``),
+so a forged SUB cannot aim a merger's forwarding at a victim. ``token`` is
+``issued:u32`` (the merger's ms clock mod 2^32) and the first 12 bytes of
+HMAC-SHA256(merger secret, issued + the address).
 
 ``stamp`` is the bounded wire form of ⟨r, c, kn⟩ (``timebound.core.causal.WireCodec``
 for ``ds(eps, delta)`` with ``n`` processes: ``brt = r mod B``, c, 2·eps counters),
 ``WireCodec(eps, delta, n).size`` bytes. A PUB is stamped in the publishers' system;
 a merger forwards what it delivers in FWD frames stamped for the system its output
 forms, ``ds(eps, delta + 3·eps)`` (Theorem 4.3), numbered ``seq`` per merger.
-Times are milliseconds. Decoding is strict (``MalformedDatagram``).
+Times are milliseconds. Decoding is strict (``MalformedDatagram``); ``out_of_range``
+then checks the decoded values (stamp counters ``0 <= c < eps`` and ``0 <= kn[i] <=
+n``, message ids below ``MSG_LIMIT``, FWD ``seq`` below ``SEQ_LIMIT``): a receiver
+drops and counts what it names, so nothing out of range is stored and later fails
+when forwarded (issue 26).
 """
 
 from __future__ import annotations
@@ -29,6 +40,13 @@ from timebound.errors import MalformedDatagram, ProtocolUsageError
 PUB = 1
 FWD = 2
 SUB = 3
+CHAL = 4
+#: Bytes of an address-validation token (``issued:u32`` + 12 bytes of HMAC).
+TOKEN_BYTES = 16
+#: Message ids at or above this are out of range (a publisher numbers from 0).
+MSG_LIMIT = 1 << 63
+#: FWD sequence numbers at or above this are out of range.
+SEQ_LIMIT = 1 << 62
 ROLE_SUBSCRIBER = 1
 ROLE_MERGER = 2
 #: Largest epsilon (ms) and delta (ms) on the wire; largest process bound.
@@ -79,9 +97,15 @@ class Forwarded:
 class Subscribe:
     role: int
     name: str
+    token: bytes = b""
 
 
-Body = Published | Forwarded | Subscribe
+@dataclass(frozen=True, slots=True)
+class Challenge:
+    token: bytes
+
+
+Body = Published | Forwarded | Subscribe | Challenge
 
 
 def _published(proc: str, msg: int, epsilon: int, delta: int, n: int, stamp: Timestamp,
@@ -104,8 +128,33 @@ def encode_fwd(merger: str, seq: int, message: Published, delta: int) -> bytes:
                          message.stamp, message.data))
 
 
-def encode_sub(role: int, name: str) -> bytes:
-    return bytes((SUB, role)) + encode_name(name)
+def encode_sub(role: int, name: str, token: bytes = b"") -> bytes:
+    if token and len(token) != TOKEN_BYTES:
+        raise ProtocolUsageError(f"a token is {TOKEN_BYTES} bytes")
+    return bytes((SUB, role)) + encode_name(name) + token
+
+
+def encode_challenge(token: bytes) -> bytes:
+    if len(token) != TOKEN_BYTES:
+        raise ProtocolUsageError(f"a token is {TOKEN_BYTES} bytes")
+    return bytes((CHAL,)) + token
+
+
+def out_of_range(body: Body) -> str | None:
+    """Why a decoded ``body`` is out of range (None: it is not)."""
+    if isinstance(body, Forwarded):
+        if body.seq >= SEQ_LIMIT:
+            return "forward sequence number out of range"
+        body = body.message
+    if isinstance(body, Published):
+        stamp = body.stamp
+        if body.msg >= MSG_LIMIT:
+            return "message id out of range"
+        if not 0 <= stamp.c < body.epsilon:
+            return "stamp counter c out of range"
+        if len(stamp.kn) != 2 * body.epsilon or any(not 0 <= k <= body.n for k in stamp.kn):
+            return "stamp counter kn out of range"
+    return None
 
 
 def _read_published(body: bytes, at: int, now: int) -> Published:
@@ -142,7 +191,11 @@ def decode(body: bytes, *, now: int) -> Body:
         if len(body) < 2 or body[1] not in (ROLE_SUBSCRIBER, ROLE_MERGER):
             raise MalformedDatagram("bad subscription role")
         name, at = read_name(body, 2)
-        if at != len(body):
+        if len(body) - at not in (0, TOKEN_BYTES):
             raise MalformedDatagram("trailing bytes")
-        return Subscribe(body[1], name)
+        return Subscribe(body[1], name, body[at:])
+    if kind == CHAL:
+        if len(body) != 1 + TOKEN_BYTES:
+            raise MalformedDatagram("challenge of the wrong size")
+        return Challenge(body[1:])
     raise MalformedDatagram(f"unknown pub-sub message type {kind}")
