@@ -82,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_rpc_parser(commands)
     add_net_parser(commands)
     __import__("timebound.net._cli_services", fromlist=["x"]).add_service_parsers(commands)
+    __import__("timebound.net._keygen", fromlist=["x"]).add_key_parser(commands)
     __import__("timebound.stream.cli", fromlist=["x"]).add_stream_parser(commands)
 
     demo = commands.add_parser(

@@ -3,6 +3,16 @@
 Every bad input is one line ``timebound: error: ...`` and exit status 2. Readiness
 lines (``listening on udp://HOST:PORT``) go to stderr so that stdout holds only the
 JSON lines the commands promise.
+
+Issue 26: every server command (``channel recv``, ``group join``, ``pubsub merge``)
+binds only loopback addresses without a key unless ``--insecure``; every command
+takes ``--service ID`` with ``--key-file``; ``--port`` is optional everywhere
+(default 0: the system picks one, announced in the listening line). Stdin is read as
+bytes and decoded per line, so a line that is not UTF-8 ends the command with one
+line ``timebound: error: stdin:N: not valid UTF-8 ...`` and exit 2 (``group join``
+included: it used to lose its reader thread there and never exit). Hosts are
+checked, and the addresses an unconnected socket sends to resolved, by
+``timebound.net.cli.check_host`` and ``resolve_targets``.
 """
 
 from __future__ import annotations
@@ -10,13 +20,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from timebound.errors import UsageError
 from timebound.net._endpoint import on_signals, until_signal
 from timebound.net.cli import (
+    _add_bind_options,
+    _add_insecure_option,
     _add_key_options,
     _add_stats_option,
     _announce,
@@ -24,9 +37,15 @@ from timebound.net.cli import (
     _key,
     _port,
     _print_stats,
+    _service,
     _start_bound,
+    check_exposure,
+    check_host,
     format_address,
+    host_family,
     parse_target,
+    resolve_targets,
+    utf8,
 )
 
 #: Largest --window of a channel sender.
@@ -76,8 +95,7 @@ def add_channel_parser(commands: Any) -> None:
                     "JSON line per delivery: {\"kind\", \"slot\", \"id\", \"data\"} (id: "
                     "the message's number on its channel, from 0). 'listening on "
                     "udp://HOST:PORT' goes to stderr when ready; SIGTERM/SIGINT stop it.")
-    recv.add_argument("--port", type=int, required=True, help="UDP port 0..65535 (0: any)")
-    recv.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    _add_bind_options(recv)
     _add_key_options(recv)
     recv.add_argument("--storage", metavar="PATH",
                       help="file keeping SCMP's latest, so a restart refuses replayed openings")
@@ -116,6 +134,8 @@ def run_channel_recv(args: argparse.Namespace) -> int:
     from timebound.net._loop import run
 
     _port(args.port, "--port")
+    check_exposure(check_host(args.host, "--host"), keyed=args.key_file is not None,
+                   insecure=args.insecure, service="channel recv")
     if args.count is not None:
         _int_in(str(args.count), "--count", 1, MAX_COUNT)
     hold = args.f_hold_ms
@@ -123,7 +143,8 @@ def run_channel_recv(args: argparse.Namespace) -> int:
         raise UsageError("--f-hold-ms", f"must be in [0, {MAX_SECONDS * 1000:g}], got {hold}")
     key = _key(args)
     listener = ChannelListener(host=args.host, port=args.port, key=key, storage=args.storage,
-                               f_hold=None if hold is None else hold / 1000.0)
+                               f_hold=None if hold is None else hold / 1000.0,
+                               insecure=args.insecure, service=_service(args))
 
     async def main() -> None:
         await _start_bound(listener, args.host, args.port)
@@ -154,24 +175,34 @@ class StdinLines:
 
     The thread hands each line over with ``call_soon_threadsafe`` (no coroutine is
     created in the thread, so a loop that stops first leaves nothing un-awaited), and
-    a semaphore keeps at most ``room`` lines read ahead of the consumer."""
+    a semaphore keeps at most ``room`` lines read ahead of the consumer.
+
+    Stdin is read as bytes and each line decoded with surrogateescape: a byte that is
+    not UTF-8 reaches the consumer as a surrogate (``text_line`` turns it into a
+    one-line error naming ``stdin:N``) instead of killing the thread, which left the
+    consumer waiting for ever. A read error ends the input."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, room: int = 1024,
-                 source: Iterable[str] | None = None) -> None:
+                 source: Iterable[str | bytes] | None = None) -> None:
         import threading
 
         self._loop = loop
-        self._source = sys.stdin if source is None else source
+        self._source: Iterable[str | bytes] = _stdin_bytes() if source is None else source
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._room = threading.Semaphore(room)
         self.thread = threading.Thread(target=self._read, name="stdin", daemon=True)
         self.thread.start()
 
     def _read(self) -> None:
-        for line in self._source:
-            self._room.acquire()
-            if not self._post(line):
-                return
+        try:
+            for line in self._source:
+                if isinstance(line, bytes):
+                    line = line.decode("utf-8", "surrogateescape")
+                self._room.acquire()
+                if not self._post(line):
+                    return
+        except (OSError, ValueError):  # stdin closed or unreadable: the input ends
+            pass
         self._post("")
 
     def _post(self, line: str) -> bool:
@@ -191,8 +222,43 @@ class StdinLines:
         self._queue.put_nowait("")
 
 
+def _stdin_bytes() -> Iterable[bytes]:
+    """Stdin's bytes, line by line (nothing when there is no stdin), read from its
+    file descriptor: a daemon thread blocked in ``sys.stdin.buffer`` holds the
+    buffer's lock, and the interpreter aborts (SIGABRT) when it exits meanwhile (a
+    bad line ends ``group join`` while stdin is still open)."""
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        return ()
+    return _fd_lines(fd)
+
+
+def _fd_lines(fd: int) -> Iterator[bytes]:
+    pending = bytearray()
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        start = len(pending)
+        pending += chunk
+        end = pending.find(b"\n", start)
+        while end >= 0:
+            yield bytes(pending[:end + 1])
+            del pending[:end + 1]
+            end = pending.find(b"\n")
+    if pending:
+        yield bytes(pending)
+
+
 def stdin_lines(loop: asyncio.AbstractEventLoop) -> StdinLines:
     return StdinLines(loop)
+
+
+def text_line(line: str, number: int) -> bytes:
+    """Stdin line ``number`` without its line end, as UTF-8 (one line naming
+    ``stdin:N`` when it is not UTF-8)."""
+    return utf8(line.rstrip("\n").rstrip("\r"), f"stdin:{number}")
 
 
 def parse_kind_line(line: str, number: int) -> tuple[str, bytes]:
@@ -201,7 +267,7 @@ def parse_kind_line(line: str, number: int) -> tuple[str, bytes]:
     if kind.upper() not in ("FR", "R", "F", "N"):
         raise UsageError(f"stdin:{number}", f"field 'kind': must be FR, R, F or N, "
                                             f"got {kind!r}")
-    return kind.upper(), data.encode("utf-8")
+    return kind.upper(), utf8(data, f"stdin:{number}")
 
 
 def run_channel_send(args: argparse.Namespace) -> int:
@@ -209,10 +275,12 @@ def run_channel_send(args: argparse.Namespace) -> int:
     from timebound.net._loop import run
 
     target = parse_target(args.target)
+    check_host(target[0], "HOST:PORT")
     _int_in(str(args.window), "--window", 1, MAX_CLI_WINDOW)
     _seconds_in(args.timeout, "--timeout")
     key = _key(args)
-    channel = Channel(target, key=key, window=args.window, give_up=args.timeout)
+    channel = Channel(target, key=key, window=args.window, give_up=args.timeout,
+                      service=_service(args))
     bad: list[UsageError] = []
 
     async def main() -> None:
@@ -272,7 +340,9 @@ def add_group_parser(commands: Any) -> None:
                     "(one of our messages every member has), {\"event\": \"join\"|"
                     "\"leave\", \"member\", ...}. 'listening on udp://HOST:PORT' goes to "
                     "stderr. Runs until SIGTERM/SIGINT (or, with --exit-when-stable, until "
-                    "stdin ends and every message sent is stable).")
+                    "stdin ends and every message sent is stable); a stdin line that is "
+                    "not UTF-8 ends it at once with exit 2. Without --key-file its "
+                    "address must be a loopback one (--insecure overrides).")
     join.add_argument("name", metavar="NAME", help="this member's name (one of --members)")
     join.add_argument("--members", required=True, metavar="a=HOST:PORT,b=HOST:PORT,...",
                       help="every member of the group and its UDP address")
@@ -289,6 +359,7 @@ def add_group_parser(commands: Any) -> None:
     join.add_argument("--max-buffer", type=int, default=4096, metavar="N",
                       help="most messages not yet stable, 1..1000000 (send waits)")
     _add_key_options(join)
+    _add_insecure_option(join)
     join.add_argument("--exit-when-stable", action="store_true",
                       help="exit once stdin ends and every message sent is stable")
     _add_stats_option(join)
@@ -303,14 +374,16 @@ def parse_members(text: str) -> dict[str, tuple[str, int]]:
         name, sep, target = item.strip().partition("=")
         if not sep or not name:
             raise UsageError("--members", f"expected NAME=HOST:PORT, got {item!r}")
-        if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        if len(utf8(name, "--members")) > MAX_NAME_BYTES:
             raise UsageError("--members", f"name {name!r} longer than {MAX_NAME_BYTES} bytes")
         if name in members:
             raise UsageError("--members", f"member {name!r} named twice")
         members[name] = parse_target(target, "--members")
     if len(members) > 1024:
         raise UsageError("--members", "at most 1024 members")
-    return members
+    # The member's socket sends to the others unconnected: numeric, one family.
+    return dict(zip(members, resolve_targets(list(members.values()), "--members"),
+                    strict=True))
 
 
 def event_line(event: object) -> str:
@@ -332,9 +405,13 @@ def run_group_join(args: argparse.Namespace) -> int:
     from timebound.net._group import Group
     from timebound.net._loop import run
 
+    utf8(args.name, "NAME")
+    utf8(args.group, "--group")
     members = parse_members(args.members)
     if args.name not in members:
         raise UsageError("NAME", f"{args.name!r} is not one of --members")
+    check_exposure(members[args.name][0], keyed=args.key_file is not None,
+                   insecure=args.insecure, service="group join")
     if not 0.0 < args.ack_every_ms <= 60000.0:
         raise UsageError("--ack-every-ms", f"must be in (0, 60000], got {args.ack_every_ms}")
     _seconds_in(args.dead_after, "--dead-after")
@@ -342,7 +419,9 @@ def run_group_join(args: argparse.Namespace) -> int:
     key = _key(args)
     member = Group(args.group, args.name, members, acks=args.acks, clock=args.clock, key=key,
                    ack_every=args.ack_every_ms / 1000.0, nack_every=args.ack_every_ms / 1000.0,
-                   dead_after=args.dead_after, max_buffer=args.max_buffer)
+                   dead_after=args.dead_after, max_buffer=args.max_buffer,
+                   insecure=args.insecure, service=_service(args))
+    bad: list[BaseException] = []
 
     async def main() -> None:
         try:
@@ -362,15 +441,25 @@ def run_group_join(args: argparse.Namespace) -> int:
                 out.flush()
 
         async def sender() -> None:
-            lines = stdin_lines(loop)
-            while True:
-                line = await lines.get()
-                if not line:
-                    break
-                await member.send(line.rstrip("\n").rstrip("\r").encode("utf-8"))
-            if args.exit_when_stable:
-                await member.wait_stable()
-                await asyncio.sleep(3 * args.ack_every_ms / 1000.0)  # last acks out
+            # A bad line (or any failure) ends the member at once: it used to kill
+            # this task silently and leave the member running for ever.
+            try:
+                lines = stdin_lines(loop)
+                number = 0
+                while True:
+                    line = await lines.get()
+                    if not line:
+                        break
+                    number += 1
+                    await member.send(text_line(line, number))
+                if args.exit_when_stable:
+                    await member.wait_stable()
+                    await asyncio.sleep(3 * args.ack_every_ms / 1000.0)  # last acks out
+                    stop.set()
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - re-raised once stopped
+                bad.append(exc)
                 stop.set()
 
         tasks = [asyncio.ensure_future(printer()), asyncio.ensure_future(sender())]
@@ -383,6 +472,8 @@ def run_group_join(args: argparse.Namespace) -> int:
             _print_stats(args, member)
 
     run(main())
+    if bad:
+        raise bad[0]
     return 0
 
 
@@ -432,7 +523,8 @@ def add_pubsub_parser(commands: Any) -> None:
                                      "merger; print {\"proc\", \"msg\", \"r\", \"c\"} "
                                      "per publication (at most one per ms).")
     pub.add_argument("name", metavar="NAME", help="this publisher's process id")
-    pub.add_argument("--mergers", required=True, metavar="HOST:PORT,...")
+    pub.add_argument("--mergers", required=True, metavar="HOST:PORT,...",
+                     help="every merger (names are resolved once, to one address family)")
     _system_options(pub)
     pub.set_defaults(handler=run_pubsub_publish)
 
@@ -440,10 +532,11 @@ def add_pubsub_parser(commands: Any) -> None:
                            description="Run merger NAME on --host:--port for ds(epsilon, "
                                        "delta); print {\"proc\", \"msg\", \"r\", \"c\"} per "
                                        "delivery; 'listening on udp://HOST:PORT' to stderr; "
-                                       "SIGTERM/SIGINT stop it.")
+                                       "SIGTERM/SIGINT stop it. Without --key-file it "
+                                       "binds only loopback addresses (--insecure "
+                                       "overrides).")
     merge.add_argument("name", metavar="NAME")
-    merge.add_argument("--port", type=int, required=True, help="UDP port 0..65535")
-    merge.add_argument("--host", default="127.0.0.1")
+    _add_bind_options(merge)
     merge.add_argument("--upstream", default=None, metavar="HOST:PORT,...",
                        help="lower-level mergers to subscribe to (level 2)")
     merge.add_argument("--quiet", action="store_true", help="print no deliveries")
@@ -467,6 +560,17 @@ def add_pubsub_parser(commands: Any) -> None:
     subscribe.set_defaults(handler=run_pubsub_subscribe)
 
 
+def _check_name(name: str, option: str) -> None:
+    """A pub-sub process name (UTF-8, as the core bounds it)."""
+    from timebound.core.pubsub import check_name
+
+    utf8(name, option)
+    try:
+        check_name(name)
+    except Exception as exc:  # noqa: BLE001 - a usage error either way
+        raise UsageError(option, str(exc)) from None
+
+
 def _stamp_fields(proc: str, msg: int, stamp: Any) -> dict[str, Any]:
     return {"proc": proc, "msg": msg, "r": stamp.r, "c": stamp.c}
 
@@ -476,26 +580,36 @@ def run_pubsub_publish(args: argparse.Namespace) -> int:
     from timebound.net._pubsub import Publisher
 
     _check_system(args)
-    mergers = _targets(args.mergers, "--mergers")
+    _check_name(args.name, "NAME")
+    mergers = resolve_targets(_targets(args.mergers, "--mergers"), "--mergers")
     key = _key(args)
     publisher = Publisher(args.name, mergers, epsilon=args.epsilon, delta=args.delta,
-                          n=args.n, key=key)
+                          n=args.n, key=key, service=_service(args))
+    bad: list[UsageError] = []
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
         async with publisher:
             lines = stdin_lines(loop)
             with on_signals(lines.stop):  # SIGTERM, SIGINT: the input ends here
+                number = 0
                 while True:
                     line = await lines.get()
                     if not line:
                         break
-                    msg, stamp = await publisher.publish(
-                        line.rstrip("\n").rstrip("\r").encode("utf-8"))
+                    number += 1
+                    try:
+                        data = text_line(line, number)
+                    except UsageError as exc:  # the lines before it are published
+                        bad.append(exc)
+                        break
+                    msg, stamp = await publisher.publish(data)
                     sys.stdout.write(json.dumps(_stamp_fields(args.name, msg, stamp)) + "\n")
             sys.stdout.flush()
 
     run(main())
+    if bad:
+        raise bad[0]
     return 0
 
 
@@ -504,8 +618,14 @@ def run_pubsub_merge(args: argparse.Namespace) -> int:
     from timebound.net._pubsub import MergerServer
 
     _check_system(args)
+    _check_name(args.name, "NAME")
     _port(args.port, "--port")
-    upstream = _targets(args.upstream, "--upstream") if args.upstream else []
+    check_exposure(check_host(args.host, "--host"), keyed=args.key_file is not None,
+                   insecure=args.insecure, service="pubsub merge")
+    # The merger's own socket sends the SUBs: numeric upstreams of its family.
+    upstream = (resolve_targets(_targets(args.upstream, "--upstream"), "--upstream",
+                                host_family(args.host, "--host"))
+                if args.upstream else [])
     key = _key(args)
     out = sys.stdout
 
@@ -515,7 +635,8 @@ def run_pubsub_merge(args: argparse.Namespace) -> int:
 
     server = MergerServer(args.name, epsilon=args.epsilon, delta=args.delta, n=args.n,
                           host=args.host, port=args.port, key=key, upstream=upstream,
-                          on_deliver=None if args.quiet else show)
+                          on_deliver=None if args.quiet else show,
+                          insecure=args.insecure, service=_service(args))
 
     async def main() -> None:
         await _start_bound(server, args.host, args.port)
@@ -536,18 +657,15 @@ def run_pubsub_subscribe(args: argparse.Namespace) -> int:
 
     _check_system(args)
     target = parse_target(args.target)
+    check_host(target[0], "HOST:PORT")
     if args.count is not None:
         _int_in(str(args.count), "--count", 1, MAX_COUNT)
     _int_in(str(args.gap_wait_ms), "--gap-wait-ms", 0, 60000)
     if args.name is not None:
-        from timebound.core.pubsub import check_name
-
-        try:
-            check_name(args.name)
-        except Exception as exc:  # noqa: BLE001 - a usage error either way
-            raise UsageError("--name", str(exc)) from None
+        _check_name(args.name, "--name")
     key = _key(args)
-    client = SubscriberClient(target, name=args.name, key=key, gap_wait=args.gap_wait_ms)
+    client = SubscriberClient(target, name=args.name, key=key, gap_wait=args.gap_wait_ms,
+                              service=_service(args))
 
     async def main() -> None:
         await client.start()

@@ -5,6 +5,12 @@ Each client address gets its own upstream socket, so the server's answers find
 their way back; both directions suffer the same faults. Randomness comes from one
 seeded ``random.Random``: a run is reproducible up to the OS's timing.
 ``timebound net proxy`` runs one from the command line.
+
+The proxy has no key and relays whatever reaches it to its upstream (to anyone on
+the network, an open relay that hides the sender): like every service without a key
+it binds only loopback addresses unless ``insecure=True`` (``--insecure``), and then
+prints one warning line (``guard_exposure``, issue 26; pinned by
+``tests/test_net_cli_hostile.py::test_proxy_refuses_a_public_address_without_insecure``).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from timebound.errors import UsageError
-from timebound.net._endpoint import Lifecycle
+from timebound.net._endpoint import Lifecycle, guard_exposure
 
 #: Most client addresses relayed at once (the oldest is dropped beyond it).
 MAX_PEERS = 4096
@@ -77,11 +83,13 @@ class FaultProxy(Lifecycle):
     clients talk to ``proxy.address``."""
 
     def __init__(self, upstream: tuple[str, int], faults: Faults, *,
-                 host: str = "127.0.0.1", port: int = 0, seed: int = 0) -> None:
+                 host: str = "127.0.0.1", port: int = 0, seed: int = 0,
+                 insecure: bool = False) -> None:
         self.upstream = upstream
         self.faults = faults
         self.host = host
         self.port = port
+        self.insecure = insecure
         self.random = random.Random(seed)
         self.stats = ProxyStatistics()
         self.address: tuple[str, int] = (host, port)
@@ -93,9 +101,15 @@ class FaultProxy(Lifecycle):
         loop = asyncio.get_running_loop()
         _, side = await loop.create_datagram_endpoint(
             lambda: _Side(self, None), local_addr=(self.host, self.port))
-        self._listen = side
         assert side.transport is not None
         name = side.transport.get_extra_info("sockname")
+        try:
+            guard_exposure(name[0], keyed=False, insecure=self.insecure,
+                           service="net proxy")
+        except BaseException:
+            side.transport.close()
+            raise
+        self._listen = side
         self.address = (name[0], name[1])
 
     def close(self) -> None:

@@ -4,6 +4,24 @@ Ticks of the receiver options are microseconds (the live timestamp unit). Every 
 input is one line ``timebound: error: ...`` and exit status 2 (raised as
 ``UsageError`` for ``timebound.cli``); ``rpc call`` exits 1 on a timeout, a
 rejection or a remote error, with one line naming which.
+
+Issue 26 (safe on a real network), the command line's share:
+
+- Secure by default: every server command takes ``--insecure`` (the service binds a
+  non-loopback address without a key only with it, and then warns once on stderr:
+  ``timebound.net._endpoint.guard_exposure``), and every server and client command
+  ``--service ID`` (mixed under the HMAC tag, so it needs ``--key-file``; refused
+  without one, since it would protect nothing). ``timebound key new FILE``
+  (``timebound.net._keygen``) writes the key.
+- Bad input is one line and exit 2 everywhere: a host is checked with
+  ``getaddrinfo`` before anything binds or sends (``check_host``: ``bad..host``, a
+  name that does not resolve); the addresses an unconnected socket sends to (merger,
+  group member, upstream merger) are resolved to numeric addresses of one family
+  (``resolve_targets``); argv text goes through ``utf8`` (a non-UTF-8 byte arrives
+  as a surrogate with Python's surrogateescape).
+- ``rpc call`` says when a refusal was not authenticated (no key: anyone on the path
+  could have forged it, so "did not run" is not certain); ``rpc serve --workers N``
+  sizes the sync handlers' thread pool.
 """
 
 from __future__ import annotations
@@ -12,12 +30,13 @@ import argparse
 import importlib
 import json
 import os
+import socket
 import sys
 from typing import Any, TextIO
 
 from timebound.adapters.atmostonce import AtMostOnceOptions, add_receiver_arguments
 from timebound.core.atmostonce import ReceiverConfig
-from timebound.errors import StorageError, UsageError
+from timebound.errors import StorageError, TimeboundError, UsageError
 
 #: Largest --timeout, seconds.
 MAX_TIMEOUT = 3600.0
@@ -42,10 +61,11 @@ def add_rpc_parser(commands: Any) -> None:
         description="Serve MODULE:ATTR (a dict of handlers, or an object whose public "
                     "methods are handlers; def f(payload: bytes) -> bytes or async def). "
                     "Prints one line 'listening on udp://HOST:PORT' when ready. SIGTERM "
-                    "and SIGINT stop it cleanly. Receiver ticks are microseconds.")
+                    "and SIGINT stop it cleanly. Receiver ticks are microseconds. "
+                    "Without --key-file it binds only loopback addresses (--insecure "
+                    "overrides); 'timebound key new FILE' makes a key.")
     serve.add_argument("app", metavar="MODULE:ATTR")
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=0, help="UDP port 0..65535 (0: any)")
+    _add_bind_options(serve)
     serve.add_argument("--storage", required=True, metavar="PATH",
                        help="file holding latest (SCMP Fig. 2-2); created if missing")
     _add_key_options(serve)
@@ -55,6 +75,11 @@ def add_rpc_parser(commands: Any) -> None:
                        help="seconds the previous key stays accepted (default 3600)")
     serve.add_argument("--metrics-port", type=int, metavar="P",
                        help="serve Prometheus metrics on http://HOST:P/metrics")
+    serve.add_argument("--workers", type=int, default=None, metavar="N",
+                       help=f"sync handlers run in a pool of N threads, 0..{MAX_WORKERS} "
+                            "(0: inline on the event loop, only for handlers that never "
+                            f"block; default {SHOWN_DEFAULT_WORKERS}); async handlers "
+                            "always run on the loop")
     serve.add_argument("--no-uvloop", action="store_true", help="asyncio's own loop")
     add_receiver_options(serve)
     serve.set_defaults(handler=run_serve)
@@ -105,10 +130,10 @@ def add_net_parser(commands: Any) -> None:
     proxy = sub.add_parser(
         "proxy", help="relay UDP with loss, duplication, delay and reordering",
         description="Relay datagrams between clients and --upstream, with faults in both "
-                    "directions. Prints 'listening on udp://HOST:PORT' when ready.")
+                    "directions. Prints 'listening on udp://HOST:PORT' when ready. It "
+                    "has no key, so it binds only loopback addresses unless --insecure.")
     proxy.add_argument("--upstream", required=True, metavar="HOST:PORT")
-    proxy.add_argument("--host", default="127.0.0.1")
-    proxy.add_argument("--port", type=int, default=0)
+    _add_bind_options(proxy)
     proxy.add_argument("--loss", type=float, default=0.0, help="probability in [0, 1]")
     proxy.add_argument("--duplicate", type=float, default=0.0, help="probability in [0, 1]")
     proxy.add_argument("--reorder", type=float, default=0.0, help="probability in [0, 1]")
@@ -124,8 +149,31 @@ def add_net_parser(commands: Any) -> None:
 
 
 def _add_key_options(parser: argparse.ArgumentParser) -> None:
+    """``--key-file`` and ``--service`` (every server and client command)."""
     parser.add_argument("--key-file", metavar="F",
-                        help="shared key (>= 16 bytes) for HMAC-SHA256 frames")
+                        help="shared key (>= 16 bytes) for HMAC-SHA256 frames "
+                             "('timebound key new F' writes one)")
+    parser.add_argument("--service", metavar="ID",
+                        help="service id (1..64 UTF-8 bytes) mixed under the HMAC tag, so "
+                             "a frame meant for one server fails at another sharing the "
+                             "key; give the same ID to servers and clients; needs "
+                             "--key-file")
+
+
+def _add_bind_options(parser: argparse.ArgumentParser) -> None:
+    """``--host``, ``--port`` and ``--insecure`` (every server command alike)."""
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0,
+                        help="UDP port 0..65535 (default 0: the system picks one, "
+                             "announced in the listening line)")
+    _add_insecure_option(parser)
+
+
+def _add_insecure_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--insecure", action="store_true",
+                        help="bind a non-loopback address without a key (anyone who can "
+                             "reach it can forge frames); prints a warning")
 
 
 def _add_stats_option(parser: argparse.ArgumentParser) -> None:
@@ -146,7 +194,8 @@ def add_receiver_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--kappa", type=int, default=0, metavar="K",
                    help="keep replies at least K (rho' = max(rho, K); default 0)")
     g.add_argument("--capacity", type=int, metavar="N",
-                   help="most connection-table entries per class (default unbounded)")
+                   help="most connection-table entries per class (default: the "
+                        "server's, sized for this machine's memory; 0: unbounded)")
 
 
 def receiver_config(args: argparse.Namespace) -> ReceiverConfig:
@@ -171,8 +220,8 @@ def receiver_options(args: argparse.Namespace) -> tuple[ReceiverConfig, int]:
     values = dict(vars(args))
     if args.kappa < 0:
         raise UsageError("--kappa", f"must be >= 0, got {args.kappa}")
-    if args.capacity is not None and args.capacity < 1:
-        raise UsageError("--capacity", f"must be >= 1, got {args.capacity}")
+    if args.capacity is not None and args.capacity < 0:
+        raise UsageError("--capacity", f"must be >= 0 (0: unbounded), got {args.capacity}")
     estimator = values.get("estimator") or "fixed"
     if estimator == "fixed" and values.get("rho") is None:
         values["rho"] = DEFAULT_RHO
@@ -207,6 +256,82 @@ def _port(text: str | int, option: str) -> int:
     return port
 
 
+def utf8(text: str, where: str) -> bytes:
+    """``text`` (from argv or stdin, where a byte that is not UTF-8 arrives as a
+    surrogate) as UTF-8; a ``UsageError`` naming ``where`` and the first bad byte."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start]
+        byte = f"0x{ord(bad) - 0xDC00:02x}" if 0xDC80 <= ord(bad) <= 0xDCFF else repr(bad)
+        raise UsageError(where, f"not valid UTF-8 (byte {byte} at character "
+                                f"{exc.start + 1})") from None
+
+
+def _addresses(host: str, port: int, option: str) -> list[tuple[int, tuple[str, int]]]:
+    """``(family, (ip, port))`` of every address ``host`` resolves to (one line and
+    exit 2 for a host that is not a valid name or does not resolve)."""
+    if not host:
+        raise UsageError(option, "empty host (give an address: 127.0.0.1, ::1, 0.0.0.0)")
+    utf8(host, option)
+    try:
+        infos = socket.getaddrinfo(host, port, 0, socket.SOCK_DGRAM)
+    except UnicodeError:  # the IDNA codec: an empty or over-long label (bad..host)
+        raise UsageError(option, f"{host!r} is not a valid host name") from None
+    except (OSError, ValueError) as exc:  # socket.gaierror, an embedded NUL
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise UsageError(option, f"cannot resolve host {host!r}: {reason}") from None
+    found: list[tuple[int, tuple[str, int]]] = [
+        (int(family), (str(sockaddr[0]), int(sockaddr[1])))
+        for family, _kind, _proto, _name, sockaddr in infos
+        if family in (socket.AF_INET, socket.AF_INET6)]
+    if not found:
+        raise UsageError(option, f"cannot resolve host {host!r}: no IP address")
+    return found
+
+
+def check_host(host: str, option: str) -> str:
+    """``host`` once it resolves (a ``UsageError`` naming ``option`` otherwise): a
+    server's ``--host``, a client's target."""
+    _addresses(host, 0, option)
+    return host
+
+
+def check_exposure(host: str, *, keyed: bool, insecure: bool, service: str) -> None:
+    """Refuse a ``--host`` that resolves to a non-loopback address without a key or
+    ``--insecure`` before the service is built (so nothing, a storage file
+    included, is made first). The service applies ``guard_exposure`` to the address
+    it bound too; with ``--insecure`` that one prints the warning (once)."""
+    from timebound.net._endpoint import guard_exposure, is_loopback
+
+    if keyed or insecure:
+        return
+    for _family, (address, _port) in _addresses(host, 0, "--host"):
+        if not is_loopback(address):
+            guard_exposure(address, keyed=False, insecure=False, service=service)
+
+
+def host_family(host: str, option: str) -> int:
+    """The address family a socket bound to ``host`` gets (its first address)."""
+    return _addresses(host, 0, option)[0][0]
+
+
+def resolve_targets(targets: list[tuple[str, int]], option: str,
+                    family: int = 0) -> list[tuple[str, int]]:
+    """``targets`` as numeric addresses of one family (an unconnected socket sends to
+    them: asyncio's ``sendto`` takes no name): IPv4 when every host has one, else
+    IPv6; only ``family`` when given (the family of the socket that sends)."""
+    resolved = [_addresses(host, port, option) for host, port in targets]
+    for candidate in (socket.AF_INET, socket.AF_INET6):
+        if family and candidate != family:
+            continue
+        if all(any(f == candidate for f, _ in each) for each in resolved):
+            return [next(a for f, a in each if f == candidate) for each in resolved]
+    wanted = {int(socket.AF_INET): "IPv4", int(socket.AF_INET6): "IPv6"}.get(family, "")
+    raise UsageError(option, f"give addresses of one family{' (' + wanted + ')' if wanted else ''}"
+                             ": some hosts resolve only to IPv4, others only to IPv6")
+
+
 def format_address(address: tuple[str, int]) -> str:
     host, port = address[0], address[1]
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -231,6 +356,47 @@ def _key(args: argparse.Namespace, name: str = "key_file") -> bytes | None:
 
     path = getattr(args, name, None)
     return None if path is None else read_key(path, "--" + name.replace("_", "-"))
+
+
+def _service(args: argparse.Namespace) -> str:
+    """``--service`` checked ("" without it); it needs ``--key-file``: without a key
+    no tag is computed, so a service id would protect nothing."""
+    service = getattr(args, "service", None)
+    if service is None:
+        return ""
+    if getattr(args, "key_file", None) is None:
+        raise UsageError("--service", "needs --key-file (the service id is mixed under "
+                                      "the HMAC tag; without a key there is no tag)")
+    from timebound.core.wire._frame import service_prefix
+
+    utf8(service, "--service")
+    try:
+        service_prefix(service)
+    except TimeboundError as exc:
+        raise UsageError("--service", str(exc)) from None
+    return str(service)
+
+
+#: Largest ``rpc serve --workers``.
+MAX_WORKERS = 1024
+#: The default ``--help`` shows (``timebound.net._server.DEFAULT_WORKERS``, which
+#: the parser does not import: every command builds it; a test pins the two equal).
+SHOWN_DEFAULT_WORKERS = 8
+
+
+def default_workers() -> int:
+    """``timebound.net._server.DEFAULT_WORKERS`` (8 where it is not defined)."""
+    from timebound.net import _server
+
+    return int(getattr(_server, "DEFAULT_WORKERS", 8))
+
+
+def _workers(value: int | None) -> int:
+    if value is None:
+        return default_workers()
+    if not 0 <= value <= MAX_WORKERS:
+        raise UsageError("--workers", f"must be in [0, {MAX_WORKERS}], got {value}")
+    return value
 
 
 def _timeout(value: float) -> float:
@@ -267,6 +433,10 @@ def run_serve(args: argparse.Namespace) -> int:
     from timebound.net._server import RpcServer, handlers_of
 
     _port(args.port, "--port")
+    check_host(args.host, "--host")
+    workers = _workers(args.workers)
+    check_exposure(args.host, keyed=args.key_file is not None, insecure=args.insecure,
+                   service="rpc serve")
     if args.metrics_port is not None:
         _port(args.metrics_port, "--metrics-port")
         try:
@@ -278,6 +448,7 @@ def run_serve(args: argparse.Namespace) -> int:
         raise UsageError("--previous-key-grace", "must be in [0, 10 years] s")
     config, classes = receiver_options(args)
     key = _key(args)
+    service = _service(args)
     previous = _key(args, "previous_key_file")
     if previous is not None and key is None:
         raise UsageError("--previous-key-file", "needs --key-file (the current key)")
@@ -286,7 +457,8 @@ def run_serve(args: argparse.Namespace) -> int:
         server = RpcServer(handlers, host=args.host, port=args.port, storage=args.storage,
                            key=key, previous_key=previous,
                            previous_key_grace=args.previous_key_grace, receiver=config,
-                           classes=classes, kappa=args.kappa, capacity=args.capacity)
+                           classes=classes, kappa=args.kappa, capacity=args.capacity,
+                           workers=workers, insecure=args.insecure, service=service)
     except StorageError as exc:
         raise UsageError("--storage", str(exc)) from None
 
@@ -317,11 +489,13 @@ def _client_call(args: argparse.Namespace, proc: str, payload: bytes) -> bytes:
     from timebound.net._loop import run
 
     target = parse_target(args.target)
+    check_host(target[0], "HOST:PORT")
     timeout = _timeout(args.timeout)
     key = _key(args)
+    service = _service(args)
 
     async def main() -> bytes:
-        async with RpcClient(target, key=key) as client:
+        async with RpcClient(target, key=key, service=service) as client:
             return await client.call(proc, payload, timeout=timeout)
 
     try:
@@ -335,22 +509,45 @@ def _client_call(args: argparse.Namespace, proc: str, payload: bytes) -> bytes:
 def run_call(args: argparse.Namespace) -> int:
     from timebound.net._errors import CallRejected, CallTimeout, RemoteError
 
-    if not args.proc or len(args.proc.encode("utf-8")) > 255:
+    if not args.proc or len(utf8(args.proc, "PROC")) > 255:
         raise UsageError("PROC", "procedure name must be 1..255 UTF-8 bytes")
+    payload = utf8(args.payload, "PAYLOAD")
     try:
-        reply = _client_call(args, args.proc, args.payload.encode("utf-8"))
+        reply = _client_call(args, args.proc, payload)
     except CallTimeout:
         print(f"timebound: timeout: no reply from {args.target} within {args.timeout:g} s "
               "(the call ran at most once)", file=sys.stderr)
         return 1
     except CallRejected as exc:
-        print(f"timebound: rejected: {exc.reason}", file=sys.stderr)
+        print(f"timebound: rejected: {rejection_line(exc)}", file=sys.stderr)
         return 1
     except RemoteError as exc:
         print(f"timebound: remote error: {exc.message}", file=sys.stderr)
         return 1
     sys.stdout.write(reply.decode("utf-8", "backslashreplace") + "\n")
     return 0
+
+
+#: What each refusal means (docs/net.md), as ``rpc call`` prints it.
+REJECTION_MEANING = {
+    "early": "the call did not run",
+    "overloaded": "the call did not run",
+    "expired": "the server did not start the call: its deadline had passed",
+    "stale": "this copy did not run; an earlier copy may have run once",
+    "down": "this copy did not run; an earlier copy may have run once",
+}
+
+
+def rejection_line(exc: Any) -> str:
+    """``REASON (meaning)`` of a ``CallRejected``; a refusal that was not
+    authenticated (no key) is not certain: anyone on the path can forge one, so the
+    call may have run."""
+    reason = str(exc.reason)
+    if not getattr(exc, "authenticated", True):
+        return (f"{reason} (unauthenticated: the server's refusal could be forged; "
+                "the call may have run)")
+    meaning = REJECTION_MEANING.get(reason)
+    return reason if meaning is None else f"{reason} ({meaning})"
 
 
 def run_stats(args: argparse.Namespace) -> int:
@@ -376,14 +573,18 @@ def run_proxy(args: argparse.Namespace) -> int:
     from timebound.net._proxy import FaultProxy, Faults
 
     upstream = parse_target(args.upstream, "--upstream")
+    check_host(upstream[0], "--upstream")
     _port(args.port, "--port")
+    check_exposure(check_host(args.host, "--host"), keyed=False, insecure=args.insecure,
+                   service="net proxy")
     faults = Faults(loss=args.loss, duplicate=args.duplicate, reorder=args.reorder,
                     delay=args.delay, jitter=args.jitter, reorder_delay=args.reorder_delay)
 
     async def main() -> None:
         from timebound.net._endpoint import until_signal
 
-        proxy = FaultProxy(upstream, faults, host=args.host, port=args.port, seed=args.seed)
+        proxy = FaultProxy(upstream, faults, host=args.host, port=args.port, seed=args.seed,
+                           insecure=args.insecure)
         try:
             await proxy.start()
         except OSError as exc:
