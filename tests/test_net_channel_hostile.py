@@ -393,12 +393,14 @@ def test_fuzz_at_live_listener_and_channel_then_correct_channels(
     rng = random.Random(26)
     errors: list[dict[str, Any]] = []
     max_sessions = 16
+    max_held = 32 << 10
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(lambda _loop, context: errors.append(context))
         rss0 = rss_bytes(os.getpid())
-        fuzzed = ChannelListener(max_sessions=max_sessions, max_queue=500)
+        fuzzed = ChannelListener(max_sessions=max_sessions, max_queue=500,
+                                 max_held_bytes=max_held)
         server = ChannelListener()
         await fuzzed.start()
         await server.start()
@@ -424,6 +426,10 @@ def test_fuzz_at_live_listener_and_channel_then_correct_channels(
             seeds = [decoy.send(rng.randbytes(rng.choice([0, 3, 40, 1200])), k,
                                 now=decoy.ts)[1]
                      for k in [rng.choice(list(Kind)) for _ in range(200)]]
+            for d in range(40):  # openings of many sessions: eviction at max_sessions
+                other = ChannelSender(f"decoy{d}", Clock().now(), FrameCodec())
+                seeds += [other.send(rng.randbytes(600), k, now=other.ts)[1]
+                          for k in (Kind.R, Kind.F, Kind.FR, Kind.R)]
             seeds += [FrameCodec().seal(KIND_CHANNEL, encode_ack("decoy", decoy.ts, 3, (5,))),
                       FrameCodec().seal(KIND_CHANNEL, encode_refuse("decoy", decoy.ts, 2))]
             # The channel under fuzz: opened and partly acknowledged, then held.
@@ -457,6 +463,7 @@ def test_fuzz_at_live_listener_and_channel_then_correct_channels(
                     await asyncio.sleep(0.001)
                     assert fuzzed.core.sessions <= max_sessions
                     assert fuzzed._queue is not None and fuzzed._queue.qsize() <= 500
+                    assert fuzzed.core.statistics().held_bytes <= max_held + 65507
             await asyncio.sleep(0.2)
             assert skipped < FUZZ // 20
             assert fuzzed.core.sessions <= max_sessions
@@ -473,6 +480,9 @@ def test_fuzz_at_live_listener_and_channel_then_correct_channels(
             stats = fuzzed.statistics()
             assert stats["malformed"] > FUZZ // 10
             assert stats["sessions"] <= max_sessions
+            assert stats["held_bytes"] <= max_held + 65507
+            assert stats["evicted"] > 0 and stats["held_full"] > 0  # the bounds were hit
+            print(f"\nfuzzed listener: {stats}\nfuzzed channel: {victim.statistics()}")
             growth = rss_bytes(os.getpid()) - rss0
             assert growth < 200 * 2**20, growth
             victim.close()
@@ -487,9 +497,14 @@ def test_fuzz_at_live_listener_and_channel_then_correct_channels(
         check_rules(after_kinds, by_conn.get("after", []))
         assert all(d.data == b"v%d" % d.id for d in by_conn["victim"])
         assert all(d.data == b"a%d" % d.id for d in by_conn["after"])
+        # Loopback loses nothing: even its F and N get through, although forged
+        # sessions fill the held-bytes budget (they are over their share, it is not).
+        assert len(by_conn["after"]) == len(after_kinds)
 
     asyncio.run(asyncio.wait_for(main(), 90))
     captured = capfd.readouterr()
+    with capfd.disabled():
+        print(captured.out, end="")
     assert errors == []
     assert "Traceback" not in captured.err and captured.err == ""
 
@@ -560,3 +575,31 @@ def test_service_id_keeps_a_channel_to_its_own_listener() -> None:
             assert d.data == b"y"
 
     asyncio.run(asyncio.wait_for(main(), 20))
+
+
+def test_held_bytes_are_bounded_and_the_channel_lives() -> None:
+    """Bounded memory: with the slot-0 FR held back, later slots' messages pile up
+    in the resequencing buffer only up to ``max_held_bytes`` (the rest is dropped
+    unacknowledged, ``held_full``); once the FR arrives and the sender retransmits,
+    every reliable message is delivered in order and nothing stays held."""
+    codec = FrameCodec()
+    sender = ChannelSender("c", 1000, codec, window=1000)
+    limit = 2000
+    receiver: ChannelReceiver[str] = ChannelReceiver(FrameCodec(), scmp(), start=0,
+                                                     max_held_bytes=limit)
+    kinds = [Kind.R, Kind.FR] + [random.Random(i).choice(list(Kind)) for i in range(200)]
+    frames = [sender.send(b"%03d" % i + b"." * 97, k, now=1000)[1]
+              for i, k in enumerate(kinds)]
+    got: list[Delivery[str]] = []
+    peak = 0
+    for n, f in enumerate(frames):
+        if n != 1:
+            got += receiver.receive(f, "p", now=1000).deliveries
+            peak = max(peak, receiver.statistics().held_bytes)
+    stats = receiver.statistics()
+    assert stats.held_full > 0
+    assert peak <= limit + 100
+    for f in [frames[1], *frames]:  # the FR, then the sender's retransmissions
+        got += receiver.receive(f, "p", now=2000).deliveries
+    check_rules(kinds, got)
+    assert receiver.statistics().held_bytes == 0

@@ -41,6 +41,7 @@ from typing import Any
 from timebound.core.atmostonce import Receiver, ReceiverConfig, StableStorage
 from timebound.core.channel import (
     DEFAULT_IDLE,
+    DEFAULT_MAX_HELD_BYTES,
     DEFAULT_MAX_SESSIONS,
     DEFAULT_WINDOW,
     ChannelReceiver,
@@ -217,7 +218,8 @@ class ChannelListener(Lifecycle, QueueIterator[Delivery[Address]]):
     Without ``key`` the listener refuses to bind a non-loopback address
     (``UsageError`` naming ``--host``) unless ``insecure``, which prints one warning
     line on stderr instead; ``service`` is its service id (channels must be given the
-    same one).
+    same one). Memory is bounded by ``max_sessions``, ``max_queue`` deliveries and
+    ``max_held_bytes`` of data held for resequencing (``timebound.core.channel``).
 
     ``async with listener:`` closes with ``aclose()``, which awaits the last write of
     ``latest``; ``close()`` does the same synchronously, blocking for that write.
@@ -229,7 +231,8 @@ class ChannelListener(Lifecycle, QueueIterator[Delivery[Address]]):
                  receiver: ReceiverConfig | None = None, idle: float | None = None,
                  max_sessions: int = DEFAULT_MAX_SESSIONS, f_hold: float | None = None,
                  max_queue: int = DEFAULT_MAX_QUEUE, clock: Clock | None = None,
-                 insecure: bool = False, service: str = "") -> None:
+                 insecure: bool = False, service: str = "",
+                 max_held_bytes: int = DEFAULT_MAX_HELD_BYTES) -> None:
         if max_queue < 1:
             raise UsageError("max_queue", f"must be >= 1, got {max_queue}")
         self.host = host
@@ -253,7 +256,7 @@ class ChannelListener(Lifecycle, QueueIterator[Delivery[Address]]):
             FrameCodec(ring, service=service), scmp,
             idle=DEFAULT_IDLE if idle is None else seconds(idle),
             max_sessions=max_sessions, f_hold=None if f_hold is None else seconds(f_hold),
-            start=now)
+            start=now, max_held_bytes=max_held_bytes)
         self.max_queue = max_queue
         self.socket_errors = 0
         self.overruns = 0

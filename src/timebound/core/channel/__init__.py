@@ -10,6 +10,7 @@ section 3 for the opening).
 
 from timebound.core.channel._receiver import (
     DEFAULT_IDLE,
+    DEFAULT_MAX_HELD_BYTES,
     DEFAULT_MAX_SESSIONS,
     ChannelReceiver,
     ChannelReceiverOutput,
@@ -40,6 +41,7 @@ from timebound.core.channel._wire import (
 __all__ = [
     "DEFAULT_GIVE_UP",
     "DEFAULT_IDLE",
+    "DEFAULT_MAX_HELD_BYTES",
     "DEFAULT_MAX_RTO",
     "DEFAULT_MAX_SESSIONS",
     "DEFAULT_MIN_RTO",

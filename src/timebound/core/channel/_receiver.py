@@ -34,6 +34,19 @@ Sessions idle for ``idle`` ticks are forgotten (``expired``); with ``max_session
 the least recently active session is evicted to admit a new one (``evicted``).
 Either way SCMP still guards the opening: its table or ``upper`` refuses a replay.
 
+Bounded memory: the data bytes held in the sessions' resequencing buffers (all
+sessions together) are counted (``held_bytes``). Once they reach
+``max_held_bytes``, a session holding at least its fair share (``max_held_bytes``
+over the sessions held) has a segment that might only be held dropped
+unacknowledged (``held_full``): one of a later slot than the open one, or an F.
+Choices: never one that may be deliverable now (an R, N or FR of the open slot),
+so the open slot can always close and activate what is held (a dropped R or FR
+comes back by retransmission, a dropped F or N is a loss its kind allows); and
+only from a session over its share, so sessions that hog the budget (a flood of
+forged sessions without a key) do not cost the others their F. The total stays
+below ``max_held_bytes`` plus one datagram per session. Pinned by
+``tests/test_net_channel_hostile.py::test_held_bytes_are_bounded_and_the_channel_lives``.
+
 No amplification (issue 26; RFC 9000 section 8's rule): to an address that has not
 proved it receives our datagrams we never send more than 3x the bytes it sent us.
 The receiver keeps that rule per datagram, which implies it per address: it only
@@ -95,6 +108,8 @@ DEFAULT_IDLE = 300_000_000
 DEFAULT_MAX_SESSIONS = 1024
 #: Most bytes an answer may have per byte of the datagram it answers (RFC 9000 s. 8).
 AMPLIFICATION = 3
+#: Default most data bytes held for resequencing, all sessions together: 64 MiB.
+DEFAULT_MAX_HELD_BYTES = 64 << 20
 
 _REFUSALS = {Verdict.STALE: 1, Verdict.EARLY: 2, Verdict.DOWN: 3, Verdict.RECOVERING: 3,
              Verdict.FULL: 4}
@@ -140,11 +155,13 @@ class ChannelReceiverStatistics:
     evicted: int
     malformed: int
     unauthenticated: int
+    held_bytes: int = 0
+    held_full: int = 0
 
 
 class _Session(Generic[P]):
     __slots__ = ("peer", "ts", "floor", "cum", "seen", "reliable", "slotted", "active",
-                 "key")
+                 "key", "held")
 
     def __init__(self, peer: P, ts: int, now: int, f_hold: int | None,
                  key: Key | None) -> None:
@@ -157,6 +174,7 @@ class _Session(Generic[P]):
         self.slotted: SlottedReceiver[tuple[int, bytes]] = SlottedReceiver(now, f_hold=f_hold)
         self.active = now
         self.key = key
+        self.held = 0  # data bytes in ``slotted``'s buffers
 
 
 class ChannelReceiver(Generic[P]):
@@ -164,11 +182,15 @@ class ChannelReceiver(Generic[P]):
 
     def __init__(self, codec: FrameCodec, scmp: Receiver, *, idle: int = DEFAULT_IDLE,
                  max_sessions: int = DEFAULT_MAX_SESSIONS, f_hold: int | None = None,
-                 start: int = 0) -> None:
+                 start: int = 0, max_held_bytes: int = DEFAULT_MAX_HELD_BYTES) -> None:
         if idle < 1:
             raise ProtocolUsageError(f"idle must be >= 1, got {idle}")
         if max_sessions < 1:
             raise ProtocolUsageError(f"max_sessions must be >= 1, got {max_sessions}")
+        if max_held_bytes < 0:
+            raise ProtocolUsageError(f"max_held_bytes must be >= 0, got {max_held_bytes}")
+        self.max_held_bytes = max_held_bytes
+        self._held_bytes = self._held_full = 0
         self.codec = codec
         self.scmp = scmp
         self.idle = idle
@@ -220,6 +242,7 @@ class ChannelReceiver(Generic[P]):
             expired=self._expired, evicted=self._evicted,
             malformed=self.codec.malformed + self._malformed,
             unauthenticated=self.codec.unauthenticated,
+            held_bytes=self._held_bytes, held_full=self._held_full,
         )
 
     # -- inputs ------------------------------------------------------------------
@@ -313,6 +336,11 @@ class ChannelReceiver(Generic[P]):
         if seq >= s.floor + MAX_WINDOW:
             self._out_of_window += 1
             return ChannelReceiverOutput()
+        if (self._held_bytes >= self.max_held_bytes
+                and s.held * len(self._sessions) >= self.max_held_bytes
+                and (seg.stamp.slot > s.slotted.slot or seg.stamp.kind is Kind.F)):
+            self._held_full += 1  # could only be held: dropped unacknowledged
+            return ChannelReceiverOutput()
         s.seen.add(seq)
         if reliable:
             s.reliable.add(seq)
@@ -320,6 +348,7 @@ class ChannelReceiver(Generic[P]):
             s.cum += 1
         out: list[Delivery[P]] = []
         actions = s.slotted.receive((seq, seg.data), seg.stamp, now=now)
+        self._hold(s, len(seg.data))  # counted held until an action says otherwise
         self._actions(seg.conn, s, actions, out)
         buffered = s.slotted.buffered
         if buffered > self._max_buffered:
@@ -331,6 +360,7 @@ class ChannelReceiver(Generic[P]):
                  actions: list[Deliver[tuple[int, bytes]] | Discard[tuple[int, bytes]]],
                  out: list[Delivery[P]]) -> None:
         for act in actions:
+            self._hold(s, -len(act.message[1]))
             if isinstance(act, Deliver):
                 seq, data = act.message
                 self._delivered[act.stamp.kind.value] += 1
@@ -357,8 +387,13 @@ class ChannelReceiver(Generic[P]):
                                 s.key)
         return (Outgoing(peer, frame),)
 
+    def _hold(self, s: _Session[P], size: int) -> None:
+        s.held += size
+        self._held_bytes += size
+
     def _retire(self, conn: str) -> None:
         s = self._sessions.pop(conn)
+        self._hold(s, -s.held)
         st = s.slotted.statistics()
         for reason, n in st.discarded.items():
             self._discarded[reason] = self._discarded.get(reason, 0) + n
