@@ -113,15 +113,17 @@ def test_cli_send_through_lossy_proxy_to_cli_recv() -> None:
 
 def test_killed_receiver_restarted_from_storage_refuses_the_old_opening(tmp_path: Path) -> None:
     storage = str(tmp_path / "latest.json")
-    clock = Clock()
-    core = ChannelSender("old", clock.now(), FrameCodec())
-    frames = [core.send(b"old %d" % n, Kind.R, now=clock.now())[1] for n in range(5)]
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     procs: list[subprocess.Popen[bytes]] = []
     try:
         first, addr = start(["channel", "recv", "--port", "0", "--storage", storage])
         procs.append(first)
         lines = Lines(first)
+        # Stamped after the receiver started: one that creates its storage file
+        # refuses every opening stamped before its start (issue 26).
+        clock = Clock()
+        core = ChannelSender("old", clock.now(), FrameCodec())
+        frames = [core.send(b"old %d" % n, Kind.R, now=clock.now())[1] for n in range(5)]
         for f in frames:
             sock.sendto(f, addr)
         assert len(lines.wait_for(5, 10)) == 5
