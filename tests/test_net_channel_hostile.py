@@ -603,3 +603,22 @@ def test_held_bytes_are_bounded_and_the_channel_lives() -> None:
         got += receiver.receive(f, "p", now=2000).deliveries
     check_rules(kinds, got)
     assert receiver.statistics().held_bytes == 0
+
+
+def test_dedup_memory_stays_bounded_as_the_floor_creeps() -> None:
+    """The duplicate-suppression sets are pruned lazily (amortized cost, see
+    ``_segment``) but stay bounded: at most twice the numbers at or above the floor
+    plus 128, however the floor moves; the sorted reliable list holds none below."""
+    codec = FrameCodec()
+    receiver: ChannelReceiver[str] = ChannelReceiver(FrameCodec(), scmp(), start=0)
+    rng = random.Random(4)
+    floor = 0
+    for seq in range(0, 6000):
+        floor = min(seq, floor + rng.choice([0, 0, 1, 1, 2, 50]))
+        kind = Kind.R if seq == 0 else rng.choice([Kind.R, Kind.N])
+        receiver.receive(codec.seal(KIND_CHANNEL, raw_segment("c", 1000, seq, floor, 0, kind, 0)),
+                         "p", now=1000)
+        s = receiver._sessions["c"]
+        live = sum(1 for x in s.seen if x >= s.floor)
+        assert len(s.seen) <= 2 * live + 128
+        assert s.reliable == sorted(s.reliable) and all(x >= s.floor for x in s.reliable)
