@@ -32,7 +32,10 @@ import dataclasses
 import inspect
 import json
 import os
+import queue
 import socket
+import sys
+import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -44,7 +47,7 @@ from timebound.core.atmostonce import (
     StableRecord,
     StableStorage,
 )
-from timebound.core.rpc import Outgoing
+from timebound.core.rpc import MAX_CONN_BYTES, Outgoing
 from timebound.core.rpc._live import (
     Invocation,
     RpcService,
@@ -52,7 +55,7 @@ from timebound.core.rpc._live import (
     Status,
     build_receiver,
 )
-from timebound.core.wire import FrameCodec
+from timebound.core.wire import HEADER_BYTES, MAX_DATAGRAM, TAG_BYTES, FrameCodec
 from timebound.errors import UsageError
 from timebound.net._clock import Clock, seconds
 from timebound.net._endpoint import on_signals, udp_socket
@@ -69,6 +72,14 @@ _OK = Status.OK
 #: The built-in procedure answering the server's counters as JSON.
 STATS_PROCEDURE = "timebound.stats"
 
+#: Threads running sync handlers by default (``RpcServer(workers=)``, ``--workers``).
+DEFAULT_WORKERS = 8
+#: Most worker threads a server takes.
+MAX_WORKERS = 1024
+#: Bytes of a REPLY frame around its data, besides the connection id and the tag:
+#: frame header, type, conn_len, ts:u64, body_len:u32, status (``docs/wire.md``).
+_REPLY_OVERHEAD = HEADER_BYTES + 1 + 1 + 8 + 4 + 1
+
 #: Defaults of the receiver (ticks are microseconds): the paper's five minutes.
 DEFAULT_RHO = seconds(300)
 DEFAULT_GC_EVERY = seconds(1)
@@ -77,18 +88,56 @@ DEFAULT_LATEST_EVERY = seconds(1)
 
 
 def handlers_of(target: object) -> dict[str, Handler]:
-    """A dict of handlers, or an object's public methods (``uvicorn module:app``)."""
+    """A dict of handlers, or the public methods of an object of the user's own
+    class (``uvicorn module:app``); anything else is a ``UsageError`` naming
+    ``MODULE:ATTR``.
+
+    Choices: the class of an object must not come from the standard library
+    (``builtins`` included), so an ``int`` or a ``str`` never serves ``bit_length``
+    or ``upper``; a module is refused too (its public names include everything it
+    imports: ``from subprocess import run`` would become a procedure), and so is a
+    class or a function. A mapping's keys must be procedure names (1..255 UTF-8
+    bytes) and its values callables. Pinned by
+    ``tests/test_net_handlers.py::test_handlers_of_*``."""
     if isinstance(target, Mapping):
         table = dict(target)
     else:
+        kind = type(target)
+        if (isinstance(target, type)
+                or kind.__module__.partition(".")[0] in sys.stdlib_module_names):
+            raise UsageError("MODULE:ATTR", f"{kind.__name__} {_shown(target)} is not "
+                             "served: it must be a dict of handlers or an object of "
+                             "your own class")
         table = {name: getattr(target, name) for name in dir(target)
                  if not name.startswith("_") and callable(getattr(target, name))}
     for name, fn in table.items():
-        if not isinstance(name, str) or not name or len(name.encode("utf-8")) > 255:
-            raise UsageError("handlers", f"procedure name {name!r} must be 1..255 UTF-8 bytes")
+        try:
+            size = len(name.encode("utf-8")) if isinstance(name, str) else 0
+        except UnicodeEncodeError:
+            size = 0
+        if not 1 <= size <= 255:
+            raise UsageError("MODULE:ATTR",
+                             f"procedure name {_shown(name)} must be 1..255 UTF-8 bytes")
         if not callable(fn):
-            raise UsageError("handlers", f"handler {name!r} is not callable")
+            raise UsageError("MODULE:ATTR", f"handler {name!r} is not callable")
     return table
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, shortened to one short line of an error message."""
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a user's __repr__ may raise
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _on_loop(fn: object) -> bool:
+    """Whether handler ``fn`` is ``async`` (run on the loop, never in a worker):
+    a coroutine function, a method or partial of one, or an object whose
+    ``__call__`` is one."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None))  # noqa: B004 - the method, not callable()
 
 
 #: Most hash classes (the replay's ``--classes`` range).
@@ -178,6 +227,7 @@ class RpcServer:
         capacity: int | None = None,
         high_water: int | None = None,
         clock: Clock | None = None,
+        workers: int = DEFAULT_WORKERS,
     ) -> None:
         self.handlers = handlers_of(handlers)
         self.host = host
@@ -225,6 +275,19 @@ class RpcServer:
         self._tasks: set[Any] = set()  # the async handlers' tasks
         self._closed: asyncio.Event | None = None
         self.address: tuple[str, int] = (host, port)
+        # Sync handlers' worker threads (``_submit``): started on demand, at most
+        # ``workers``; 0 runs sync handlers inline on the loop.
+        if not 0 <= workers <= MAX_WORKERS:
+            raise UsageError("workers", f"must be in [0, {MAX_WORKERS}], got {workers}")
+        self.workers = workers
+        self._async_procs = frozenset(
+            name for name, fn in self.handlers.items() if _on_loop(fn))
+        self._jobs: Any = None  # queue.SimpleQueue of (Invocation, handler) or None
+        self._idle: Any = None  # threading.Semaphore: one release per idle worker
+        self._threads = 0
+        # Largest result of a REPLY, but for the connection id's bytes (``_limit``).
+        self._room = MAX_DATAGRAM - _REPLY_OVERHEAD - (
+            0 if self.service.codec.keyring is None else TAG_BYTES)
 
     # -- lifetime ------------------------------------------------------------
 
@@ -260,6 +323,7 @@ class RpcServer:
             self._timer.cancel()
         for task in list(self._tasks):
             task.cancel()
+        self._stop_workers()
         self._sock = None
         loop = running_loop()
         loop.remove_reader(sock.fileno())
@@ -356,17 +420,30 @@ class RpcServer:
         if fn is None:
             self._finish(run, Status.NO_PROCEDURE, f"no procedure {run.proc!r}".encode())
             return
+        if self.workers and run.proc not in self._async_procs:
+            self._submit(run, fn)
+            return
+        # Held as returning ``object``: compiled code would check the union of
+        # ``Handler`` and raise on a handler returning ``str`` (issue 26).
+        call: Callable[[bytes], object] = fn
         try:
-            result = fn(run.args)
+            result: object = call(run.args)
         except Exception as exc:  # noqa: BLE001 - a handler's failure is the caller's
             self._failed(run, exc)
             return
-        if type(result) is bytes:  # the common case first: a sync handler's reply
+        if type(result) is bytes and len(result) <= self._room - MAX_CONN_BYTES:
+            # The common case first: an inline handler's reply, small enough for any
+            # connection id (``_finish`` checks the others).
             if self._sock is not None:
                 reply = self.service.complete_reply(run, _OK, result, now=self.clock.now())
                 if reply is not None:
                     self._sendto(reply.datagram, reply.peer)
             return
+        self._returned(run, result)
+
+    def _returned(self, run: Invocation, result: object) -> None:
+        """What a handler's call returned: an awaitable (an ``async`` handler) is
+        awaited in a task on the loop; anything else is the result (``_result``)."""
         if inspect.isawaitable(result):
             task: Any = asyncio.ensure_future(self._await(run, result))
             self._tasks.add(task)
@@ -374,9 +451,9 @@ class RpcServer:
             return
         self._result(run, result)
 
-    async def _await(self, run: Invocation, pending: Awaitable[bytes]) -> None:
+    async def _await(self, run: Invocation, pending: Awaitable[object]) -> None:
         try:
-            result = await pending
+            result: object = await pending
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001
@@ -385,25 +462,124 @@ class RpcServer:
         self._result(run, result)
 
     def _result(self, run: Invocation, result: object) -> None:
+        """A handler's result. Bytes are the reply (a ``bytearray`` or ``memoryview``
+        is taken as its bytes, copied); anything else, ``None`` included, is an
+        error to the caller (``RemoteError``: "handler returned str, not bytes"),
+        counted in ``handler_errors``, in both builds and on every path (inline,
+        worker, async). Pinned by ``tests/test_net_handlers.py::test_non_bytes_*``."""
         if isinstance(result, bytes | bytearray | memoryview):
-            self._finish(run, Status.OK, bytes(result))
-        elif result is None:
-            self._finish(run, Status.OK, b"")
+            try:
+                data = bytes(result)
+            except Exception as exc:  # noqa: BLE001 - e.g. a released memoryview
+                self._failed(run, exc)
+                return
+            self._finish(run, Status.OK, data)
         else:
             self.handler_errors += 1
-            self._finish(run, Status.ERROR,
-                         f"handler returned {type(result).__name__}, not bytes".encode())
+            shown = "None" if result is None else type(result).__name__
+            self._finish(run, Status.ERROR, f"handler returned {shown}, not bytes".encode())
 
     def _failed(self, run: Invocation, exc: BaseException) -> None:
         self.handler_errors += 1
-        self._finish(run, Status.ERROR, f"{type(exc).__name__}: {exc}".encode()[:60000])
+        try:
+            text = f"{type(exc).__name__}: {exc}"
+        except Exception:  # noqa: BLE001 - an exception whose __str__ raises
+            text = type(exc).__name__
+        self._finish(run, Status.ERROR, text.encode("utf-8", "replace"))
 
     def _finish(self, run: Invocation, status: Status, data: bytes) -> None:
+        """Every completion but the inline hot path's comes here, then goes to
+        ``service.complete_reply``. Data that cannot fit one REPLY datagram (``_limit``)
+        becomes an error to the caller, "result of N bytes exceeds the datagram limit
+        M", counted in ``handler_errors`` (an error's own message is cut to M bytes),
+        so the stored reply can always be sent. Pinned by
+        ``tests/test_net_handlers.py::test_oversized_*``."""
         if self._sock is None:
             return
-        out: ServiceOutput = self.service.complete(
-            run, status, data, now=self.clock.now())
-        self._send(out.sends)
+        limit = self._limit(run)
+        if len(data) > limit:
+            if status is _OK:
+                self.handler_errors += 1
+                status = Status.ERROR
+                data = f"result of {len(data)} bytes exceeds the datagram limit {limit}".encode()
+            else:
+                data = data[:limit]
+        reply = self.service.complete_reply(run, status, data, now=self.clock.now())
+        if reply is not None:
+            self._sendto(reply.datagram, reply.peer)
+
+    def _limit(self, run: Invocation) -> int:
+        """Most data bytes a REPLY to ``run`` carries: the frame is then exactly
+        ``MAX_DATAGRAM`` (header, type, conn_len, the connection id, ts, body_len,
+        status, data and the tag when keyed: ``docs/wire.md``)."""
+        return self._room - len(run.start.conn.encode("utf-8"))
+
+    # -- sync handlers in worker threads --------------------------------------
+
+    def _submit(self, run: Invocation, fn: Handler) -> None:
+        """Queue ``run`` for a worker thread: an idle worker takes it, else a new one
+        starts while fewer than ``workers`` run, else it waits its turn. The queue is
+        bounded by the connection table (one call in progress per connection)."""
+        jobs = self._jobs
+        if jobs is None:
+            jobs = self._jobs = queue.SimpleQueue()
+            self._idle = threading.Semaphore(0)
+            self._threads = 0
+        jobs.put((run, fn))
+        if self._idle.acquire(False):  # an idle worker will take it
+            return
+        if self._threads < self.workers:
+            self._threads += 1
+            threading.Thread(target=self._work, args=(jobs, self._idle, running_loop()),
+                             name=f"timebound-handler-{self._threads}", daemon=True).start()
+
+    def _work(self, jobs: Any, idle: Any, loop: Any) -> None:
+        """A worker thread: runs queued sync handlers and hands each outcome to the
+        loop (``_done``, by ``call_soon_threadsafe``); it touches no server state."""
+        while True:
+            job = jobs.get()
+            if job is None:
+                return
+            run: Invocation = job[0]
+            call: Callable[[bytes], object] = job[1]
+            failed = False
+            try:
+                result: object = call(run.args)
+            except BaseException as exc:  # noqa: BLE001 - the caller's, as inline
+                result, failed = exc, True
+            try:
+                loop.call_soon_threadsafe(self._done, run, result, failed)
+            except RuntimeError:  # the loop is closed: the server is gone
+                return
+            job = result = None  # hold nothing while idle
+            idle.release()
+
+    def _done(self, run: Invocation, result: object, failed: bool) -> None:
+        """On the loop: a worker's call of ``run`` ended (raised, with ``failed``)."""
+        if failed:
+            assert isinstance(result, BaseException)
+            self._failed(run, result)
+        else:
+            self._returned(run, result)
+        if self._armed is None:
+            self._rearm()
+
+    def _stop_workers(self) -> None:
+        """``close()``: calls still queued never start; each worker ends after its
+        current call, whose result is dropped. Workers are daemon threads, so a
+        handler that never returns does not keep the process alive."""
+        jobs = self._jobs
+        if jobs is None:
+            return
+        self._jobs = None
+        while True:
+            try:
+                jobs.get_nowait()
+            except queue.Empty:
+                break
+        for _ in range(self._threads):
+            jobs.put(None)
+        self._threads = 0
 
     def _rearm(self) -> None:
         deadline = self.service.next_deadline()
