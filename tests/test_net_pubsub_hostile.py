@@ -215,12 +215,12 @@ def test_live_merger_survives_a_fuzz_and_serves_afterwards(
                     sock.sendto(mutate(rng, rng.choice(frames)), merger.address)
                 except BlockingIOError:
                     pass
-                if i % 200 == 0:
+                if i % 50 == 0:  # paced: the point is what is read, not dropped
                     await asyncio.sleep(0.001)
             await asyncio.sleep(0.3)
             core = merger.core
             stats = core.statistics()
-            assert stats.malformed + stats.out_of_range + stats.mismatched > count // 4
+            assert stats.malformed + stats.out_of_range + stats.mismatched > count // 10
             assert stats.out_of_range > 0
             assert len(core._messages) <= core.max_pending
             assert len(core._subs) <= core.max_subscribers
@@ -282,7 +282,7 @@ def test_live_subscriber_survives_a_fuzz_and_serves_afterwards(
                     fake.sendto(mutate(rng, rng.choice(frames)), peer)
                 except BlockingIOError:
                     pass
-                if i % 200 == 0:
+                if i % 50 == 0:  # paced: the point is what is read, not dropped
                     await asyncio.sleep(0.001)
             await asyncio.sleep(0.3)
             core = sub.core
