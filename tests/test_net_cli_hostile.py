@@ -443,3 +443,20 @@ def test_rpc_call_says_when_a_refusal_could_be_forged(
     else:
         assert "unauthenticated" in err[0] and "could be forged" in err[0]
         assert "the call may have run" in err[0] and "did not run" not in err[0]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "device", "large"])
+def test_key_file_must_be_a_small_regular_file(kind: str, tmp_path: Path) -> None:
+    # A FIFO used to hang the command, /dev/zero was read in part and used as a key.
+    path = tmp_path / "key"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "large":
+        path.write_bytes(b"k" * (1 << 17))
+    else:
+        path = Path("/dev/zero")
+    done = run(["rpc", "call", "127.0.0.1:9", "incr", "--key-file", str(path)],
+               timeout=20)
+    one_error_line(done, "--key-file", str(path))

@@ -3,18 +3,46 @@
 from __future__ import annotations
 
 import os
+import stat
 
 from timebound.core.wire import MIN_KEY_BYTES, Key, Keyring
 from timebound.errors import UsageError
 
+#: Longest key file read, bytes.
+MAX_KEY_FILE = 1 << 16
+
 
 def read_key(path: str, option: str = "--key-file") -> bytes:
-    """The key in ``path``: its bytes, trailing whitespace stripped (>= 16 bytes)."""
+    """The key in ``path``: its bytes, trailing whitespace stripped (>= 16 bytes).
+
+    Only a regular file of at most ``MAX_KEY_FILE`` bytes is read, opened without
+    blocking: a FIFO (which would hang the command), a device or a directory is one
+    line and exit 2, as is a file too large to be a key (issue 26: bounded reads).
+    Pinned by ``tests/test_net_cli_hostile.py::test_key_file_must_be_a_small_regular_file``."""
     try:
-        with open(path, "rb") as handle:
-            secret = handle.read(1 << 16).rstrip()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise UsageError(option, f"cannot read {path}: {reason}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(option, f"{path} is not a regular file")
+        chunks = []
+        size = 0
+        while size <= MAX_KEY_FILE:
+            chunk = os.read(fd, MAX_KEY_FILE + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
     except OSError as exc:
         raise UsageError(option, f"cannot read {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if size > MAX_KEY_FILE:
+        raise UsageError(option, f"{path} is larger than {MAX_KEY_FILE} bytes: not a key "
+                                 "file ('timebound key new F' writes one)")
+    secret = b"".join(chunks).rstrip()
     if len(secret) < MIN_KEY_BYTES:
         raise UsageError(option, f"{path} holds {len(secret)} bytes; a key needs "
                                  f">= {MIN_KEY_BYTES}")
