@@ -325,6 +325,9 @@ def _make(kind: str, path: Path) -> None:
         os.mkfifo(path)
     elif kind == "directory":
         path.mkdir()
+    elif kind == "symlink to a record":
+        path.with_name("real.json").write_text(_record(5))
+        path.symlink_to(path.with_name("real.json"))
     elif kind == "symlink to a fifo":
         os.mkfifo(path.with_name("fifo"))
         path.symlink_to(path.with_name("fifo"))
@@ -354,11 +357,23 @@ BAD_RECORDS: dict[str, Callable[[], str]] = {
     "empty": lambda: "",
     "far future": _far_future,
 }
-KINDS = [*BAD_RECORDS, "fifo", "directory", "symlink to a fifo", "large file",
+KINDS = [*BAD_RECORDS, "fifo", "directory", "symlink to a fifo", "symlink to a record",
+         "large file",
          "nested 10^5", "nested 2000"]
 #: The files of the issue's findings, through the command line (each a process).
 CLI_KINDS = ["true", "-1", "0", "2**63", "far future", "fifo", "directory",
              "symlink to a fifo", "large file", "nested 10^5", "nested 2000"]
+
+
+#: What the message says for a kind (the rule that caught it, not a later symptom).
+EXPECTED = {"true": "must be an integer", "p true": "must be an integer",
+            "-1": "[1, 2**63)", "0": "[1, 2**63)", "2**63": "[1, 2**63)",
+            "estimate 0": "[1, 2**63)", "far future": "more than a year ahead",
+            "fifo": "not a regular file (a FIFO)",
+            "directory": "not a regular file (a directory)",
+            "symlink to a fifo": "symbolic link", "symlink to a record": "symbolic link",
+            "large file": "8589934592 bytes", "nested 10^5": "200000 bytes",
+            "nested 2000": "nested too deeply"}
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -372,6 +387,7 @@ def test_a_bad_record_is_a_storage_error_and_the_file_stays(tmp_path: Path, kind
     message = str(caught.value)
     assert "\n" not in message and str(path) in message
     assert "remove" in message or "give the path" in message  # says what to do
+    assert EXPECTED.get(kind, "") in message
     if before is not None:
         assert path.read_bytes() == before
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(TMP_SUFFIX)]
@@ -416,7 +432,7 @@ def test_a_bad_storage_file_stops_the_command_with_one_line(tmp_path: Path,
             text = err.decode()
             assert proc.returncode == 2, (kind, text)
             assert text.count("\n") == 1 and text.startswith("timebound: error:"), (kind, text)
-            assert str(path) in text, (kind, text)
+            assert str(path) in text and EXPECTED[kind] in text, (kind, text)
             assert out == b"", kind
             if before is not None:
                 assert path.read_bytes() == before, kind
