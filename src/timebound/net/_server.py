@@ -31,7 +31,6 @@ import asyncio
 import dataclasses
 import inspect
 import json
-import os
 import queue
 import socket
 import sys
@@ -42,9 +41,7 @@ from typing import Any
 
 from timebound.core.atmostonce import (
     ClassifiedReceiver,
-    MemoryStorage,
     ReceiverConfig,
-    StableRecord,
     StableStorage,
 )
 from timebound.core.rpc import MAX_CONN_BYTES, Outgoing
@@ -62,6 +59,8 @@ from timebound.net._endpoint import on_signals, udp_socket
 from timebound.net._keys import keyring
 from timebound.net._latest import LatestWriter
 from timebound.net._loop import running_loop
+from timebound.net._stores import class_storages as class_storages  # re-export
+from timebound.net._stores import open_storages
 from timebound.storage import FileStorage
 
 Handler = Callable[[bytes], bytes] | Callable[[bytes], Awaitable[bytes]]
@@ -144,38 +143,6 @@ def _on_loop(fn: object) -> bool:
 MAX_CLASSES = 4096
 
 
-def class_storages(path: str, classes: int) -> list[FileStorage]:
-    """The files holding each class's ``latest``: ``path`` for class 0, ``path.k``
-    for class k. Before a start, every class file that exists (also of a run with
-    more classes) is read and every class of this run starts from the largest
-    record: a connection whose class changed with ``--classes`` is still bounded
-    by the ``latest`` its old class wrote, so no call runs twice across a change of
-    ``--classes``. (With one class and no other file, nothing is rewritten.)"""
-    folder = os.path.dirname(os.path.abspath(path))
-    base = os.path.basename(path)
-    stores = [FileStorage(path if k == 0 else f"{path}.{k}") for k in range(classes)]
-    others: list[FileStorage] = []
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        names = []
-    for name in names:
-        suffix = name[len(base) + 1:] if name.startswith(base + ".") else ""
-        if suffix.isdigit() and int(suffix) >= classes:
-            others.append(FileStorage(os.path.join(folder, name)))
-    records = [(s, s.read()) for s in stores + others]
-    present = [r for _, r in records if r is not None]
-    if not present or (classes == 1 and not others):
-        return stores
-    top = max(present, key=lambda r: r.latest)
-    for store, record in records[:classes]:
-        if record is None or record.latest < top.latest:
-            store.write(StableRecord(top.latest, top.estimate if record is None
-                                     else record.estimate,
-                                     top.p if record is None else record.p))
-    return stores
-
-
 def default_receiver() -> ReceiverConfig:
     return ReceiverConfig("fixed", rho=DEFAULT_RHO, gc_every=DEFAULT_GC_EVERY,
                           resilient=True, beta=DEFAULT_BETA, latest_every=DEFAULT_LATEST_EVERY)
@@ -246,14 +213,10 @@ class RpcServer:
         stores: list[StableStorage]
         self.storage: FileStorage | None
         self.storages: list[FileStorage]
-        if storage is not None:
-            self.storages = class_storages(storage, classes)
-            stores = list(self.storages)
-            self.storage = self.storages[0]
-        else:
-            self.storages = []
-            self.storage = None
-            stores = [MemoryStorage() for _ in range(classes)]
+        # A missing file is created with latest = now (announced on stderr), memory
+        # holds the same record: no call stamped before this start runs (_stores).
+        self.storages, stores = open_storages(storage, classes, config, now=now)
+        self.storage = self.storages[0] if self.storages else None
         node = build_receiver(config, stores, start=now, capacity=capacity,
                               high_water=high_water, deferred=storage is not None)
         self.service: RpcService[Address] = RpcService(
