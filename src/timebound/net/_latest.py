@@ -110,9 +110,11 @@ class LatestWriter:
             self.storage_errors += 1
             receiver.write_failed(record)
             if not self._failing:
-                self._log(f"timebound: warning: cannot write latest to {_name(storage)}: "
-                          f"{_reason(error)}; calls above {receiver.latest} are refused "
-                          f"early until it succeeds")
+                name = _name(storage)
+                reason = _reason(error).removeprefix(f"cannot write stable storage {name}: ")
+                self._log(f"timebound: warning: cannot write latest to {name}: {reason}; "
+                          f"calls above {receiver.latest} are refused early until it "
+                          f"succeeds")
             self._failing.add(id(storage))
             return False  # written again at the next refresh, not in a tight loop
         self.writes += 1
