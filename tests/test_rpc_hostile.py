@@ -255,6 +255,8 @@ def test_amplification_worst_ratio_per_message_type(tmp_path: Path,
             await attack("CALL stale (REFUSE)", [old])
 
     asyncio.run(main())
+    for name, ratio in sorted(ratios.items(), key=lambda item: -item[1]):
+        print(f"{'key' if key else 'no key'}: {name}: {ratio:.2f}x")
     assert ratios, "no attack measured"
     worst = max(ratios.values())
     assert worst <= AMPLIFICATION, ratios
@@ -388,6 +390,7 @@ def test_without_key_only_loopback(tmp_path: Path, capsys: pytest.CaptureFixture
         with pytest.raises(UsageError, match="without a key"):
             async with RpcServer({}, host=host, storage=str(tmp_path / "a.json")):
                 pass
+        assert not (tmp_path / "a.json").exists()  # refused before creating storage
         async with RpcServer({}, host=host, storage=str(tmp_path / "b.json"), insecure=True):
             pass
         async with RpcServer({}, host=host, storage=str(tmp_path / "c.json"), key=KEY):

@@ -25,7 +25,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from timebound.errors import UsageError
+from timebound.errors import StorageError, UsageError
 from timebound.net._endpoint import on_signals, until_signal
 from timebound.net.cli import (
     _add_bind_options,
@@ -142,9 +142,13 @@ def run_channel_recv(args: argparse.Namespace) -> int:
     if hold is not None and not 0.0 <= hold <= MAX_SECONDS * 1000:
         raise UsageError("--f-hold-ms", f"must be in [0, {MAX_SECONDS * 1000:g}], got {hold}")
     key = _key(args)
-    listener = ChannelListener(host=args.host, port=args.port, key=key, storage=args.storage,
-                               f_hold=None if hold is None else hold / 1000.0,
-                               insecure=args.insecure, service=_service(args))
+    try:
+        listener = ChannelListener(host=args.host, port=args.port, key=key,
+                                   storage=args.storage,
+                                   f_hold=None if hold is None else hold / 1000.0,
+                                   insecure=args.insecure, service=_service(args))
+    except StorageError as exc:
+        raise UsageError("--storage", str(exc)) from None
 
     async def main() -> None:
         await _start_bound(listener, args.host, args.port)

@@ -48,6 +48,15 @@ def is_loopback(host: str) -> bool:
     return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
 
 
+def is_ip_literal(host: str) -> bool:
+    """Whether ``host`` is an IP address rather than a name."""
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
 def guard_exposure(host: str, *, keyed: bool, insecure: bool, service: str) -> None:
     """Refuse to serve ``service`` without a key on a non-loopback address unless
     ``insecure``; then say so once on stderr. ``host`` is the bound address (what

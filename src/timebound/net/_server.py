@@ -15,9 +15,16 @@ here, a fifth of a null call's server CPU). A reply the socket cannot take right
 now waits for it to be writable, as a transport's buffer would; a socket error is
 counted in ``socket_errors``.
 
-Handlers are ``def f(payload: bytes) -> bytes`` (run inline: null calls cost no task)
-or ``async def`` (one task per call). An exception becomes a REPLY with an error
-status (``RemoteError`` at the client); the server keeps serving.
+Handlers are ``def f(payload: bytes) -> bytes`` or ``async def``. Sync handlers run in a
+bounded pool of daemon worker threads (``workers``, ``DEFAULT_WORKERS``; ``workers=0``
+runs them inline on the loop: the fastest null call, for handlers that never block); a
+worker only calls the handler and hands the outcome back with
+``loop.call_soon_threadsafe``, so every reply is made on the loop through
+``service.complete_reply``. Async handlers run on the loop, one task per call. An
+exception, a result that is not bytes (``None`` included) or one that cannot fit one
+REPLY datagram becomes a REPLY with an error status (``RemoteError``), once, in both
+builds; the server keeps serving. ``timebound.stats`` is a read-only built-in of the
+service (``core.rpc._live``): answered without an at-most-once entry.
 
 This module is compiled with mypyc alongside the core when built (``timebound._compiled``;
 the same source runs pure otherwise): the loop, its handles and tasks are held as
@@ -31,7 +38,9 @@ import asyncio
 import dataclasses
 import inspect
 import json
+import os
 import queue
+import secrets
 import socket
 import sys
 import threading
@@ -55,7 +64,7 @@ from timebound.core.rpc._live import (
 from timebound.core.wire import HEADER_BYTES, MAX_DATAGRAM, TAG_BYTES, FrameCodec
 from timebound.errors import UsageError
 from timebound.net._clock import Clock, seconds
-from timebound.net._endpoint import on_signals, udp_socket
+from timebound.net._endpoint import guard_exposure, is_ip_literal, on_signals, udp_socket
 from timebound.net._keys import keyring
 from timebound.net._latest import LatestWriter
 from timebound.net._loop import running_loop
@@ -78,6 +87,20 @@ MAX_WORKERS = 1024
 #: Bytes of a REPLY frame around its data, besides the connection id and the tag:
 #: frame header, type, conn_len, ts:u64, body_len:u32, status (``docs/wire.md``).
 _REPLY_OVERHEAD = HEADER_BYTES + 1 + 1 + 8 + 4 + 1
+
+def _default_capacity() -> int:
+    """Connection-table entries a server keeps by default, over all its classes:
+    one per KiB of a sixteenth of physical memory (an entry with its RPC state takes
+    about 0.65 KiB), between 10,000 and 1,000,000."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        memory = 1 << 30
+    return min(1_000_000, max(10_000, memory // 16 // 1024))
+
+
+#: The default table bound (``capacity=None``); ``capacity=0`` is unbounded.
+DEFAULT_CAPACITY = _default_capacity()
 
 #: Defaults of the receiver (ticks are microseconds): the paper's five minutes.
 DEFAULT_RHO = seconds(300)
@@ -172,10 +195,18 @@ class RpcServer:
     ``receiver`` (a core ``ReceiverConfig``, ticks in µs: estimator, rho, GC,
     beta, ``recovery_grace``, ``reorder_window``) names the SCMP receiver of each of
     ``classes`` hash classes (SCMP 2.4; ``capacity`` bounds each class's table);
-    ``storage`` is the file holding ``latest`` (None: memory only, so a restarted
-    process could run a call twice: give a file for crash safety; class k >= 1
-    keeps its own in ``storage.k``, see ``class_storages``). ``key`` and
-    ``previous_key`` (accepted ``previous_key_grace`` seconds) turn on HMAC frames.
+    ``storage`` is the file holding ``latest`` (None: memory holding the start's
+    record, so a restart without a file also refuses every call stamped before it;
+    a missing file is created with latest = the start and said on stderr, see
+    ``_stores``; class k >= 1 keeps its own in ``storage.k``). ``key`` and
+    ``previous_key`` (accepted ``previous_key_grace`` seconds) turn on HMAC frames;
+    ``service`` is the service id under their tags (a frame sealed for another
+    service does not verify). Without a key the server binds only loopback
+    addresses unless ``insecure`` (one warning line on stderr). ``capacity``
+    (None: ``DEFAULT_CAPACITY`` split over the classes; 0: unbounded) bounds each
+    class's table. ``workers``: threads running sync handlers (0: inline on the
+    loop). Every answer to an address that has not validated itself is
+    at most 3x the datagram it answers (``core.rpc._live``).
     """
 
     def __init__(
@@ -194,9 +225,16 @@ class RpcServer:
         capacity: int | None = None,
         high_water: int | None = None,
         clock: Clock | None = None,
+        service: str = "",
+        insecure: bool = False,
         workers: int = DEFAULT_WORKERS,
     ) -> None:
         self.handlers = handlers_of(handlers)
+        self.insecure = insecure
+        if key is None and not insecure and is_ip_literal(host):
+            # Refused before any storage file is created (``start`` checks the bound
+            # address again, names included).
+            guard_exposure(host, keyed=False, insecure=False, service="the RPC server")
         self.host = host
         self.port = port
         self.clock = clock or Clock()
@@ -217,10 +255,16 @@ class RpcServer:
         # holds the same record: no call stamped before this start runs (_stores).
         self.storages, stores = open_storages(storage, classes, config, now=now)
         self.storage = self.storages[0] if self.storages else None
-        node = build_receiver(config, stores, start=now, capacity=capacity,
+        if capacity is None:
+            capacity = max(1, DEFAULT_CAPACITY // classes)
+        if capacity < 0:
+            raise UsageError("capacity", f"must be >= 0 (0: unbounded), got {capacity}")
+        self.capacity = capacity or None
+        node = build_receiver(config, stores, start=now, capacity=self.capacity,
                               high_water=high_water, deferred=storage is not None)
         self.service: RpcService[Address] = RpcService(
-            FrameCodec(ring), kappa=kappa, receiver=node)
+            FrameCodec(ring, service), kappa=kappa, receiver=node,
+            secret=secrets.token_bytes(32), readonly={STATS_PROCEDURE: self._stats_json})
         # ``latest`` is fsynced in a worker thread, never in a datagram's callback.
         self._latest: LatestWriter | None = None
         if storage is not None:
@@ -270,8 +314,15 @@ class RpcServer:
         except BaseException:
             sock.close()
             raise
-        self._sock = sock
         sockname = sock.getsockname()
+        try:
+            guard_exposure(sockname[0], keyed=self.service.codec.keyring is not None,
+                           insecure=self.insecure, service="the RPC server")
+        except BaseException:
+            running_loop().remove_reader(sock.fileno())
+            sock.close()
+            raise
+        self._sock = sock
         self.address = (sockname[0], sockname[1])
         self._closed = asyncio.Event()
         self._rearm()
@@ -304,6 +355,11 @@ class RpcServer:
         assert self._closed is not None, "start() first"
         with on_signals(lambda: asyncio.ensure_future(self.close()), signals):
             await self._closed.wait()
+
+    def _stats_json(self) -> bytes:
+        """``timebound.stats``: the counters as JSON (a read-only built-in, answered
+        without an at-most-once entry: see ``core.rpc._live``)."""
+        return json.dumps(self.statistics()).encode("utf-8")
 
     def statistics(self) -> dict[str, int | None]:
         stats = dataclasses.asdict(self.service.statistics())
@@ -376,9 +432,6 @@ class RpcServer:
             running_loop().remove_writer(sock.fileno())
 
     def _run(self, run: Invocation) -> None:
-        if run.proc == STATS_PROCEDURE:
-            self._finish(run, Status.OK, json.dumps(self.statistics()).encode("utf-8"))
-            return
         fn = self.handlers.get(run.proc)
         if fn is None:
             self._finish(run, Status.NO_PROCEDURE, f"no procedure {run.proc!r}".encode())

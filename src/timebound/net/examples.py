@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 
 
 def echo(payload: bytes) -> bytes:
@@ -23,16 +24,19 @@ def incr(payload: bytes) -> bytes:
 
 
 _ledger_fd: int | None = None
+_ledger_lock = threading.Lock()  # sync handlers run in the server's worker threads
 
 
 def record(payload: bytes) -> bytes:
     global _ledger_fd
-    if _ledger_fd is None:
-        path = os.environ.get("TIMEBOUND_LEDGER")
-        if not path:
-            raise RuntimeError("set TIMEBOUND_LEDGER to the ledger file")
-        _ledger_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    os.write(_ledger_fd, payload + b"\n")
+    with _ledger_lock:
+        if _ledger_fd is None:
+            path = os.environ.get("TIMEBOUND_LEDGER")
+            if not path:
+                raise RuntimeError("set TIMEBOUND_LEDGER to the ledger file")
+            _ledger_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = _ledger_fd
+    os.write(fd, payload + b"\n")
     return payload
 
 
