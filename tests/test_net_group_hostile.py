@@ -26,6 +26,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.test_net_group_core import MS, Net
+from tests.test_net_support import fake_public
 from timebound.core.group import (
     DEFAULT_MAX_SKEW,
     LAMPORT_SLACK,
@@ -355,20 +356,9 @@ def head_bytes(head: Head) -> bytes:
     return encode_name(head.group) + encode_name(head.member) + struct.pack(">Q", head.inc)
 
 
-def fake_public(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Bind loopback, but report a public (documentation) address as bound."""
-    real = _group.open_datagram
-
-    async def open_public(owner: Any, local: Any = None, remote: Any = None) -> Any:
-        _, port = await real(owner, local=("127.0.0.1", 0), remote=remote)
-        return ("192.0.2.1", port)
-
-    monkeypatch.setattr(_group, "open_datagram", open_public)
-
-
 def test_group_refuses_a_public_address_without_a_key(
         monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
-    fake_public(monkeypatch)
+    fake_public(monkeypatch, _group)
 
     async def main() -> None:
         members = {"a": ("192.0.2.1", 0), "b": ("127.0.0.1", 9)}

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tests.test_net_support import fake_public
 from timebound.core.pubsub import (
     LEASE,
     MAX_SUBSCRIBERS,
@@ -379,19 +380,9 @@ def test_worst_ratio_to_an_unvalidated_address_is_at_most_3(key: bytes | None) -
     assert ratios["SUB"] > 0  # the challenge did go back
 
 
-def fake_public(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = _pubsub.open_datagram
-
-    async def open_public(owner: Any, local: Any = None, remote: Any = None) -> Any:
-        _, port = await real(owner, local=("127.0.0.1", 0), remote=remote)
-        return ("192.0.2.1", port)
-
-    monkeypatch.setattr(_pubsub, "open_datagram", open_public)
-
-
 def test_merger_refuses_a_public_address_without_a_key(
         monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
-    fake_public(monkeypatch)
+    fake_public(monkeypatch, _pubsub)
 
     async def main() -> None:
         m = MergerServer("m", epsilon=EPS, delta=DELTA, host="192.0.2.1")

@@ -93,3 +93,16 @@ async def settled_junk(statistics: Callable[[], Mapping[str, Any]],
         still = still + 1 if count == seen else 0
         seen = count
     return seen
+
+
+def fake_public(monkeypatch: Any, module: Any) -> None:
+    """Make ``module``'s ``open_datagram`` bind loopback but report a public
+    (documentation, 192.0.2.1) address as bound: the loopback-only default is
+    tested without binding, or sending to, any other address."""
+    real = module.open_datagram
+
+    async def open_public(owner: Any, local: Any = None, remote: Any = None) -> Any:
+        _, port = await real(owner, local=("127.0.0.1", 0), remote=remote)
+        return ("192.0.2.1", port)
+
+    monkeypatch.setattr(module, "open_datagram", open_public)

@@ -56,6 +56,20 @@ _READ_FLAGS = (os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
                | getattr(os, "O_CLOEXEC", 0))
 
 
+def read_at_most(fd: int, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes from ``fd`` (one more than ``limit`` tells the
+    caller the file is too large), however the reads split them."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        chunk = os.read(fd, limit + 1 - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
 class FileStorage:
     """``latest`` in one file (module docstring). ``horizon``: the largest ``latest``
     ``read`` accepts (None: any below 2**63); the caller derives it from its clock."""
@@ -144,21 +158,14 @@ class FileStorage:
             if info.st_size > MAX_BYTES:
                 raise self._bad(f"is {info.st_size} bytes, more than a record's "
                                 f"{MAX_BYTES} at most")
-            chunks: list[bytes] = []
-            size = 0
-            while size <= MAX_BYTES:  # the file may grow after fstat
-                chunk = os.read(fd, MAX_BYTES + 1 - size)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
+            data = read_at_most(fd, MAX_BYTES)  # the file may grow after fstat
         except OSError as exc:
             raise self._bad(f"cannot be read ({_one_line(exc)})") from None
         finally:
             os.close(fd)
-        if size > MAX_BYTES:
+        if len(data) > MAX_BYTES:
             raise self._bad(f"is more than a record's {MAX_BYTES} bytes")
-        return b"".join(chunks)
+        return data
 
     def _bad(self, reason: str) -> StorageError:
         return StorageError(f"stable storage {self.path} {reason}: {REMEDY}")

@@ -7,6 +7,7 @@ import stat
 
 from timebound.core.wire import MIN_KEY_BYTES, Key, Keyring
 from timebound.errors import UsageError
+from timebound.storage import read_at_most
 
 #: Longest key file read, bytes.
 MAX_KEY_FILE = 1 << 16
@@ -27,22 +28,15 @@ def read_key(path: str, option: str = "--key-file") -> bytes:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise UsageError(option, f"{path} is not a regular file")
-        chunks = []
-        size = 0
-        while size <= MAX_KEY_FILE:
-            chunk = os.read(fd, MAX_KEY_FILE + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
+        data = read_at_most(fd, MAX_KEY_FILE)
     except OSError as exc:
         raise UsageError(option, f"cannot read {path}: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
-    if size > MAX_KEY_FILE:
+    if len(data) > MAX_KEY_FILE:
         raise UsageError(option, f"{path} is larger than {MAX_KEY_FILE} bytes: not a key "
                                  "file ('timebound key new F' writes one)")
-    secret = b"".join(chunks).rstrip()
+    secret = data.rstrip()
     if len(secret) < MIN_KEY_BYTES:
         raise UsageError(option, f"{path} holds {len(secret)} bytes; a key needs "
                                  f">= {MIN_KEY_BYTES}")

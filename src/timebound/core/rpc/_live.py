@@ -207,23 +207,34 @@ def token_message(kind: int, header: bytes, token: bytes) -> bytes:
     return bytes((kind,)) + header[1:] + token
 
 
-def decode_challenge(message: bytes) -> tuple[str, int, bytes]:
-    """``(conn, ts, token)`` of a CHALLENGE or VALIDATE; ``MalformedDatagram``
-    otherwise."""
+def _call_ids(message: bytes, kinds: tuple[int, ...], tail: int,
+              what: str) -> tuple[str, int, int]:
+    """``(conn, ts, end)`` of a live-only message (REFUSE, CHALLENGE, VALIDATE) of
+    one of ``kinds``: ``type conn_len conn ts`` then exactly ``tail`` bytes from
+    ``end``; ``MalformedDatagram`` otherwise."""
     size = len(message)
-    if size < 2 or message[0] not in (CHALLENGE_TYPE, VALIDATE_TYPE) or message[1] == 0:
-        raise MalformedDatagram("not a challenge")
+    if size < 2 or message[0] not in kinds or message[1] == 0:
+        raise MalformedDatagram(f"not a {what}")
     at = 2 + message[1]
-    if size != at + _TS.size + TOKEN_BYTES:
-        raise MalformedDatagram("challenge of the wrong length")
+    end = at + _TS.size
+    if size != end + tail:
+        raise MalformedDatagram(f"{what} of the wrong length")
     try:
         conn = message[2:at].decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MalformedDatagram("connection id is not UTF-8") from exc
     (ts,) = _TS.unpack_from(message, at)
     if ts == 0:
-        raise MalformedDatagram("challenge with timestamp 0")
-    return conn, ts, message[at + _TS.size:]
+        raise MalformedDatagram(f"{what} with timestamp 0")
+    return conn, ts, end
+
+
+def decode_challenge(message: bytes) -> tuple[str, int, bytes]:
+    """``(conn, ts, token)`` of a CHALLENGE or VALIDATE; ``MalformedDatagram``
+    otherwise."""
+    conn, ts, end = _call_ids(message, (CHALLENGE_TYPE, VALIDATE_TYPE), TOKEN_BYTES,
+                              "challenge")
+    return conn, ts, message[end:]
 
 
 def encode_result(status: Status, data: bytes) -> bytes:
@@ -231,7 +242,7 @@ def encode_result(status: Status, data: bytes) -> bytes:
 
 
 def decode_result(result: bytes) -> tuple[Status, bytes]:
-    if not result or result[0] > Status.NO_PROCEDURE:
+    if not result or result[0] > Status.EXPIRED:
         raise MalformedDatagram("reply result has no valid status byte")
     return Status(result[0]), result[1:]
 
@@ -244,20 +255,10 @@ def encode_refusal(conn: str, ts: int, reason: Reason) -> bytes:
 
 def decode_refusal(message: bytes) -> tuple[str, int, Reason]:
     """``(conn, ts, reason)`` of a REFUSE message; ``MalformedDatagram`` otherwise."""
-    size = len(message)
-    if size < 2 or message[0] != REFUSE_TYPE or message[1] == 0:
-        raise MalformedDatagram("not a refusal")
-    at = 2 + message[1]
-    if size != at + _TS.size + 1:
-        raise MalformedDatagram("refusal of the wrong length")
-    try:
-        conn = message[2:at].decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise MalformedDatagram("connection id is not UTF-8") from exc
-    (ts,) = _TS.unpack_from(message, at)
-    reason = message[at + _TS.size]
-    if ts == 0 or not 1 <= reason <= len(Reason):
-        raise MalformedDatagram("refusal with timestamp 0 or an unknown reason")
+    conn, ts, end = _call_ids(message, (REFUSE_TYPE,), 1, "refusal")
+    reason = message[end]
+    if not 1 <= reason <= len(Reason):
+        raise MalformedDatagram("refusal with an unknown reason")
     return conn, ts, Reason(reason)
 
 
