@@ -23,6 +23,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,7 +49,7 @@ from timebound.core.rpc._live import (
 from timebound.core.slotted import Kind
 from timebound.core.wire import FrameCodec
 from timebound.errors import StorageError
-from timebound.net import RpcClient, RpcServer
+from timebound.net import CallRejected, RpcClient, RpcServer
 from timebound.net._channel import Channel, ChannelListener
 from timebound.net._clock import Clock, seconds
 from timebound.net._latest import LatestWriter
@@ -535,3 +536,37 @@ def test_a_failing_disk_under_a_live_server_is_said_once_on_stderr(
     assert len(warnings) == 1 and str(path) in warnings[0], err
     assert "No space left on device" in warnings[0]
     assert len([line for line in err if "is written again" in line]) == 1, err
+
+
+def test_stats_answers_while_a_full_disk_refuses_every_call(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The disk stays full past ``latest``: every call is refused ``early`` (nothing
+    above the durable ``latest`` is accepted), yet ``timebound.stats`` answers, with
+    the failures counted (issue 26: "callers see early and rpc stats is refused")."""
+    failing = {"on": False}
+    write = FileStorage.write
+
+    def full(self: FileStorage, record: StableRecord) -> None:
+        if failing["on"]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        write(self, record)
+
+    monkeypatch.setattr(FileStorage, "write", full)
+    config = ReceiverConfig("fixed", rho=2000 * MS, gc_every=50 * MS, resilient=True,
+                            beta=100 * MS, latest_every=20 * MS)
+
+    async def main() -> dict[str, Any]:
+        async with RpcServer({"echo": lambda p: p}, storage=str(tmp_path / "l.json"),
+                             receiver=config) as server:
+            async with RpcClient(server.address) as client:
+                failing["on"] = True
+                await asyncio.sleep(0.3)  # well past the last durable latest
+                with pytest.raises(CallRejected) as caught:
+                    await client.call("echo", b"x", timeout=1.0)
+                assert caught.value.reason == "early"
+                stats: dict[str, Any] = json.loads(
+                    await client.call("timebound.stats", timeout=1.0))
+                return stats
+
+    stats = asyncio.run(asyncio.wait_for(main(), 20))
+    assert stats["storage_errors"] >= 3 and stats["early"] >= 1
