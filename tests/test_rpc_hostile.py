@@ -503,3 +503,42 @@ def test_the_other_build(tmp_path: Path) -> None:
         env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert decode_challenge  # the module's names are used by the pure run too
+
+
+# -- the fault proxy: its duplicates never amplify toward a capped address ---------
+
+
+@pytest.mark.parametrize("capped", [False, True])
+def test_proxy_duplicates_stay_within_3x_for_a_capped_address(tmp_path: Path,
+                                                              capped: bool) -> None:
+    """Through a proxy duplicating every datagram, a victim's address gets each
+    answer several times; capped (as every non-loopback client is by default), the
+    proxy never sends it more than 3x what it sent. Uncapped (loopback, the tests'
+    own processes) the same run shows the ratio the cap removes."""
+    from timebound.net import FaultProxy, Faults
+    from timebound.net._proxy import FaultProxy as _Proxy
+
+    ledger: list[bytes] = []
+    result: dict[str, float] = {}
+
+    async def main() -> None:
+        async with RpcServer(_handlers(ledger), storage=str(tmp_path / "l.json")) as server:
+            async with FaultProxy(server.address, Faults(duplicate=1.0), seed=1,
+                                  capped=capped) as proxy:
+                assert isinstance(proxy, _Proxy)
+                victim = _Spoofer()
+                for i in range(20):  # probes of unknown calls: each answered REFUSE
+                    victim.send(ring_seal(None, Call(f"v.{i}", 5, None).encode()),
+                                proxy.address)
+                await victim.drain(0.3)
+                victim.sock.close()
+                result["ratio"] = victim.ratio
+                result["capped"] = proxy.stats.capped
+
+    asyncio.run(main())
+    print(f"proxy, duplicate=1.0, {'capped' if capped else 'uncapped'}: "
+          f"{result['ratio']:.2f}x")
+    if capped:
+        assert result["ratio"] <= AMPLIFICATION and result["capped"] > 0, result
+    else:
+        assert result["ratio"] > AMPLIFICATION, result  # what the cap prevents

@@ -11,6 +11,18 @@ the network, an open relay that hides the sender): like every service without a 
 it binds only loopback addresses unless ``insecure=True`` (``--insecure``), and then
 prints one warning line (``guard_exposure``, issue 26; pinned by
 ``tests/test_net_cli_hostile.py::test_proxy_refuses_a_public_address_without_insecure``).
+
+No amplification (issue 26): the proxy duplicates on request, and its upstream
+answers each copy, so a relayed address could get several times what it sent. For
+every client address it caps (``capped``: by default the addresses that are not
+loopback, i.e. the clients an ``--insecure`` proxy may have), it never sends more
+than ``AMPLIFICATION`` (3) times the bytes it received from that address: a
+datagram that would pass the budget is dropped and counted ``capped`` (to the
+client it is one more loss). The proxy cannot tell an address that proved it
+receives from a forged one (it never parses a frame), so the cap also drops a
+validated client's large replies: expose a proxy only to test with small
+answers. Loopback clients are the tests' own processes and are not capped unless
+``capped=True``. Pinned by ``tests/test_rpc_hostile.py::test_proxy_*``.
 """
 
 from __future__ import annotations
@@ -22,10 +34,12 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from timebound.errors import UsageError
-from timebound.net._endpoint import Lifecycle, guard_exposure
+from timebound.net._endpoint import Lifecycle, guard_exposure, is_loopback
 
 #: Most client addresses relayed at once (the oldest is dropped beyond it).
 MAX_PEERS = 4096
+#: Most bytes sent to a capped client address per byte received from it.
+AMPLIFICATION = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +71,7 @@ class ProxyStatistics:
     lost: int = 0
     duplicated: int = 0
     reordered: int = 0
+    capped: int = 0
 
 
 class _Side(asyncio.DatagramProtocol):
@@ -84,12 +99,15 @@ class FaultProxy(Lifecycle):
 
     def __init__(self, upstream: tuple[str, int], faults: Faults, *,
                  host: str = "127.0.0.1", port: int = 0, seed: int = 0,
-                 insecure: bool = False) -> None:
+                 insecure: bool = False, capped: bool | None = None) -> None:
         self.upstream = upstream
         self.faults = faults
         self.host = host
         self.port = port
         self.insecure = insecure
+        self.capped = capped
+        # client address -> [bytes received from it, bytes sent to it] (capped ones)
+        self._budgets: OrderedDict[Any, list[int]] = OrderedDict()
         self.random = random.Random(seed)
         self.stats = ProxyStatistics()
         self.address: tuple[str, int] = (host, port)
@@ -118,7 +136,18 @@ class FaultProxy(Lifecycle):
                 side.transport.close()
         self._peers.clear()
 
+    def _caps(self, addr: Any) -> bool:
+        capped = self.capped
+        return not is_loopback(str(addr[0])) if capped is None else capped
+
     def _from_client(self, data: bytes, addr: Any) -> None:
+        if self._caps(addr):
+            budget = self._budgets.get(addr)
+            if budget is None:
+                budget = self._budgets[addr] = [0, 0]
+                while len(self._budgets) > MAX_PEERS:
+                    self._budgets.popitem(last=False)
+            budget[0] += len(data)
         side = self._peers.get(addr)
         if side is None:
             pending = self._pending.get(addr)
@@ -161,7 +190,15 @@ class FaultProxy(Lifecycle):
             copies = 2
             stats.duplicated += 1
         loop = asyncio.get_running_loop()
+        budget = None if addr is None else self._budgets.get(addr)
+        if budget is None and addr is not None and self._caps(addr):
+            budget = [0, 0]  # forgotten (beyond MAX_PEERS): nothing more goes to it
         for _ in range(copies):
+            if budget is not None:
+                if budget[1] + len(data) > AMPLIFICATION * budget[0]:
+                    stats.capped += 1
+                    continue
+                budget[1] += len(data)
             delay = f.delay + (rng.random() * f.jitter if f.jitter else 0.0)
             if f.reorder and rng.random() < f.reorder:
                 delay += f.reorder_delay * (0.5 + rng.random())
