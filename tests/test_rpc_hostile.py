@@ -542,3 +542,18 @@ def test_proxy_duplicates_stay_within_3x_for_a_capped_address(tmp_path: Path,
         assert result["ratio"] <= AMPLIFICATION and result["capped"] > 0, result
     else:
         assert result["ratio"] > AMPLIFICATION, result  # what the cap prevents
+
+
+def test_metrics_endpoint_is_loopback_unless_insecure(tmp_path: Path) -> None:
+    """The Prometheus counters are plain HTTP (no key): ``--metrics-host`` defaults
+    to 127.0.0.1, and another address needs ``--insecure`` even with a key."""
+    (tmp_path / "key").write_bytes(KEY)
+    done = subprocess.run(
+        [sys.executable, "-m", "timebound.cli", "rpc", "serve", "timebound.net.examples:app",
+         "--storage", str(tmp_path / "l.json"), "--key-file", str(tmp_path / "key"),
+         "--metrics-port", "0", "--metrics-host", _non_loopback_address()],
+        capture_output=True, text=True, timeout=60, check=False)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert lines[0].startswith("timebound: error:") and "--insecure" in lines[0]
+    assert not (tmp_path / "l.json").exists()

@@ -74,7 +74,12 @@ def add_rpc_parser(commands: Any) -> None:
     serve.add_argument("--previous-key-grace", type=float, default=3600.0, metavar="S",
                        help="seconds the previous key stays accepted (default 3600)")
     serve.add_argument("--metrics-port", type=int, metavar="P",
-                       help="serve Prometheus metrics on http://HOST:P/metrics")
+                       help="serve Prometheus metrics on http://METRICS-HOST:P/metrics "
+                            "(plain HTTP, no key)")
+    serve.add_argument("--metrics-host", default="127.0.0.1", metavar="H",
+                       help="address of the metrics endpoint (default 127.0.0.1: the "
+                            "counters are not authenticated; another address needs "
+                            "--insecure)")
     serve.add_argument("--workers", type=int, default=None, metavar="N",
                        help=f"sync handlers run in a pool of N threads, 0..{MAX_WORKERS} "
                             "(0: inline on the event loop, only for handlers that never "
@@ -439,6 +444,9 @@ def run_serve(args: argparse.Namespace) -> int:
                    service="rpc serve")
     if args.metrics_port is not None:
         _port(args.metrics_port, "--metrics-port")
+        check_host(args.metrics_host, "--metrics-host")
+        check_exposure(args.metrics_host, keyed=False, insecure=args.insecure,
+                       service="the metrics endpoint")
         try:
             import prometheus_client  # noqa: F401
         except ImportError:
@@ -469,7 +477,7 @@ def run_serve(args: argparse.Namespace) -> int:
             if args.metrics_port is not None:
                 from timebound.net._metrics import serve_metrics
                 try:
-                    stop_metrics = serve_metrics(server.statistics, args.host,
+                    stop_metrics = serve_metrics(server.statistics, args.metrics_host,
                                                  args.metrics_port)
                 except OSError as exc:
                     raise UsageError("--metrics-port", f"cannot bind: {exc}") from None
