@@ -53,6 +53,7 @@ PYTHON = ROOT / ".venv" / "bin" / "python"
 #: Hypothesis's own ``hypothesis`` marker, not by file)
 TESTS = {
     "atmostonce": ["tests/test_atmostonce_properties.py",
+                   "tests/test_atmostonce_marked.py",
                    "tests/test_atmostonce_monotonic_properties.py",
                    "tests/test_atmostonce_estimator_mutants.py",
                    "tests/test_atmostonce_receiver.py"],
@@ -94,6 +95,15 @@ MUTANTS: list[Mutant] = [
     ("atmostonce", AMO, "        threshold = now - self.estimator.estimate",
      "        threshold = now - self.estimator.estimate + 1"),
     ("atmostonce", AMO, "            if ts > upper:", "            if ts < upper:"),
+    ("atmostonce", AMO, "            if ts > upper_marked:", "            if ts < upper_marked:"),
+    ("atmostonce", AMO, "        elif ts <= (self.upper_marked if marked else self.upper):",
+     "        elif ts <= (0 if marked else self.upper):"),
+    ("atmostonce", AMO,
+     "        elif ts <= (bound := self.upper_marked if marked else self.upper):",
+     "        elif ts <= (bound := 0 if marked else self.upper):"),
+    ("atmostonce", AMO,
+     "            floor = max(bound, min(self.upper, ts - 1)) if marked else bound",
+     "            floor = bound"),
     ("atmostonce", AMO, "            self.upper = max(self.upper, self._refuse_until)",
      "            self.upper = max(self.upper, self._refuse_until - 1)"),
     ("atmostonce", AMO,

@@ -80,8 +80,8 @@ class ClassifiedReceiver:
             raise ProtocolUsageError(f"classifier sent {conn!r} to class {index}")
         return self.receivers[index]
 
-    def receive(self, conn: str, ts: int, *, now: int) -> Verdict:
-        return self.receiver_for(conn).receive(conn, ts, now=now)
+    def receive(self, conn: str, ts: int, *, now: int, marked: bool = False) -> Verdict:
+        return self.receiver_for(conn).receive(conn, ts, now=now, marked=marked)
 
     def handle_timer(self, *, now: int) -> None:
         for receiver in self.receivers:

@@ -122,6 +122,45 @@ or ``ts <= floor <= bound`` (refused), or ``c`` absent with ``ts <= upper``
 GC, exactly as in the paper's argument. With W = 1 the window is always full and
 the bound is ``s_1 = CT[conn]``: Fig. 2-1 decision for decision.
 
+Incarnation-marked messages (beyond the paper; issue 27)
+-------------------------------------------------------
+After a crash, recovery sets ``upper = latest`` and every message stamped at or below
+it is refused, for about crash + beta: the paper's outage. But a message *made after
+this incarnation began* was never seen by an earlier one. ``receive(..., marked=True)``
+is the caller's statement of exactly that (the RPC layer says it when a CALL carries
+the id of the current incarnation, which a client learns only from this incarnation's
+answers); the receiver then decides an unknown connection against a separate bound
+``upper_marked`` instead of ``upper``. ``upper_marked`` is 0 at creation and at each
+recovery (an incarnation begins: nothing marked for it exists yet) and GC raises it
+with ``upper``, to every timestamp it forgets. A known connection, ``EARLY``,
+``DOWN``, ``RECOVERING`` and ``FULL`` are decided as for any message. With
+``marked=False`` (the default, every replay and simulator path) nothing changes: the
+code compares against ``upper`` exactly as before.
+
+Invariant (M), within one incarnation I: for every connection ``c`` not in the table,
+every timestamp accepted on ``c`` *during I* is ``<= upper_marked``. It holds when I
+begins (the table is empty and nothing was accepted during I); accepting during I puts
+``c`` in the table; forgetting ``c`` raises ``upper_marked`` to ``s_k``, the largest
+timestamp accepted on ``c`` (by (I), ``s_k`` bounds everything accepted on ``c``). No
+duplicate, with (I) for the rest: a marked copy of ``(c, ts)`` finds ``c`` in the
+table (decided by the entry, as any message), or ``c`` absent: if ``(c, ts)`` was
+accepted during I, ``ts <= upper_marked`` (refused ``STALE``); it cannot have been
+accepted during an earlier incarnation, because it was made after I began and every
+earlier incarnation had ended by then (a connection's timestamps only grow, so the
+pair is not an older message's either). The caller must therefore mark only what was
+made after I began: a mark of an older incarnation is not a mark (``marked=False``),
+and a forged mark is outside the guarantee (the RPC authenticates it with the key).
+With a reorder window (W > 1) the entry a marked message creates gets ``floor =
+max(upper_marked, min(upper, ts - 1))``, not ``upper_marked``: what was accepted on
+the connection during I is at or below ``upper_marked``, what an earlier incarnation
+accepted on it is at or below ``upper`` and below ``ts`` (made before it), so (I)
+holds, while an old unmarked copy between ``upper_marked`` and ``ts`` is refused
+rather than admitted as reordered (the property found that duplicate with the floor
+at ``upper_marked``).
+Tests: ``tests/test_atmostonce_marked.py`` (properties over crashes, GC, reordering,
+clocks stepped back and re-sent frames of older incarnations; each fails with its
+rule removed).
+
 Accounting: ``entries`` counts remembered timestamps (one per connection when W = 1,
 ``k`` per connection otherwise) and so do capacity, ``high_water`` and the size
 columns; a window that would grow a full table (capacity) drops its smallest into
@@ -218,6 +257,9 @@ class Receiver:
             self._windows = {}
             self._held = 0
         self.upper = 0
+        #: The bound of unknown connections for marked messages (module docstring).
+        self.upper_marked = 0
+        self.accepted_marked = 0
         self._down = False
         # Timers: an absolute tick, or None when the timer is not armed.
         self._recover_at: int | None = None
@@ -335,10 +377,11 @@ class Receiver:
 
     # -- inputs --------------------------------------------------------------
 
-    def receive(self, conn: str, ts: int, *, now: int) -> Verdict:
-        """Decide about message ``(conn, ts)`` arriving at receiver time ``now``."""
+    def receive(self, conn: str, ts: int, *, now: int, marked: bool = False) -> Verdict:
+        """Decide about message ``(conn, ts)`` arriving at receiver time ``now``;
+        ``marked``: it was made after this incarnation began (module docstring)."""
         if self._windows is not None:
-            return self._receive_windowed(conn, ts, now=now)
+            return self._receive_windowed(conn, ts, now=now, marked=marked)
         due = self._due
         if due is not None and now >= due:
             self.handle_timer(now=now)
@@ -357,7 +400,7 @@ class Receiver:
                 table[conn] = ts  # its expiry key stays below ts: see _evict
                 verdict = _ACCEPTED
                 self._accepted += 1
-        elif ts <= self.upper:
+        elif ts <= (self.upper_marked if marked else self.upper):
             verdict = _STALE
             self._stale += 1
         else:
@@ -368,11 +411,14 @@ class Receiver:
             heappush(self._expiry, (ts, conn))
             verdict = _ACCEPTED
             self._accepted += 1
+            if marked:
+                self.accepted_marked += 1
         if self._tracks and self.estimator.observe(now - ts, verdict):
             self._gc(now)
         return verdict
 
-    def _receive_windowed(self, conn: str, ts: int, *, now: int) -> Verdict:
+    def _receive_windowed(self, conn: str, ts: int, *, now: int,
+                          marked: bool = False) -> Verdict:
         """``receive`` with a reorder window W > 1 (module docstring); ``receive``
         hands over to it first thing, so W = 1 runs the figures' code with only that
         one test on its path (a method, not an instance attribute swapped in at
@@ -399,11 +445,14 @@ class Receiver:
             else:
                 verdict = _DUPLICATE
                 self._duplicates += 1
-        elif ts <= self.upper:
+        elif ts <= (bound := self.upper_marked if marked else self.upper):
             verdict = _STALE
             self._stale += 1
         else:
-            floor = self.upper  # before _make_room may raise it (other connections)
+            # Taken before _make_room may raise it (other connections). A marked
+            # message's entry keeps out, below it, what an earlier incarnation may
+            # have accepted on the connection (module docstring, (M)).
+            floor = max(bound, min(self.upper, ts - 1)) if marked else bound
             if self._bounded and self._held >= self._capacity and not self._make_room(now):
                 self._counts[_FULL] += 1
                 return _FULL
@@ -414,6 +463,8 @@ class Receiver:
             self._held += 1
             verdict = _ACCEPTED
             self._accepted += 1
+            if marked:
+                self.accepted_marked += 1
         if self._tracks and self.estimator.observe(now - ts, verdict):
             self._gc(now)
         return verdict
@@ -523,6 +574,7 @@ class Receiver:
         self._expiry = []
         self._clear_windows()
         self.upper = 0
+        self.upper_marked = 0
         self._refuse_until = None
         self.estimator.lose_volatile()
         self._wanted = None  # never handed out: lost with the process
@@ -549,6 +601,7 @@ class Receiver:
         self._table = {}
         self._expiry = []
         self._clear_windows()
+        self.upper_marked = 0  # a new incarnation: nothing marked for it yet
         resilience = self.resilience
         if isinstance(resilience, StableLatest):
             record = resilience.storage.read()
@@ -627,6 +680,7 @@ class Receiver:
         expiry = self._expiry
         windows = self._windows
         upper = self.upper
+        upper_marked = self.upper_marked
         kept: list[tuple[int, str]] = []
         removed = 0
         while expiry and expiry[0][0] <= threshold:
@@ -644,9 +698,12 @@ class Receiver:
             removed += 1
             if ts > upper:
                 upper = ts
+            if ts > upper_marked:
+                upper_marked = ts
         for item in kept:
             heappush(expiry, item)
         self.upper = upper
+        self.upper_marked = upper_marked
         self.evicted += removed
         return removed
 
