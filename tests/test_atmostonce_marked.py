@@ -205,3 +205,27 @@ def test_unmarked_messages_decide_exactly_as_before() -> None:
             keyword.restart(now=now + 5)
     assert plain.statistics() == keyword.statistics()
     assert keyword.accepted_marked == 0
+
+
+def test_rpc_server_accepts_a_marked_call_below_the_recovered_bound_once() -> None:
+    """The RPC core passes the mark through (``Server.receive(..., marked=)``): after
+    a restart a marked CALL stamped below the recovered bound runs, its copies are
+    duplicates, and once GC forgot it a re-sent copy is stale; an unmarked one is
+    refused as the paper says."""
+    from timebound.core.rpc import Call, Server
+
+    storage = MemoryStorage()
+    server: Server[str] = Server(receiver=Receiver(
+        Fixed(30), gc_every=10, resilience=StableLatest(storage, 40, 10), start=100))
+    server.crash(now=110)
+    server.restart(now=120)
+    upper = server.receiver.upper  # type: ignore[union-attr]
+    assert upper >= 140
+    call = Call("c", 125, b"x").encode()  # made after the restart, below the bound
+    assert server.receive(call, "p", now=126).starts == ()  # unmarked: refused
+    (start,) = server.receive(call, "p", now=126, marked=True).starts
+    assert server.receive(call, "p", now=127, marked=True).starts == ()  # a duplicate
+    server.complete(start, b"r", now=128)
+    server.handle_timer(now=400)  # GC forgets it (its reply too)
+    assert server.state("c") is None
+    assert server.receive(call, "p", now=401, marked=True).starts == ()  # stale now

@@ -312,15 +312,18 @@ class Server(Generic[P]):
         """Alias of ``receive(datagram, peer, now=now)`` (the old name)."""
         return self.receive(datagram, peer, now=now)
 
-    def receive(self, datagram: bytes, peer: P, *, now: int) -> ServerOutput:
-        """A datagram from ``peer`` arrived at server time ``now``."""
-        out = self.receive_start(datagram, peer, now=now)
+    def receive(self, datagram: bytes, peer: P, *, now: int,
+                marked: bool = False) -> ServerOutput:
+        """A datagram from ``peer`` arrived at server time ``now``; ``marked``: a
+        CALL made after this incarnation began (``Receiver.receive``'s ``marked``:
+        the caller vouches for it, e.g. the live service from the CALL's mark)."""
+        out = self.receive_start(datagram, peer, now=now, marked=marked)
         if isinstance(out, StartCall):
             return ServerOutput((), (out,))
         return out
 
-    def receive_start(self, datagram: bytes, peer: P, *,
-                      now: int) -> StartCall | ServerOutput:
+    def receive_start(self, datagram: bytes, peer: P, *, now: int,
+                      marked: bool = False) -> StartCall | ServerOutput:
         """``receive``, except that a call to start comes alone, not in a
         ``ServerOutput`` (the live service's hot path: one object less per call)."""
         try:
@@ -330,7 +333,7 @@ class Server(Generic[P]):
             return _NOTHING
         if kind == CALL_TYPE:
             assert body is not None
-            return self._call(conn, ts, body, now, peer)
+            return self._call(conn, ts, body, now, peer, marked)
         if kind == TRUNCATED_TYPE:
             return self._probe(conn, ts, now, peer)
         if kind == REPLY_ACK_TYPE:
@@ -419,9 +422,9 @@ class Server(Generic[P]):
         del self._entries[conn]
         return False
 
-    def _call(self, conn: str, ts: int, payload: bytes, now: int,
-              peer: P) -> StartCall | ServerOutput:
-        verdict = self.receiver.receive(conn, ts, now=now)
+    def _call(self, conn: str, ts: int, payload: bytes, now: int, peer: P,
+              marked: bool) -> StartCall | ServerOutput:
+        verdict = self.receiver.receive(conn, ts, now=now, marked=marked)
         if verdict is _ACCEPTED:
             entry = self._entries.get(conn)
             if entry is None:
