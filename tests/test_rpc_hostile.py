@@ -10,6 +10,7 @@ under the other build (pure Python when the compiled core is in use) in
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import random
 import socket
@@ -512,11 +513,13 @@ def test_the_other_build(tmp_path: Path) -> None:
 def test_proxy_duplicates_stay_within_3x_for_a_capped_address(tmp_path: Path,
                                                               capped: bool) -> None:
     """Through a proxy duplicating every datagram, a victim's address gets each
-    answer several times; capped (as every non-loopback client is by default), the
-    proxy never sends it more than 3x what it sent. Uncapped (loopback, the tests'
-    own processes) the same run shows the ratio the cap removes."""
+    answer several times; capped (the default), the proxy never sends it more than
+    3x what it sent. Uncapped (``capped=False``: loopback clients only) the same run
+    shows the ratio the cap removes."""
     from timebound.net import FaultProxy, Faults
     from timebound.net._proxy import FaultProxy as _Proxy
+
+    assert inspect.signature(_Proxy).parameters["capped"].default is True  # the default
 
     ledger: list[bytes] = []
     result: dict[str, float] = {}

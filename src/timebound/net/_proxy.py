@@ -13,16 +13,15 @@ prints one warning line (``guard_exposure``, issue 26; pinned by
 ``tests/test_net_cli_hostile.py::test_proxy_refuses_a_public_address_without_insecure``).
 
 No amplification (issue 26): the proxy duplicates on request, and its upstream
-answers each copy, so a relayed address could get several times what it sent. For
-every client address it caps (``capped``: by default the addresses that are not
-loopback, i.e. the clients an ``--insecure`` proxy may have), it never sends more
-than ``AMPLIFICATION`` (3) times the bytes it received from that address: a
-datagram that would pass the budget is dropped and counted ``capped`` (to the
-client it is one more loss). The proxy cannot tell an address that proved it
-receives from a forged one (it never parses a frame), so the cap also drops a
-validated client's large replies: expose a proxy only to test with small
-answers. Loopback clients are the tests' own processes and are not capped unless
-``capped=True``. Pinned by ``tests/test_rpc_hostile.py::test_proxy_*``.
+answers each copy, so a relayed address could get several times what it sent. It
+never sends a client address more than ``AMPLIFICATION`` (3) times the bytes it
+received from that address: a datagram that would pass the budget is dropped and
+counted ``capped`` (to the client it is one more loss). The proxy cannot tell an
+address that proved it receives from a forged one (it never parses a frame), so the
+cap also drops a validated client's large answers (an RPC's large reply, a pub-sub
+subscriber's stream). ``capped=False`` (``--uncapped``) lifts the cap for loopback
+clients only, for tests of such flows on one machine; a client that is not loopback
+is always capped. Pinned by ``tests/test_rpc_hostile.py::test_proxy_*``.
 """
 
 from __future__ import annotations
@@ -99,7 +98,7 @@ class FaultProxy(Lifecycle):
 
     def __init__(self, upstream: tuple[str, int], faults: Faults, *,
                  host: str = "127.0.0.1", port: int = 0, seed: int = 0,
-                 insecure: bool = False, capped: bool | None = None) -> None:
+                 insecure: bool = False, capped: bool = True) -> None:
         self.upstream = upstream
         self.faults = faults
         self.host = host
@@ -137,8 +136,7 @@ class FaultProxy(Lifecycle):
         self._peers.clear()
 
     def _caps(self, addr: Any) -> bool:
-        capped = self.capped
-        return not is_loopback(str(addr[0])) if capped is None else capped
+        return self.capped or not is_loopback(str(addr[0]))
 
     def _from_client(self, data: bytes, addr: Any) -> None:
         if self._caps(addr):

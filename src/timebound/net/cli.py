@@ -147,6 +147,11 @@ def add_net_parser(commands: Any) -> None:
     proxy.add_argument("--reorder-delay", type=float, default=0.005,
                        help="extra delay of a reordered datagram, seconds")
     proxy.add_argument("--seed", type=int, default=0)
+    proxy.add_argument("--uncapped", action="store_true",
+                       help="relay to loopback clients without the 3x cap (by default "
+                            "no client gets more than 3x the bytes it sent, large "
+                            "answers included); clients that are not loopback stay "
+                            "capped")
     proxy.set_defaults(handler=run_proxy)
 
 
@@ -592,6 +597,7 @@ def run_proxy(args: argparse.Namespace) -> int:
         from timebound.net._endpoint import until_signal
 
         proxy = FaultProxy(upstream, faults, host=args.host, port=args.port, seed=args.seed,
+                           capped=not args.uncapped,
                            insecure=args.insecure)
         try:
             await proxy.start()
