@@ -495,18 +495,25 @@ def test_a_failing_disk_is_said_once_counted_and_its_recovery_said_once() -> Non
     assert len(lines) == 3 and "calls above 130" in lines[2]  # a new episode
 
 
-def test_a_failing_disk_under_a_live_server_is_said_once_on_stderr(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
-    failing = {"on": False}
+def _disk_fills(monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
+    """Every ``FileStorage.write`` fails with ENOSPC while the switch it returns is
+    on (``switch["on"] = True``)."""
+    switch = {"on": False}
     write = FileStorage.write
 
     def full(self: FileStorage, record: StableRecord) -> None:
-        if failing["on"]:
+        if switch["on"]:
             raise OSError(errno.ENOSPC, "No space left on device")
         write(self, record)
 
     monkeypatch.setattr(FileStorage, "write", full)
+    return switch
+
+
+def test_a_failing_disk_under_a_live_server_is_said_once_on_stderr(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    failing = _disk_fills(monkeypatch)
     path = tmp_path / "latest.json"
 
     def latest() -> int:
@@ -543,15 +550,7 @@ def test_stats_answers_while_a_full_disk_refuses_every_call(
     """The disk stays full past ``latest``: every call is refused ``early`` (nothing
     above the durable ``latest`` is accepted), yet ``timebound.stats`` answers, with
     the failures counted (issue 26: "callers see early and rpc stats is refused")."""
-    failing = {"on": False}
-    write = FileStorage.write
-
-    def full(self: FileStorage, record: StableRecord) -> None:
-        if failing["on"]:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        write(self, record)
-
-    monkeypatch.setattr(FileStorage, "write", full)
+    failing = _disk_fills(monkeypatch)
     config = ReceiverConfig("fixed", rho=2000 * MS, gc_every=50 * MS, resilient=True,
                             beta=100 * MS, latest_every=20 * MS)
 
