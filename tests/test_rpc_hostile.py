@@ -231,11 +231,9 @@ def test_amplification_worst_ratio_per_message_type(tmp_path: Path,
             history = server.service.server.state(conn)
             assert history is not None
             _state, ts = history
-            capture = RpcCaller(client.client_id, Policy(10**6, 10**9), FrameCodec(ring))
-            capture.client._last_ts[conn] = ts - 1  # make the captured CALL's bytes
-            capture.client._heads[conn] = bytes((1, len(conn))) + conn.encode()
-            _t, (replayed,) = capture.call("big", b"", now=ts, conn=conn)
-            assert _t == ts
+            # The client's CALL, byte for byte: its default timeout 2 s is the budget.
+            replayed = ring_seal(ring, Call(conn, ts, encode_call_payload("big", b"", 2000))
+                                 .encode())
             probe = ring_seal(ring, Call(conn, ts, None).encode())
             await attack("CALL replayed (stored reply)", [replayed])
             await attack("CALL truncated (probe)", [probe])
@@ -285,11 +283,9 @@ def test_call_for_one_service_never_runs_on_another(tmp_path: Path) -> None:
             conn = f"{client.client_id}.1"
             state = a.service.server.state(conn)
             assert state is not None
-            capture = RpcCaller(client.client_id, Policy(10**6, 10**9),
-                                FrameCodec(Keyring(Key(KEY)), "A"))
-            capture.client._last_ts[conn] = state[1] - 1
-            capture.client._heads[conn] = bytes((1, len(conn))) + conn.encode()
-            _t, (captured,) = capture.call("echo", b"once", now=state[1], conn=conn)
+            captured = FrameCodec(Keyring(Key(KEY)), "A").seal(  # the client's CALL
+                KIND_RPC, Call(conn, state[1], encode_call_payload("echo", b"once", 2000))
+                .encode())
             spoof = _Spoofer()
             spoof.send(captured, b.address)
             await spoof.drain()

@@ -461,8 +461,7 @@ def core_round_trip_cpu_us(n: int) -> float:
     """CPU µs per null call through ``RpcCaller`` and ``RpcService`` joined in
     memory, with the live defaults (best of 5 rounds of ``n`` calls)."""
     from timebound.core.atmostonce import MemoryStorage
-    from timebound.core.rpc import Policy
-    from timebound.core.rpc._live import RpcCaller, RpcService, Status, build_receiver
+    from timebound.core.rpc import Policy, RpcCaller, RpcService, Status, build_receiver
     from timebound.core.wire import FrameCodec
     from timebound.net._client import DEFAULT_REPLY_ACK_MIN_BYTES
     from timebound.net._server import default_receiver

@@ -48,8 +48,7 @@ from timebound.core.channel import (
     ChannelSender,
     Delivery,
 )
-from timebound.core.rpc import Outgoing
-from timebound.core.rpc._live import build_receiver
+from timebound.core.rpc import Outgoing, build_receiver
 from timebound.core.slotted import Kind
 from timebound.core.wire import FrameCodec
 from timebound.errors import TimeboundError, UsageError

@@ -22,7 +22,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 from timebound.errors import StorageError, UsageError
@@ -221,6 +221,16 @@ class StdinLines:
         self._room.release()
         return line
 
+    async def numbered(self) -> AsyncIterator[tuple[int, str]]:
+        """``(N, line)`` for each line, numbered from 1, until the input ends."""
+        number = 0
+        while True:
+            line = await self.get()
+            if not line:
+                return
+            number += 1
+            yield number, line
+
     def stop(self) -> None:
         """End the input here (SIGTERM, SIGINT): the next ``get`` returns ''."""
         self._queue.put_nowait("")
@@ -296,13 +306,8 @@ def run_channel_send(args: argparse.Namespace) -> int:
                                           f"{exc.strerror or exc}") from None
         lines = stdin_lines(loop)
         try:
-            number = 0
             with on_signals(lines.stop):  # SIGTERM, SIGINT: input ends, sent ones drain
-                while True:
-                    line = await lines.get()
-                    if not line:
-                        break
-                    number += 1
+                async for number, line in lines.numbered():
                     if not line.strip():
                         continue
                     try:
@@ -448,13 +453,7 @@ def run_group_join(args: argparse.Namespace) -> int:
             # A bad line (or any failure) ends the member at once: it used to kill
             # this task silently and leave the member running for ever.
             try:
-                lines = stdin_lines(loop)
-                number = 0
-                while True:
-                    line = await lines.get()
-                    if not line:
-                        break
-                    number += 1
+                async for number, line in stdin_lines(loop).numbered():
                     await member.send(text_line(line, number))
                 if args.exit_when_stable:
                     await member.wait_stable()
@@ -596,12 +595,7 @@ def run_pubsub_publish(args: argparse.Namespace) -> int:
         async with publisher:
             lines = stdin_lines(loop)
             with on_signals(lines.stop):  # SIGTERM, SIGINT: the input ends here
-                number = 0
-                while True:
-                    line = await lines.get()
-                    if not line:
-                        break
-                    number += 1
+                async for number, line in lines.numbered():
                     try:
                         data = text_line(line, number)
                     except UsageError as exc:  # the lines before it are published

@@ -33,11 +33,11 @@ import os
 import socket
 from typing import Any
 
-from timebound.core.rpc import Policy
-from timebound.core.rpc._live import (
+from timebound.core.rpc import (
     MAX_BUDGET_MS,
     Answered,
     CallerOutput,
+    Policy,
     Rejected,
     RpcCaller,
     Status,

@@ -53,9 +53,10 @@ from timebound.core.atmostonce import (
     ReceiverConfig,
     StableStorage,
 )
-from timebound.core.rpc import MAX_CONN_BYTES, Outgoing
-from timebound.core.rpc._live import (
+from timebound.core.rpc import (
+    MAX_CONN_BYTES,
     Invocation,
+    Outgoing,
     RpcService,
     ServiceOutput,
     Status,

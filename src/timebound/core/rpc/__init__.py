@@ -8,7 +8,11 @@
   REPLY; extension points ``on_refused`` (answer what Fig. 3-1 ignores) and
   ``wrap`` (frame every datagram it sends);
 - ``Client``: retransmission schedule (``Policy``), truncated retransmissions once
-  ACKed, give-up; outcomes ``Completed`` and ``GaveUp``.
+  ACKed, give-up; outcomes ``Completed`` and ``GaveUp``;
+- the live service around them (``_live``): ``RpcService`` and ``RpcCaller`` (frames,
+  procedures, refusals, deadlines, address validation), ``build_receiver``, and
+  their records (``Invocation``, ``ServiceOutput``, ``CallerOutput``, ``Answered``,
+  ``Rejected``, ``Status``, ``Reason``), the names every driver uses.
 """
 
 from timebound.core.rpc._client import (
@@ -21,6 +25,20 @@ from timebound.core.rpc._client import (
     GaveUp,
     Outcome,
     Policy,
+)
+from timebound.core.rpc._live import (
+    AMPLIFICATION,
+    MAX_BUDGET_MS,
+    Answered,
+    CallerOutput,
+    Invocation,
+    Reason,
+    Rejected,
+    RpcCaller,
+    RpcService,
+    ServiceOutput,
+    Status,
+    build_receiver,
 )
 from timebound.core.rpc._messages import (
     MAX_BODY_BYTES,
@@ -44,12 +62,16 @@ from timebound.core.rpc._server import (
 )
 
 __all__ = [
+    "AMPLIFICATION",
     "MAX_BODY_BYTES",
+    "MAX_BUDGET_MS",
     "MAX_CONN_BYTES",
     "MAX_TS",
     "Ack",
+    "Answered",
     "Call",
     "CallId",
+    "CallerOutput",
     "Calling",
     "Client",
     "ClientOutput",
@@ -58,15 +80,23 @@ __all__ = [
     "ConnState",
     "DupAction",
     "GaveUp",
+    "Invocation",
     "Message",
     "Outcome",
     "Outgoing",
     "Policy",
+    "Reason",
+    "Rejected",
     "Reply",
     "ReplyAck",
+    "RpcCaller",
+    "RpcService",
     "Server",
     "ServerOutput",
     "ServerStatistics",
+    "ServiceOutput",
     "StartCall",
+    "Status",
+    "build_receiver",
     "decode",
 ]
