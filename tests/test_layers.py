@@ -14,6 +14,9 @@
   core, errors and the leaf helpers, and themselves -- never another driver, never
   ``report``, ``cli``, ``demo`` or ``sweep``;
 - ``timebound.report``: never core or adapters (it reads metrics tables);
+- ``timebound.spark`` (the library of DataFrame operators, issue 28): the drivers'
+  layers plus ``pipeline`` and ``stream``, whose operator paths it reuses -- never
+  ``cli``, ``demo`` or ``sweep``, and no driver imports it yet;
 - top: ``cli``, ``demo``, ``sweep`` (orchestration) and the package ``__init__``.
 
 Every module must belong to a layer: a new top-level module or package fails here
@@ -54,6 +57,7 @@ ALLOWED: dict[str, set[str]] = {
     "examples": set(),
     "report": {"errors", "contract", "claims", "_safety"},
     **{driver: {"adapters", "contract", "core", "errors", *LEAF_HELPERS} for driver in DRIVERS},
+    "spark": {"adapters", "contract", "core", "errors", *LEAF_HELPERS, "pipeline", "stream"},
 }
 
 

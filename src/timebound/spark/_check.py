@@ -1,0 +1,251 @@
+"""Everything ``at_most_once`` checks on the driver, before any Spark job exists.
+
+Options become the replay's own ``AtMostOnceOptions`` (``timebound.adapters``), so the
+ranges and the reasons are those of ``ReceiverConfig`` and of the command line; only
+the name changes: a reason that names ``--gc-every`` names the keyword ``gc_every``
+here (``UsageError("gc_every", "required here")``).
+
+Columns are read from the DataFrame's schema alone (no job): a column that is missing,
+of a type the operator cannot use, or already named like one the operator adds is a
+``SchemaError`` of the table ``'DataFrame'`` naming the column, one line.
+
+Then the row checks Spark runs as it reads the rows (``guarded``): a null, an empty
+string, a ``ts`` below 1 or an ``at`` below 0 -- what ``timebound replay`` refuses --
+stops the job with Spark's ``raise_error`` carrying the same ``SchemaError`` (marked as
+``timebound.sparkutil`` marks errors, so ``typed_errors`` raises it again as itself).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from timebound.adapters.atmostonce import AtMostOnceOptions
+from timebound.errors import SchemaError, UsageError
+from timebound.sparkutil import MARK
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import DataType, StructType
+
+#: The table name in column errors: the caller's DataFrame.
+TABLE = "DataFrame"
+#: Columns the operator adds (``late_arrival`` only when streaming, refused always: a
+#: query must read the same as a batch job and as a stream).
+ADDED = ("verdict", "rho", "entries", "late_arrival")
+#: The operator's own working columns start with this; a caller's may not.
+PREFIX = "__timebound_"
+_FLAG = re.compile(r"--([a-z][a-z-]*)")
+
+
+def keyword(text: str) -> str:
+    """``--gc-every`` -> ``gc_every`` wherever the command line's flags are named."""
+    return _FLAG.sub(lambda m: m.group(1).replace("-", "_"), text)
+
+
+def options(values: Mapping[str, Any]) -> AtMostOnceOptions:
+    """The receivers' options from the keyword arguments (``None``: not given), checked
+    as ``timebound replay atmostonce`` checks its flags."""
+    estimator = values.get("estimator")
+    if estimator is not None and not isinstance(estimator, str):
+        raise UsageError("estimator", f"expected a string, got {estimator!r}")
+    resilient = values.get("resilient")
+    if not isinstance(resilient, bool):
+        raise UsageError("resilient", f"expected True or False, got {resilient!r}")
+    given = dict(values)
+    if not resilient and given.get("recovery_grace") == 0:
+        given["recovery_grace"] = None  # the default: the figures' behaviour
+    try:
+        return AtMostOnceOptions.from_values(given)
+    except UsageError as exc:
+        raise UsageError(keyword(exc.option), keyword(exc.reason)) from None
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The caller's column names for each role (``receiver``, ``order``: optional)."""
+
+    conn: str
+    ts: str
+    at: str
+    receiver: str | None
+    order: str | None
+
+    def roles(self) -> list[tuple[str, str]]:
+        named = [("conn", self.conn), ("ts", self.ts), ("at", self.at),
+                 ("receiver", self.receiver), ("order", self.order)]
+        return [(role, name) for role, name in named if name is not None]
+
+
+def _integral(kind: DataType) -> bool:
+    from pyspark.sql.types import IntegralType
+
+    return isinstance(kind, IntegralType)
+
+
+def _string(kind: DataType) -> bool:
+    from pyspark.sql.types import StringType
+
+    return isinstance(kind, StringType)
+
+
+def _orderable(kind: DataType) -> bool:
+    from pyspark.sql.types import (
+        BooleanType,
+        DateType,
+        DecimalType,
+        TimestampNTZType,
+        TimestampType,
+    )
+
+    return _integral(kind) or _string(kind) or isinstance(
+        kind, BooleanType | DateType | DecimalType | TimestampType | TimestampNTZType)
+
+
+#: role -> (what it accepts, in the error, and the test).
+_KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "conn": ("a string or integer column", lambda k: _string(k) or _integral(k)),
+    "receiver": ("a string or integer column", lambda k: _string(k) or _integral(k)),
+    "ts": ("an integer column (ticks)", _integral),
+    "at": ("an integer column (ticks)", _integral),
+    "order": ("an integer, decimal, string, boolean, date or timestamp column", _orderable),
+}
+
+
+def columns(schema: StructType, conn: object, ts: object, at: object, receiver: object,
+            order: object) -> Columns:
+    """The roles' columns, each present once with a type the operator can use; none of
+    the columns the operator adds already there."""
+    named = {"conn": conn, "ts": ts, "at": at, "receiver": receiver, "order": order}
+    for role, name in named.items():
+        optional = role in ("receiver", "order")
+        if (name is None and not optional) or (name is not None and not isinstance(name, str)):
+            raise UsageError(role, "expected a column name (a string)"
+                             + (" or None" if optional else "") + f", got {name!r}")
+    names = schema.names
+    for name in names:
+        if names.count(name) > 1:
+            raise SchemaError(TABLE, name, f"{names.count(name)} columns have this name "
+                              "(rename them first)")
+        if name in ADDED:
+            raise SchemaError(TABLE, name, "already present: at_most_once adds it "
+                              "(rename or drop it first)")
+        if name.startswith(PREFIX):
+            raise SchemaError(TABLE, name, f"names starting with {PREFIX!r} are "
+                              "at_most_once's own (rename it first)")
+    for role, name in named.items():
+        if name is None:
+            continue
+        assert isinstance(name, str)
+        found = [field for field in schema.fields if field.name == name]
+        if not found:
+            shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
+            raise SchemaError(TABLE, name, f"missing ({role}=); the DataFrame's columns: "
+                              f"{shown or 'none'}")
+        what, fits = _KINDS[role]
+        kind = found[0].dataType
+        if not fits(kind):
+            raise SchemaError(TABLE, name, f"{role}= needs {what}, found "
+                              f"{kind.simpleString()}")
+    return Columns(str(conn), str(ts), str(at), receiver if isinstance(receiver, str) else None,
+                   order if isinstance(order, str) else None)
+
+
+# -- what the operator works on: its own columns beside the caller's ------------------
+
+#: The working columns: receiver name, conn id (strings), ts, at (longs), hash class,
+#: and the last tie-break.
+RECEIVER, CONN, TS, AT, CLS, TIE = (PREFIX + n for n in
+                                     ("receiver", "conn", "ts", "at", "cls", "tie"))
+#: The receiver's name when the caller names no receiver column (one receiver).
+ONE_RECEIVER = "receiver"
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def col(name: str) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.col(_quoted(name))
+
+
+def _hashable(kind: DataType) -> bool:
+    """Spark's ``xxhash64`` takes the type (maps, variants and intervals it does not)."""
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if isinstance(kind, ArrayType):
+        return _hashable(kind.elementType)
+    if isinstance(kind, StructType):
+        return all(_hashable(f.dataType) for f in kind.fields)
+    if isinstance(kind, MapType):
+        return False
+    return kind.typeName() not in ("variant", "interval", "calendarinterval")
+
+
+def _fail(name: str, reason: Column) -> Column:
+    """Spark's ``raise_error`` with the marked ``SchemaError`` naming ``name``."""
+    from pyspark.sql import functions as F
+
+    payload = F.to_json(F.array(F.lit("schema"), F.lit(TABLE), F.lit(name), reason))
+    return F.raise_error(F.concat(F.lit(MARK), payload, F.lit(MARK)))
+
+
+def _shown(value: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.coalesce(value.cast("string"), F.lit("null"))
+
+
+def prepared(df: DataFrame, cols: Columns, classes: int) -> DataFrame:
+    """``df`` with the working columns, each row checked as Spark reads it (what the
+    replay refuses stops the job naming the caller's column and the row)."""
+    from pyspark.sql import functions as F
+
+    where = F.concat(F.lit(" (row with "), F.concat_ws(", ", *[
+        F.concat(F.lit(f"{name} = "), _shown(col(name)))
+        for name in dict.fromkeys(n for _, n in cols.roles())]), F.lit(")"))
+
+    def checked(name: str, bad: Column, reason: str, value: Column) -> Column:
+        return F.when(bad, _fail(name, F.concat(F.lit(reason), where))).otherwise(value)
+
+    def ident(name: str) -> Column:
+        value = col(name).cast("string")
+        return checked(name, value.isNull() | (value == ""),
+                       "a null or empty identifier", value)
+
+    receiver = F.lit(ONE_RECEIVER) if cols.receiver is None else ident(cols.receiver)
+    conn = ident(cols.conn)
+    ts = checked(cols.ts, col(cols.ts).isNull() | (col(cols.ts) < 1), "ts must be >= 1",
+                 col(cols.ts).cast("long"))
+    at = checked(cols.at, col(cols.at).isNull() | (col(cols.at) < 0), "at must be >= 0",
+                 col(cols.at).cast("long"))
+    hashed = [col(f.name) for f in df.schema.fields if _hashable(f.dataType)]
+    tie = F.xxhash64(*hashed) if hashed else F.lit(0).cast("long")
+    out = df.select("*", receiver.alias(RECEIVER), conn.alias(CONN), ts.alias(TS),
+                    at.alias(AT), tie.alias(TIE))
+    return out.withColumn(CLS, F.pmod(F.crc32(F.col(CONN)), F.lit(classes).cast("long")))
+
+
+def sort_order(cols: Columns) -> list[Column]:
+    """A receiver's rows in ``at`` order; ties by ``order`` (nulls first), then ``ts``,
+    then ``conn`` (as a string), then ``xxhash64`` of the row (``TIE``)."""
+    from pyspark.sql import functions as F
+
+    keys = [F.col(AT).asc()]
+    if cols.order is not None:
+        keys.append(col(cols.order).asc_nulls_first())
+    return keys + [F.col(TS).asc(), F.col(CONN).asc(), F.col(TIE).asc()]
+
+
+def added_schema(schema: StructType, streaming: bool) -> StructType:
+    from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
+
+    extra = [StructField("verdict", StringType(), True), StructField("rho", LongType(), True),
+             StructField("entries", LongType(), True)]
+    if streaming:
+        extra.append(StructField("late_arrival", BooleanType(), True))
+    return StructType(list(schema.fields) + extra)
