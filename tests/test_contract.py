@@ -78,10 +78,16 @@ def test_simulator_schemas_are_the_contract() -> None:
     for table in contract.INPUT_TABLES.values():
         got = SCHEMAS[table.name]
         assert got == contract.dataset_columns(table.name, simulated=True)
-        # the simulator writes every input column, and option columns as the contract names
+        # the simulator writes every input column, then option columns as the contract
+        # names them, then the row extension columns
         assert [c for c, _ in got][: len(table.columns)] == [c.name for c in table.columns]
         assert {c for c, _ in got} - {c.name for c in table.columns} <= \
-            {o.name for o in table.options}
+            {o.name for o in table.options} | {c.name for c in table.extensions}
+        if table.extensions:
+            assert got[-len(table.extensions):] == [(c.name, c.type) for c in table.extensions]
+        assert set(contract.EXTENSION_COLUMNS.get(table.name, ())) <= {c for c, _ in got}
+        assert contract.REFUSED_BY_DRIVERS.get(table.name, ()) == \
+            tuple(c.name for c in table.extensions)
     assert SCHEMAS["metrics"] == [(c.name, c.type) for c in contract.METRICS.columns]
     for name, table in contract.SIM_TABLES.items():
         assert SCHEMAS[name] == [(c.name, c.type) for c in table.columns]
@@ -112,7 +118,8 @@ def test_written_datasets_follow_the_contract(datasets: dict[str, Path]) -> None
             got = [(f.name, _arrow_type(f.type)) for f in schema]
             # an extension column is written only when some run uses it
             optional = contract.EXTENSION_COLUMNS.get(table, ())
-            assert got in (expected, [c for c in expected if c[0] not in optional]), \
+            assert [c for c in expected if c in got] == got, (name, table)
+            assert {c for c, _ in expected} - {c for c, _ in got} <= set(optional), \
                 (name, table)
 
 

@@ -82,6 +82,10 @@ class Table:
     options: tuple[OptionColumn, ...] = ()
     #: Option columns the simulator does not write (the pipeline still accepts them).
     unsimulated: tuple[str, ...] = ()
+    #: Row columns beyond the papers (our extensions, after the option columns): a
+    #: dataset carries one only when some run uses it; the replay honours it, the
+    #: pipeline and the stream refuse a table that carries it (``REFUSED_BY_DRIVERS``).
+    extensions: tuple[Column, ...] = ()
 
     @property
     def required(self) -> tuple[Column, ...]:
@@ -159,7 +163,10 @@ INPUT_TABLES: dict[str, Table] = {
         Table("messages", _spec(
             "run:string seq:int64 type:string receiver:string conn:string ts:int64 at:int64 "
             "down:int64? original:bool?"),
-            "atmostonce", OPTIONS["atmostonce"], unsimulated=("classes",)),
+            "atmostonce", OPTIONS["atmostonce"], unsimulated=("classes",),
+            # Our extension beyond the paper (issue 27): the message was made after the
+            # deciding receiver's incarnation began (``Receiver.receive(marked=True)``).
+            extensions=_spec("marked:bool?")),
         Table("events", _spec(
             "run:string seq:int64 type:string proc:string rt:int64 msg:string?"),
             "causal", OPTIONS["causal"], unsimulated=("n",)),
@@ -201,22 +208,33 @@ SIM_TABLES: dict[str, Table] = {
 }
 
 
-#: Option columns that extend the papers' receivers (issue 16's reorder window): the
-#: simulator writes one only when some run of the dataset uses it, so datasets of the
-#: papers' receivers keep the columns they always had. Readers treat it as optional.
-EXTENSION_COLUMNS: dict[str, tuple[str, ...]] = {"messages": ("reorder_window",)}
+#: Columns that extend the papers' receivers -- issue 16's option column
+#: ``reorder_window`` and issue 27's row column ``marked`` (a table's ``extensions``):
+#: the simulator writes each only when some run of the dataset uses it, so datasets of
+#: the papers' receivers keep the columns they always had. Readers treat them as
+#: optional.
+EXTENSION_COLUMNS: dict[str, tuple[str, ...]] = {"messages": ("reorder_window", "marked")}
+
+#: Row extension columns the pipeline and the stream do not decide: a table (or a
+#: streamed file) that carries one is refused in one line (exit 2) rather than decided
+#: as if the column were absent. ``timebound replay`` honours them.
+REFUSED_BY_DRIVERS: dict[str, tuple[str, ...]] = {
+    name: tuple(c.name for c in t.extensions) for name, t in INPUT_TABLES.items()
+    if t.extensions}
 
 
 def dataset_columns(table: str, *, simulated: bool = False) -> list[tuple[str, str]]:
     """``(column, type)`` of a dataset table in order: input columns, then option
-    columns (``simulated``: only those the simulator writes)."""
+    columns (``simulated``: only those the simulator writes), then row extension
+    columns."""
     if table == METRICS.name:
         return [(c.name, c.type) for c in METRICS.columns]
     if table in SIM_TABLES:
         return [(c.name, c.type) for c in SIM_TABLES[table].columns]
     t = INPUT_TABLES[table]
     options = [o for o in t.options if not (simulated and o.name in t.unsimulated)]
-    return [(c.name, c.type) for c in t.columns] + [(o.name, o.type) for o in options]
+    return ([(c.name, c.type) for c in t.columns] + [(o.name, o.type) for o in options]
+            + [(c.name, c.type) for c in t.extensions])
 
 
 #: Output columns of each ``timebound replay PROTOCOL`` (DESIGN.md): input fields

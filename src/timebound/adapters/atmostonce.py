@@ -198,7 +198,11 @@ class AtMostOnceAdapter:
             conn, ts = row.string("conn"), row.integer("ts", minimum=1)
         assert isinstance(name, str) and isinstance(conn, str)
         assert isinstance(ts, int) and isinstance(at, int)
-        verdict, rho, entries = self.decide(row.source, row.line, name, conn, ts, at)
+        marked = data.get("marked")
+        if marked is not None and type(marked) is not bool:
+            raise row.error("marked", f"expected true or false, got {marked!r}")
+        verdict, rho, entries = self.decide(row.source, row.line, name, conn, ts, at,
+                                            marked=marked is True)
         out = data.copy()
         out["verdict"] = verdict
         out["rho"] = rho
@@ -206,18 +210,20 @@ class AtMostOnceAdapter:
         return (out,)
 
     def decide(self, source: str, line: int, name: str, conn: str, ts: int,
-               at: int) -> tuple[str, int | None, int | None]:
+               at: int, *, marked: bool = False) -> tuple[str, int | None, int | None]:
         """One well-formed message row: ``(verdict, rho, entries)`` per the contract.
         (Column-wise drivers call this directly; ``source`` and ``line`` name the row
-        in errors.)"""
+        in errors.) ``marked``: the row's ``marked`` column (our extension, issue 27),
+        passed to the core as ``receive(..., marked=)``."""
         receiver = self._node(source, line, name, at).receiver_for(conn)
         receiver.handle_timer(now=at)
         if receiver.down:
-            receiver.receive(conn, ts, now=at)  # counted by the core as refused while down
+            # counted by the core as refused while down
+            receiver.receive(conn, ts, now=at, marked=marked)
             self._verdicts["down"] += 1
             return "down", None, None
         rho = receiver.estimate
-        verdict = receiver.receive(conn, ts, now=at).value
+        verdict = receiver.receive(conn, ts, now=at, marked=marked).value
         entries = receiver.entries
         if entries > self._peak_entries:
             self._peak_entries = entries

@@ -27,7 +27,8 @@ def run_scenario_with(scenarios: dict[str, Scenario], name: str, out_dir: str, *
         manifest = {
             "scenario": name,
             "seed": seed,
-            "params": {p.name: _plain(values[p.name]) for p in scenario.params},
+            "params": {p.name: _plain(values[p.name]) for p in scenario.params
+                       if p.recorded(values)},
             "runs": result["runs"],
             "claims": result["claims"],
             "created_by": "timebound simulate",

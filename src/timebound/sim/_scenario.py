@@ -30,6 +30,14 @@ class Param:
     lo: float | None = None
     hi: float | None = None
     choices: tuple[str, ...] = ()
+    #: A parameter of an experiment beyond the papers: recorded in ``manifest.json``
+    #: only when the scenario's ``experiments`` name that experiment, so the manifests
+    #: of the other datasets stay as they were.
+    only_for: str | None = None
+
+    def recorded(self, values: Mapping[str, Any]) -> bool:
+        """This parameter belongs in the manifest of a dataset with these values."""
+        return self.only_for is None or self.only_for in values.get("experiments", ())
 
     def range_text(self) -> str:
         if self.kind == "choice":

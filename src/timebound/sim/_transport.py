@@ -87,6 +87,45 @@ class Reliable:
             packet.acked_at = self.engine.now
 
 
+class NotingReliable(Reliable):
+    """``Reliable`` whose acknowledgments carry a note from the receiving node.
+
+    ``note(packet)`` is read when the ack is sent (at the arrival of the copy it
+    acknowledges, the node up), and ``on_ack(packet, note, first)`` is called at each
+    ack arrival, ``first`` true for the ack that stopped the retransmissions;
+    ``on_give_up(packet)`` when the transport gives up on a packet. The traffic (every
+    datagram, delay and loss) is ``Reliable``'s: only what is handed to the callbacks
+    differs. The ``scmp`` restart experiment uses it to carry a server's incarnation
+    number to the client, as an RPC reply or refusal would.
+    """
+
+    def __init__(self, engine: Engine, timeout: int, max_retries: int | None, *,
+                 note: Callable[[Packet], Any],
+                 on_ack: Callable[[Packet, Any, bool], None],
+                 on_give_up: Callable[[Packet], None]) -> None:
+        super().__init__(engine, timeout, max_retries)
+        self.note = note
+        self.on_ack = on_ack
+        self.on_give_up = on_give_up
+
+    def _timeout(self, packet: Packet) -> None:
+        gave_up = self.gave_up
+        super()._timeout(packet)
+        if self.gave_up != gave_up:
+            self.on_give_up(packet)
+
+    def _arrived(self, packet: Packet) -> None:
+        packet.arrivals += 1
+        if packet.arrive(packet) and packet.back is not None:
+            packet.back.send(self._noted, (packet, self.note(packet)))
+
+    def _noted(self, item: tuple[Packet, Any]) -> None:
+        packet, note = item
+        first = not packet.acked
+        self._acked(packet)
+        self.on_ack(packet, note, first)
+
+
 class Geometric:
     """The slotted paper's transport model (section 6): ``T_tra = alpha T_to + T_ntw``.
 

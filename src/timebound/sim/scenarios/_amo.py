@@ -14,6 +14,14 @@ acknowledges every copy taken while the server is up, whatever the verdict (the
 acknowledgment is the transport's, not SCMP's), so the network trace does not depend
 on the receiver's decisions: runs that differ only in rho see identical traffic.
 No protocol rule lives here.
+
+Incarnations (our extension, issue 27): each server's incarnation number is a counter
+the simulator keeps, raised at each crash. A message may carry a ``mark`` (the
+incarnation its client had heard of when it made the message, set by a run that marks,
+``scmp``'s restart experiment); its row is ``marked`` iff the mark equals the
+incarnation deciding it, and the adapter passes that to the core
+(``receive(..., marked=)``). Messages of runs that do not mark carry no mark, and the
+``marked`` column is written only when some run of the dataset marks.
 """
 
 from __future__ import annotations
@@ -54,12 +62,16 @@ def option_values(opts: ReceiverConfig) -> tuple[Any, ...]:
                  for name, value in zip(OPTION_FIELDS, values))
 
 
-def open_messages(ds: DatasetWriter, configs: Sequence[ReceiverConfig]) -> None:
-    """Create the ``messages`` table before a scenario's runs: its ``reorder_window``
-    column (an extension beyond the papers) is written only when some run uses a
-    window, so datasets of the papers' receivers keep the columns they always had."""
-    uses_window = any(opts.reorder_window != 1 for opts in configs)
-    ds.table("messages", omit=() if uses_window else EXTENSION_COLUMNS["messages"])
+def open_messages(ds: DatasetWriter, configs: Sequence[ReceiverConfig], *,
+                  marks: bool = False) -> None:
+    """Create the ``messages`` table before a scenario's runs: its extension columns
+    (beyond the papers) are written only when some run uses them -- ``reorder_window``
+    when a run uses a window, ``marked`` when a run marks its messages (``marks``) --
+    so datasets of the papers' receivers keep the columns they always had."""
+    used = {"reorder_window": any(opts.reorder_window != 1 for opts in configs),
+            "marked": marks}
+    ds.table("messages", omit=tuple(c for c in EXTENSION_COLUMNS["messages"]
+                                    if not used[c]))
 
 
 def option_params(opts: ReceiverConfig) -> dict[str, Any]:
@@ -77,6 +89,7 @@ class Message:
     sent: int  # true send time
     accepted: int = 0
     refused: int = 0  # stale or early verdicts
+    mark: int | None = None  # incarnation heard of when made (runs that mark)
 
 
 @dataclass
@@ -132,6 +145,8 @@ class AmoRun:
         self.max_lifetime = 0
         self._columns = tuple(value for name, value in zip(OPTION_FIELDS, option_values(opts))
                               if name in self.messages.names)
+        #: The ``marked`` extension column is in the table (some run marks).
+        self._marks_column = "marked" in self.messages.names
         self.transport = Reliable(self.engine, net.timeout, net.retries)
         self.adapter = AtMostOnceAdapter(AtMostOnceOptions(opts, 1))
         self.server_names = [f"s{i + 1}" for i in range(net.servers)]
@@ -166,6 +181,8 @@ class AmoRun:
                               reorder_extra=net.reorder_extra, partitions=parts)
         self.work_rng = random.Random(rng.getrandbits(64))
         self.crashed = False
+        #: Each server's incarnation number (module docstring), raised at each crash.
+        self.incarnations = [0] * net.servers
 
     # -- traffic ---------------------------------------------------------------------
 
@@ -204,8 +221,10 @@ class AmoRun:
         self.adapter.feed(Row(self.run, self.seq, {"type": "crash", "receiver": name,
                                                    "at": at, "down": self.net.crash_down}))
         self.crashed = True
+        self.incarnations[index] += 1
         self.messages.add((self.run, self.seq, "crash", self.server_names[index], None, None,
-                           at, self.net.crash_down, None) + self._columns)
+                           at, self.net.crash_down, None) + self._columns
+                          + ((None,) if self._marks_column else ()))
 
     def _arrive(self, packet: Packet) -> bool:
         msg: Message = packet.payload
@@ -214,9 +233,12 @@ class AmoRun:
         original = packet.arrivals == 1
         self.seq += 1
         seq = self.seq
+        marked = msg.mark is not None and msg.mark == self.incarnations[msg.server]
         self.messages.add((self.run, seq, "msg", name, msg.conn,
-                           msg.ts, at, None, original) + self._columns)
-        verdict, rho, entries = self.adapter.decide(self.run, seq, name, msg.conn, msg.ts, at)
+                           msg.ts, at, None, original) + self._columns
+                          + ((marked,) if self._marks_column else ()))
+        verdict, rho, entries = self.adapter.decide(self.run, seq, name, msg.conn, msg.ts, at,
+                                                    marked=marked)
         if rho is None or entries is None:  # down: not decided
             self.decisions.add((self.run, seq, "down", None, None))
             self._count("down")

@@ -25,7 +25,45 @@ Experiments (``experiments=``, any subset, one or more runs each):
   (up to ``reorder_extra``) with probability ``reorder_p``, so later messages of a
   connection overtake earlier ones; the same traffic for every reorder window W in
   ``reorder_windows`` (W = 1 is SCMP), measuring the genuine messages refused
-  (``refused_genuine_rate``) and the table's bytes (``table_bytes_mean``).
+  (``refused_genuine_rate``) and the table's bytes (``table_bytes_mean``);
+- ``restart`` (our extension beyond the paper, issue 27; not in the default set): the
+  resilient server of ``crash`` (Fig. 2-2, ``beta``, ``latest_every``; one server, the
+  figures' GC) crashes at ``crash_at`` and restarts *immediately*, ``restart_down``
+  ticks later, while ``restart_clients`` clients call continuously: each makes its
+  next call (``restart_calls`` in all) as soon as the transport has the previous one
+  acknowledged (or gives up on it). Two runs on the same traffic (common random
+  numbers: the transport acknowledges every copy taken while the server is up, whatever
+  the verdict): ``restart``, the paper's rule (no message is marked), and
+  ``restart-marked``, with incarnation marks (``RestartRun``).
+
+Incarnation marks (the ``restart-marked`` run). The simulator keeps each server's
+incarnation number, raised at each crash. Every acknowledgment carries the number of
+the incarnation that sent it (an RPC reply or refusal would carry its id), and each
+client remembers the newest incarnation it has heard of. A client marks every *new*
+message with that number (none before its first acknowledgment); a retransmission is
+the same message and keeps the mark of its first copy, never the client's newer one. A
+row is ``marked`` iff the message's mark equals the incarnation deciding it (the
+receiver is told ``marked=True`` exactly then), so a message made before its client
+heard of the running incarnation is decided by the paper's rule.
+
+Restart measures (per run; times are true times, the restart is the crash plus
+``restart_down``):
+
+- ``refused_unknown``: messages never accepted and refused at least once with a lost
+  verdict (``stale`` or ``early``, the contract's ``lost``); their sender is refused
+  without being told whether an earlier copy ran, so the outcome is unknown to it.
+  ``refused_unknown_rate`` = ``refused_unknown`` / ``messages_sent``;
+- ``refused_after_restart``: of those, the messages sent at or after the restart;
+  ``refused_after_heard``: the messages sent at or after their client first heard of
+  the new incarnation (with marks, only a message whose mark is not the deciding
+  incarnation can be refused, so this is 0 unless something else refuses);
+- ``served_again_max`` / ``served_again_median`` (ticks, over clients): from the
+  restart until the client's first message accepted by the new incarnation;
+  ``served_after_heard_max`` / ``_median``: from the client's first acknowledgment by
+  the new incarnation until that acceptance (0 when it came first);
+  ``not_served_again``: clients with no message accepted by the new incarnation;
+- ``round_trip``: twice delta, the ``p_net`` quantile of the one-way delay (the
+  yardstick of "one round trip").
 
 Time unit: 1 tick = 1 microsecond. Defaults: clock skews "typically less than 100
 milliseconds" (section 1) give ``epsilon``; the NTP reference [2] gives the
@@ -42,9 +80,11 @@ from timebound.core.atmostonce import ReceiverConfig
 from timebound.sim._dataset import DatasetWriter
 from timebound.sim._links import parse_delay
 from timebound.sim._scenario import Param, Progress, Scenario
+from timebound.sim._transport import NotingReliable, Packet
 from timebound.sim.scenarios._amo import (
     START,
     AmoRun,
+    Message,
     NetConfig,
     open_messages,
     option_params,
@@ -55,7 +95,7 @@ MS = 1000
 
 PARAMS = (
     Param("experiments", "which experiments to run", "once,many,sweep,skew,crash", "list",
-          choices=("once", "many", "sweep", "skew", "crash", "reorder")),
+          choices=("once", "many", "sweep", "skew", "crash", "reorder", "restart")),
     Param("clients", "clients of the once/sweep/skew/crash runs (Fig. 3-3: 1000)", "1000",
           lo=1, hi=1_000_000),
     Param("servers", "servers; client i talks to server i mod servers", "1", lo=1, hi=1000),
@@ -103,6 +143,13 @@ PARAMS = (
           "exponential:100000", "delay"),
     Param("reorder_p", "reorder runs: probability of an extra reordering delay", "0.05",
           "float", lo=0, hi=1),
+    Param("restart_down", "restart runs: the server's down time at crash_at (ticks; an "
+          "immediate restart, ours)", "1000", lo=1, only_for="restart"),
+    Param("restart_clients", "restart runs: clients, each calling continuously (its next "
+          "call once the last is acknowledged)", "100", lo=1, hi=1_000_000,
+          only_for="restart"),
+    Param("restart_calls", "restart runs: calls per client", "200", lo=1, hi=1_000_000,
+          only_for="restart"),
 )
 
 CLAIMS = (
@@ -115,6 +162,12 @@ CLAIMS = (
     {"paper": "SCMP", "claim": "after a crash all messages sent after t_cr + beta are accepted",
      "measure": "lost_after_crash_plus_beta", "expected": "0"},
 )
+
+#: The restart experiment's claim (ours), in the manifest of a dataset that runs it.
+RESTART_CLAIM = {
+    "paper": "ours", "claim": "with incarnation marks, after an immediate restart only "
+    "messages sent before their client heard of the new incarnation are refused",
+    "measure": "refused_after_heard", "expected": "0 (restart-marked)"}
 
 #: Bytes of the table model behind ``table_bytes_*`` (contract measures).
 CONN_BYTES, TS_BYTES, FLOOR_BYTES = 16, 8, 8
@@ -133,8 +186,8 @@ class ReorderRun(AmoRun):
         decide = self.adapter.decide
 
         def counted(source: str, line: int, name: str, conn: str, ts: int,
-                    at: int) -> tuple[str, int | None, int | None]:
-            verdict, rho, entries = decide(source, line, name, conn, ts, at)
+                    at: int, *, marked: bool = False) -> tuple[str, int | None, int | None]:
+            verdict, rho, entries = decide(source, line, name, conn, ts, at, marked=marked)
             if entries is not None:
                 self.judged.add((conn, ts))
                 size = per_conn * receivers[name].connections + TS_BYTES * entries
@@ -156,6 +209,115 @@ class ReorderRun(AmoRun):
              None),
             ("table_bytes_peak", float(self.bytes_peak), None),
         ]
+
+
+class RestartRun(AmoRun):
+    """The ``restart`` experiment (module docstring): clients calling continuously
+    over a ``NotingReliable`` transport whose acknowledgments carry the server's
+    incarnation number; with ``marks`` the clients mark their new messages. Counts the
+    restart measures; no protocol rule here (the receiver is told ``marked=`` by the
+    shared adapter, ``AmoRun._arrive``)."""
+
+    def __init__(self, *args: Any, marks: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.marks = marks
+        net = self.net
+        self.transport = NotingReliable(self.engine, net.timeout, net.retries,
+                                        note=self._note, on_ack=self._ack,
+                                        on_give_up=self._next)
+        n = net.clients
+        #: the newest incarnation each client has heard of (None: no ack yet)
+        self.heard: list[int | None] = [None] * n
+        #: when each client first heard of an incarnation after the crash
+        self.heard_new_at: list[int | None] = [None] * n
+        #: when a message of each client was first accepted after the crash
+        self.served_at: list[int | None] = [None] * n
+        #: each client's message in flight and the calls it has left after it
+        self.current: list[Message | None] = [None] * n
+        self.left = [0] * n
+        self.restart_at: int | None = None
+
+    def _send(self, arg: tuple[int, int]) -> None:
+        client, left = arg
+        engine = self.engine
+        ts = self.client_clocks[client].monotonic(engine.now, strict=True)
+        msg = Message(client, f"c{client + 1}", 0, ts, engine.now,
+                      mark=self.heard[client] if self.marks else None)
+        self.msgs.append(msg)
+        self.current[client] = msg
+        self.left[client] = left - 1
+        self.transport.send(Packet(msg, self.up[0], self.down_link, self._arrive))
+
+    def _next(self, packet: Packet) -> None:
+        """The client's message in flight is done with (acknowledged or given up): its
+        next call, at once."""
+        msg: Message = packet.payload
+        client = msg.client
+        if self.current[client] is msg:
+            self.current[client] = None
+            if self.left[client] > 0:
+                self._send((client, self.left[client]))
+
+    def _note(self, packet: Packet) -> int:
+        msg: Message = packet.payload
+        return self.incarnations[msg.server]
+
+    def _ack(self, packet: Packet, incarnation: int, first: bool) -> None:
+        client = packet.payload.client
+        heard = self.heard[client]
+        if heard is None or incarnation > heard:
+            self.heard[client] = incarnation
+            if incarnation > 0 and self.heard_new_at[client] is None:
+                self.heard_new_at[client] = self.engine.now
+        if first:
+            self._next(packet)
+
+    def _crash(self, index: int) -> None:
+        super()._crash(index)
+        if self.crashed and self.restart_at is None:
+            self.restart_at = self.engine.now + self.net.crash_down
+
+    def _arrive(self, packet: Packet) -> bool:
+        msg: Message = packet.payload
+        accepted = msg.accepted
+        taken = super()._arrive(packet)
+        if (msg.accepted > accepted and self.incarnations[msg.server] > 0
+                and self.served_at[msg.client] is None):
+            self.served_at[msg.client] = self.engine.now
+        return taken
+
+    def restart_metrics(self, round_trip: float) -> list[tuple[str, float, int | None]]:
+        restart = self.restart_at if self.restart_at is not None else self.engine.now
+        refused = [m for m in self.msgs if m.accepted == 0 and m.refused]
+        heard = self.heard_new_at
+        after_heard = sum(1 for m in refused
+                          if (h := heard[m.client]) is not None and m.sent >= h)
+        served = sorted(t - restart for t in self.served_at if t is not None)
+        waits = sorted(max(0, t - h) for t, h in zip(self.served_at, heard)
+                       if t is not None and h is not None)
+        sent = len(self.msgs)
+        return [
+            ("incarnation_marks", 1.0 if self.marks else 0.0, None),
+            ("refused_unknown", float(len(refused)), None),
+            ("refused_unknown_rate", len(refused) / sent if sent else 0.0, None),
+            ("refused_after_restart", float(sum(1 for m in refused if m.sent >= restart)),
+             None),
+            ("refused_after_heard", float(after_heard), None),
+            ("served_again_max", float(served[-1]) if served else 0.0, None),
+            ("served_again_median", _median(served), None),
+            ("served_after_heard_max", float(waits[-1]) if waits else 0.0, None),
+            ("served_after_heard_median", _median(waits), None),
+            ("not_served_again", float(self.served_at.count(None)), None),
+            ("round_trip", round_trip, None),
+        ]
+
+
+def _median(values: list[int]) -> float:
+    """The median of sorted ``values`` (0 for none)."""
+    if not values:
+        return 0.0
+    mid = len(values) // 2
+    return float(values[mid]) if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
 def _net(p: dict[str, Any], **over: Any) -> NetConfig:
@@ -214,19 +376,34 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
                          _net(p, clients=p["reorder_clients"], calls=p["reorder_calls"],
                               gap=parse_delay(p["reorder_gap"]), reorder=p["reorder_p"]),
                          ReceiverConfig(rho=p["rho"], **fixed, reorder_window=w)))
-    open_messages(ds, [opts for _, _, _, opts in plan])
+    if "restart" in exps:
+        restart = _net(p, clients=p["restart_clients"], calls=p["restart_calls"], servers=1,
+                       crash_at=p["crash_at"], crash_down=p["restart_down"],
+                       retries=p["crash_retries"])
+        for name in ("restart", "restart-marked"):
+            plan.append((name, "restart", restart,
+                         ReceiverConfig(rho=p["rho"], **fixed, **resilient)))
+    open_messages(ds, [opts for _, _, _, opts in plan], marks="restart" in exps)
     runs = []
     summary: dict[str, Any] = {"bound_rho_min": bound(p)}
     for index, (name, traffic, net, opts) in enumerate(plan):
         rng = random.Random(f"{seed}/scmp/{traffic}")
-        kind = ReorderRun if traffic == "reorder" else AmoRun
-        sim = kind(ds, name, net, opts, rng, p["sample_every"])
+        sim: AmoRun
+        if traffic == "restart":
+            sim = RestartRun(ds, name, net, opts, rng, p["sample_every"],
+                             marks=name == "restart-marked")
+        elif traffic == "reorder":
+            sim = ReorderRun(ds, name, net, opts, rng, p["sample_every"])
+        else:
+            sim = AmoRun(ds, name, net, opts, rng, p["sample_every"])
         if progress:
             progress(f"scmp {name}", index, len(plan))
         sim.execute()
         rows = sim.metrics()
         if isinstance(sim, ReorderRun):
             rows += sim.reorder_metrics()
+        if isinstance(sim, RestartRun):
+            rows += sim.restart_metrics(2 * parse_delay(p["delay"]).quantile(p["p_net"]))
         rows.append(("bound_rho_min", float(bound(p)), None))
         rows.append(("rho", float(opts.rho or 0), None))
         if name in ("crash", "crash-grace"):
@@ -244,18 +421,25 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
         summary[name] = (f"lost {got['lost_rate']:.4f}, table mean {got['table_mean']:.1f} "
                          f"peak {got['table_peak']:.0f}, violations "
                          f"{got['at_most_once_violations']:.0f}")
+        if "refused_unknown_rate" in got:
+            summary[name] += (f", refused (outcome unknown) {got['refused_unknown_rate']:.4f}"
+                              f", after hearing {got['refused_after_heard']:.0f}, served "
+                              f"again median {got['served_again_median'] / MS:.0f} ms max "
+                              f"{got['served_again_max'] / MS:.0f} ms")
         if "refused_genuine_rate" in got:
             summary[name] += (f", refused genuine {got['refused_genuine_rate']:.4f}, "
                               f"table bytes mean {got['table_bytes_mean']:.0f}")
     if progress:
         progress("scmp", len(plan), len(plan))
-    return {"runs": runs, "claims": list(CLAIMS), "summary": summary}
+    claims = list(CLAIMS) + ([RESTART_CLAIM] if "restart" in exps else [])
+    return {"runs": runs, "claims": claims, "summary": summary}
 
 
 SCENARIO = Scenario(
     name="scmp",
     summary="SCMP at-most-once: clients once/many, rho sweep vs the section 2.4 bound, "
-            "slow/fast clocks, resilient crash and restart",
+            "slow/fast clocks, resilient crash and restart (ours: reorder window, "
+            "immediate restart with incarnation marks)",
     params=PARAMS,
     run=run,
     source="SCMP paper sections 2.3-2.4 and 3.1 (Figs. 3-2, 3-3)",
