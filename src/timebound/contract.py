@@ -384,6 +384,34 @@ _MEASURES: list[tuple[str, Measure]] = [
        "scmp reorder: mean table size in bytes over decided rows (16 per connection id, "
        "8 per remembered timestamp, 8 per floor when W > 1)", SIM),
     _m("atmostonce", "table_bytes_peak", "bytes", "scmp reorder: largest table_bytes", SIM),
+    _m("atmostonce", "incarnation_marks", "flag",
+       "scmp restart (our extension, issue 27): 1 when the run's clients mark new messages "
+       "with the incarnation they heard of (restart-marked), 0 for the paper's rule", SIM),
+    _m("atmostonce", "refused_unknown", "messages",
+       "scmp restart: messages never accepted and refused at least once stale or early "
+       "(the lost verdicts): refused without the sender knowing whether a copy ran", SIM),
+    _m("atmostonce", "refused_unknown_rate", "ratio",
+       "scmp restart: refused_unknown / messages_sent", SIM),
+    _m("atmostonce", "refused_after_restart", "messages",
+       "scmp restart: refused_unknown messages sent at or after the restart (true time)",
+       SIM),
+    _m("atmostonce", "refused_after_heard", "messages",
+       "scmp restart: refused_unknown messages sent at or after their client first heard "
+       "of the new incarnation (an acknowledgment carrying its number)", SIM),
+    _m("atmostonce", "served_again_max", "ticks",
+       "scmp restart: largest time over clients from the restart to the client's first "
+       "message accepted by the new incarnation", SIM),
+    _m("atmostonce", "served_again_median", "ticks",
+       "scmp restart: median over clients of the same time", SIM),
+    _m("atmostonce", "served_after_heard_max", "ticks",
+       "scmp restart: largest time over clients from first hearing of the new "
+       "incarnation to the first message it accepted (0 when that came first)", SIM),
+    _m("atmostonce", "served_after_heard_median", "ticks",
+       "scmp restart: median over clients of the same time", SIM),
+    _m("atmostonce", "not_served_again", "clients",
+       "scmp restart: clients with no message accepted by the new incarnation", SIM),
+    _m("atmostonce", "round_trip", "ticks",
+       "scmp restart: twice the p_net quantile of the one-way delay", SIM),
     _m("atmostonce", "estimate_over_true", "ratio",
        "adaptive: final estimate / the largest true lifetime of the run's regime", SIM),
     _m("atmostonce", "true_max_lifetime", "ticks",

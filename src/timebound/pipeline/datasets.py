@@ -4,20 +4,24 @@ Each table present is checked against its declared schema (``schemas.py``) befor
 job runs: a missing required column, or a column of the wrong type, is a
 ``SchemaError`` naming the table, the column and the expected type (exit status 2).
 Optional columns a dataset leaves out are added as typed nulls, so every operator
-sees one shape.
+sees one shape. A table carrying a row extension column the pipeline does not decide
+(``contract.REFUSED_BY_DRIVERS``: ``marked``, issue 27's incarnation marks) is refused
+the same way, before Spark starts: deciding it without the column would give other
+verdicts than ``timebound replay``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BooleanType, DataType, LongType, MapType, StringType
 
 from timebound.errors import SchemaError, UsageError
-from timebound.pipeline.schemas import OPTIONAL, OPTIONS, PROTOCOLS, REQUIRED
+from timebound.pipeline.schemas import OPTIONAL, OPTIONS, PROTOCOLS, REFUSED, REQUIRED
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -64,6 +68,7 @@ def table_bytes(dataset: str, tables: list[str]) -> int:
 def validate(df: DataFrame, table: str) -> DataFrame:
     """Check ``df`` against the declared schema of ``table``; add absent optional columns."""
     actual = {field.name: field.dataType for field in df.schema.fields}
+    refuse_extensions(table, actual)
     for field in REQUIRED[table].fields:
         if field.name not in actual:
             raise SchemaError(table, field.name,
@@ -81,6 +86,16 @@ def validate(df: DataFrame, table: str) -> DataFrame:
     return df
 
 
+def refuse_extensions(table: str, columns: Iterable[str]) -> None:
+    """A SchemaError when ``columns`` hold a row extension column the pipeline does not
+    decide (module docstring)."""
+    for name in REFUSED.get(table, ()):
+        if name in columns:
+            raise SchemaError(table, name, "incarnation marks (our extension, issue 27) are "
+                              "decided by `timebound replay atmostonce` only; the pipeline "
+                              "refuses a table that carries them")
+
+
 def check_parquet_files(table: str, path: str) -> None:
     """Read every part file's footer with pyarrow first, so that a truncated or foreign
     file is a SchemaError naming that file (Spark's own error names neither)."""
@@ -92,10 +107,11 @@ def check_parquet_files(table: str, path: str) -> None:
                 continue  # Spark's _SUCCESS and .crc files
             part = os.path.join(root, name)
             try:
-                pq.read_metadata(part)
+                names = pq.read_metadata(part).schema.names
             except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
                 raise SchemaError(table, "<table>", f"cannot read '{part}' as Parquet: "
                                   f"{exc}") from None
+            refuse_extensions(table, names)
 
 
 def read_table(spark: SparkSession, dataset: str, table: str) -> DataFrame:

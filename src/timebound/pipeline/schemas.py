@@ -56,6 +56,8 @@ OPTIONAL: dict[str, StructType] = {
     name: _struct(t.optional) for name, t in contract.INPUT_TABLES.items()}
 OPTIONS: dict[str, StructType] = {
     name: _struct(t.options) for name, t in contract.INPUT_TABLES.items()}
+#: Row extension columns the pipeline refuses (``contract.REFUSED_BY_DRIVERS``).
+REFUSED: dict[str, tuple[str, ...]] = dict(contract.REFUSED_BY_DRIVERS)
 
 #: Columns each operator adds to its input columns in the decision table.
 DECISION_EXTRA: dict[str, StructType] = {

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.adapters.merge import MergeOptions
+from timebound.contract import REFUSED_BY_DRIVERS
 from timebound.errors import UsageError
 from timebound.stream._run import (
     MAX_FILES_RANGE,
@@ -49,6 +50,9 @@ def check_max_files(value: int | None) -> int | None:
 def _source(spark: SparkSession, table: str, folder: str, max_files: int | None
             ) -> DataFrame:
     reader = spark.readStream.format(NAME).schema(source_schema(table)).option("path", folder)
+    refused = REFUSED_BY_DRIVERS.get(table, ())
+    if refused:
+        reader = reader.option("refuseColumns", ",".join(refused))
     if max_files is not None:
         reader = reader.option("maxFilesPerTrigger", str(max_files))
     return reader.load()

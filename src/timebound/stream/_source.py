@@ -23,7 +23,11 @@ Every row carries two extra columns, ``_file`` (the file's name) and ``_line`` (
 1-based line of a JSON Lines file, the 1-based row of a Parquet file): they order the
 rows of files without a ``seq`` column and name a malformed row in errors. Values are
 checked against the declared schema as they are read: a wrong type stops the query
-with ``FILE:LINE: field 'x': ...`` (exit 2), like the replay.
+with ``FILE:LINE: field 'x': ...`` (exit 2), like the replay. So does a row extension
+column the stream does not decide (option ``refuseColumns``, a comma list: the
+contract's ``REFUSED_BY_DRIVERS``, i.e. ``marked`` for ``messages``): a JSON Lines row
+that has the field, or a Parquet file that has the column (line 0), rather than
+deciding it as if the field were absent.
 """
 
 from __future__ import annotations
@@ -79,15 +83,19 @@ class TraceFiles(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         # ``self.options`` is case-insensitive; a plain dict of it is lower-cased.
+        refuse = str(self.options.get("refuseColumns", "") or "")
         return _Reader(str(self.options["path"]),
-                       int(self.options.get("maxFilesPerTrigger", "0") or 0), schema)
+                       int(self.options.get("maxFilesPerTrigger", "0") or 0), schema,
+                       tuple(c for c in refuse.split(",") if c))
 
 
 class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, folder: str, max_files: int, schema: StructType) -> None:
+    def __init__(self, folder: str, max_files: int, schema: StructType,
+                 refuse: tuple[str, ...] = ()) -> None:
         self.folder = os.path.abspath(folder)
         self.max_files = max_files
         self.schema = schema
+        self.refuse = refuse
         self._target: str | None = None
 
     def initialOffset(self) -> dict[str, Any]:
@@ -119,7 +127,7 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, _File)
         try:
-            yield from read_file(partition.path, self.schema)
+            yield from read_file(partition.path, self.schema, self.refuse)
         except TraceError as exc:
             raise marked(exc) from None
 
@@ -149,9 +157,13 @@ def _check(value: Any, kind: str) -> str | None:
     return None
 
 
-def read_file(path: str, schema: StructType) -> Iterator[Any]:
+REFUSED_REASON = ("incarnation marks (our extension, issue 27) are decided by "
+                  "`timebound replay atmostonce` only; the stream refuses them")
+
+
+def read_file(path: str, schema: StructType, refuse: Sequence[str] = ()) -> Iterator[Any]:
     """Arrow record batches of ``path`` in ``schema`` (whose last two columns are
-    ``_file`` and ``_line``)."""
+    ``_file`` and ``_line``); a column or field named in ``refuse`` is a TraceError."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -165,6 +177,9 @@ def read_file(path: str, schema: StructType) -> Iterator[Any]:
             table = pq.read_table(path)
         except (OSError, pa.ArrowException) as exc:
             raise TraceError(name, 0, "<file>", f"cannot read Parquet: {exc}") from None
+        for column in refuse:
+            if column in table.column_names:
+                raise TraceError(name, 0, column, REFUSED_REASON)
         columns = []
         for f, target in zip(data_fields, arrow_schema):
             if f.name in table.column_names:
@@ -197,6 +212,9 @@ def read_file(path: str, schema: StructType) -> Iterator[Any]:
                 raise TraceError(name, number, "<row>", f"not JSON: {exc}") from None
             if not isinstance(value, dict):
                 raise TraceError(name, number, "<row>", "expected a JSON object")
+            for column in refuse:
+                if column in value:
+                    raise TraceError(name, number, column, REFUSED_REASON)
             for column, kind in kinds:
                 item = value.get(column)
                 reason = _check(item, kind)
