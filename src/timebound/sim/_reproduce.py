@@ -36,6 +36,7 @@ SEEDS = (1, 2, 3)
 FULL: tuple[tuple[str, str, dict[str, str]], ...] = (
     ("scmp", "scmp", {"calls": "10"}),
     ("scmp-reorder", "scmp", {"experiments": "reorder"}),
+    ("scmp-restart", "scmp", {"experiments": "restart"}),
     ("adaptive", "adaptive", {"messages": "20000"}),
     ("adaptive-horizon", "adaptive", {
         "loads": "spikes", "estimators": "limited", "spike": "100000",
@@ -61,6 +62,7 @@ QUICK: tuple[tuple[str, str, dict[str, str]], ...] = (
     ("scmp", "scmp", {"calls": "3", "clients": "300", "many_calls": "200",
                       "rhos": "50000,200000,800000,3200000"}),
     ("scmp-reorder", "scmp", {"experiments": "reorder", "reorder_calls": "60"}),
+    ("scmp-restart", "scmp", {"experiments": "restart", "restart_calls": "150"}),
     ("adaptive", "adaptive", {"messages": "6000"}),
     ("adaptive-horizon", "adaptive", {**_full("adaptive-horizon"), "messages": "12000"}),
     ("adaptive-reorder", "adaptive", {**_full("adaptive-reorder"), "messages": "4000"}),

@@ -29,22 +29,25 @@ Experiments (``experiments=``, any subset, one or more runs each):
 - ``restart`` (our extension beyond the paper, issue 27; not in the default set): the
   resilient server of ``crash`` (Fig. 2-2, ``beta``, ``latest_every``; one server, the
   figures' GC) crashes at ``crash_at`` and restarts *immediately*, ``restart_down``
-  ticks later, while ``restart_clients`` clients call continuously: each makes its
-  next call (``restart_calls`` in all) as soon as the transport has the previous one
-  acknowledged (or gives up on it). Two runs on the same traffic (common random
-  numbers: the transport acknowledges every copy taken while the server is up, whatever
-  the verdict): ``restart``, the paper's rule (no message is marked), and
-  ``restart-marked``, with incarnation marks (``RestartRun``).
+  ticks later, while ``restart_clients`` clients, each with ``restart_callers``
+  callers, call continuously: a caller has one message in flight on its own
+  connection and makes its next one (``restart_calls`` in all) as soon as the
+  transport has the previous one acknowledged (or gives up on it). Two runs on the
+  same traffic (common random numbers: the transport acknowledges every copy taken
+  while the server is up, whatever the verdict): ``restart``, the paper's rule (no
+  message is marked), and ``restart-marked``, with incarnation marks (``RestartRun``).
 
 Incarnation marks (the ``restart-marked`` run). The simulator keeps each server's
 incarnation number, raised at each crash. Every acknowledgment carries the number of
 the incarnation that sent it (an RPC reply or refusal would carry its id), and each
-client remembers the newest incarnation it has heard of. A client marks every *new*
-message with that number (none before its first acknowledgment); a retransmission is
-the same message and keeps the mark of its first copy, never the client's newer one. A
-row is ``marked`` iff the message's mark equals the incarnation deciding it (the
-receiver is told ``marked=True`` exactly then), so a message made before its client
-heard of the running incarnation is decided by the paper's rule.
+client remembers, for all its callers, the newest incarnation it has heard of. A
+client marks every *new* message with that number (none before its first
+acknowledgment); a retransmission is the same message and keeps the mark of its first
+copy, never the client's newer one (a caller's message sent before the restart and
+retransmitted after another caller heard of the new incarnation may have been accepted
+before the crash). A row is ``marked`` iff the message's mark equals the incarnation
+deciding it (the receiver is told ``marked=True`` exactly then), so a message made
+before its client heard of the running incarnation is decided by the paper's rule.
 
 Restart measures (per run; times are true times, the restart is the crash plus
 ``restart_down``):
@@ -58,7 +61,8 @@ Restart measures (per run; times are true times, the restart is the crash plus
   the new incarnation (with marks, only a message whose mark is not the deciding
   incarnation can be refused, so this is 0 unless something else refuses);
 - ``served_again_max`` / ``served_again_median`` (ticks, over clients): from the
-  restart until the client's first message accepted by the new incarnation;
+  restart until the first message of the client (any caller) accepted by the new
+  incarnation;
   ``served_after_heard_max`` / ``_median``: from the client's first acknowledgment by
   the new incarnation until that acceptance (0 when it came first);
   ``not_served_again``: clients with no message accepted by the new incarnation;
@@ -78,6 +82,7 @@ from typing import Any
 
 from timebound.core.atmostonce import ReceiverConfig
 from timebound.sim._dataset import DatasetWriter
+from timebound.sim._engine import URGENT
 from timebound.sim._links import parse_delay
 from timebound.sim._scenario import Param, Progress, Scenario
 from timebound.sim._transport import NotingReliable, Packet
@@ -145,10 +150,12 @@ PARAMS = (
           "float", lo=0, hi=1),
     Param("restart_down", "restart runs: the server's down time at crash_at (ticks; an "
           "immediate restart, ours)", "1000", lo=1, only_for="restart"),
-    Param("restart_clients", "restart runs: clients, each calling continuously (its next "
-          "call once the last is acknowledged)", "100", lo=1, hi=1_000_000,
-          only_for="restart"),
-    Param("restart_calls", "restart runs: calls per client", "200", lo=1, hi=1_000_000,
+    Param("restart_clients", "restart runs: clients, each remembering the incarnation it "
+          "heard of for its callers", "50", lo=1, hi=1_000_000, only_for="restart"),
+    Param("restart_callers", "restart runs: callers per client, each calling continuously "
+          "on its own connection (its next call once the last is acknowledged)", "2",
+          lo=1, hi=1000, only_for="restart"),
+    Param("restart_calls", "restart runs: calls per caller", "200", lo=1, hi=1_000_000,
           only_for="restart"),
 )
 
@@ -212,15 +219,17 @@ class ReorderRun(AmoRun):
 
 
 class RestartRun(AmoRun):
-    """The ``restart`` experiment (module docstring): clients calling continuously
-    over a ``NotingReliable`` transport whose acknowledgments carry the server's
-    incarnation number; with ``marks`` the clients mark their new messages. Counts the
-    restart measures; no protocol rule here (the receiver is told ``marked=`` by the
-    shared adapter, ``AmoRun._arrive``)."""
+    """The ``restart`` experiment (module docstring): clients whose ``callers`` each
+    call continuously on a connection of their own (``c<client>.<caller>``), over a
+    ``NotingReliable`` transport whose acknowledgments carry the server's incarnation
+    number, which the client remembers for all its callers; with ``marks`` every new
+    message is marked with it. Counts the restart measures; no protocol rule here (the
+    receiver is told ``marked=`` by the shared adapter, ``AmoRun._arrive``)."""
 
-    def __init__(self, *args: Any, marks: bool, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, marks: bool, callers: int, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.marks = marks
+        self.callers = callers
         net = self.net
         self.transport = NotingReliable(self.engine, net.timeout, net.retries,
                                         note=self._note, on_ack=self._ack,
@@ -232,31 +241,40 @@ class RestartRun(AmoRun):
         self.heard_new_at: list[int | None] = [None] * n
         #: when a message of each client was first accepted after the crash
         self.served_at: list[int | None] = [None] * n
-        #: each client's message in flight and the calls it has left after it
-        self.current: list[Message | None] = [None] * n
-        self.left = [0] * n
+        #: each caller's message in flight and the calls it has left after it
+        self.current: list[Message | None] = [None] * (n * callers)
+        self.left = [0] * (n * callers)
         self.restart_at: int | None = None
 
+    def start(self) -> None:
+        net = self.net
+        for caller in range(net.clients * self.callers):
+            first = self.work_rng.randrange(max(net.spread, 1))
+            self.engine.at(START + first, self._send, (caller, net.calls))
+        if net.crash_at is not None:
+            self.engine.at(START + net.crash_at, self._crash, 0, priority=URGENT)
+
     def _send(self, arg: tuple[int, int]) -> None:
-        client, left = arg
+        caller, left = arg
+        client, lane = divmod(caller, self.callers)
         engine = self.engine
         ts = self.client_clocks[client].monotonic(engine.now, strict=True)
-        msg = Message(client, f"c{client + 1}", 0, ts, engine.now,
+        msg = Message(client, f"c{client + 1}.{lane + 1}", 0, ts, engine.now,
                       mark=self.heard[client] if self.marks else None)
         self.msgs.append(msg)
-        self.current[client] = msg
-        self.left[client] = left - 1
+        self.current[caller] = msg
+        self.left[caller] = left - 1
         self.transport.send(Packet(msg, self.up[0], self.down_link, self._arrive))
 
     def _next(self, packet: Packet) -> None:
-        """The client's message in flight is done with (acknowledged or given up): its
-        next call, at once."""
+        """A caller's message in flight is done with (acknowledged or given up): the
+        caller's next call, at once."""
         msg: Message = packet.payload
-        client = msg.client
-        if self.current[client] is msg:
-            self.current[client] = None
-            if self.left[client] > 0:
-                self._send((client, self.left[client]))
+        caller = msg.client * self.callers + int(msg.conn.rpartition(".")[2]) - 1
+        if self.current[caller] is msg:
+            self.current[caller] = None
+            if self.left[caller] > 0:
+                self._send((caller, self.left[caller]))
 
     def _note(self, packet: Packet) -> int:
         msg: Message = packet.payload
@@ -391,7 +409,7 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
         sim: AmoRun
         if traffic == "restart":
             sim = RestartRun(ds, name, net, opts, rng, p["sample_every"],
-                             marks=name == "restart-marked")
+                             marks=name == "restart-marked", callers=p["restart_callers"])
         elif traffic == "reorder":
             sim = ReorderRun(ds, name, net, opts, rng, p["sample_every"])
         else:
