@@ -400,3 +400,24 @@ def test_docs_examples_print_what_the_page_says(spark: Any, index: int) -> None:
     with contextlib.redirect_stdout(out):
         exec(compile(code, f"docs/spark.md example {index + 1}", "exec"), {"__name__": "x"})
     assert out.getvalue() == printed
+
+
+def test_without_pyspark_the_import_names_the_extra(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "class Blocker:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] in ('pyspark', 'py4j'):\n"
+            "            raise ImportError(name)\n"
+            "sys.meta_path.insert(0, Blocker())\n"
+            "from timebound.errors import MissingExtra\n"
+            "try:\n"
+            "    import timebound.spark\n"
+            "except MissingExtra as exc:\n"
+            "    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert done.stdout.strip() == ("timebound.spark needs pyspark, which is not installed: "
+                                   "pip install 'timebound[spark]'"), done.stderr[-2000:]
