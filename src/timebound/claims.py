@@ -716,7 +716,7 @@ CLAIMS: tuple[Claim, ...] = (
           "not a paper claim",
           "scmp --set experiments=restart (job scmp-restart; 50 clients of 2 callers each "
           "calling continuously, the server down 1 ms at 5 s), runs restart (the paper's rule) and "
-          "restart-marked (each new message marked with the incarnation its client last "
+          "restart-marked (each new message marked with the newest incarnation its client "
           "heard of, from the acknowledgments), same traffic: messages refused stale or "
           "early and never accepted (% of sent; those sent after the restart; after the "
           "client heard of the new incarnation), time from the restart until each client "

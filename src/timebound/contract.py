@@ -17,7 +17,10 @@ command; and the definition of every measure the simulator and the pipeline publ
 
 Types are named as the contract names them: ``string``, ``int64``, ``bool``,
 ``double``, ``list<int64>``, ``map<string,int64>``; every column is nullable (a column
-a row type does not use is null).
+a row type does not use is null). Extension columns (ours, ``EXTENSION_COLUMNS``) are
+written only when a run uses them: the option column ``reorder_window`` and the row
+column ``marked`` of ``messages`` (a table's ``extensions``: honoured by the replay,
+refused by the pipeline and the stream, ``REFUSED_BY_DRIVERS``).
 
 The at-most-once loss measures (``lost``, ``originals``, ``lost_rate``,
 ``lost_per_accepted``) follow the adaptive paper's definitions (section 3): a message

@@ -51,6 +51,8 @@ and class crc32(utf-8 conn) mod K) starts at time 0 with an empty table and uppe
 input rows, in file order (per receiver, `at` never decreases):
   {"type":"msg","receiver":"s1","conn":"c7","ts":1000,"at":1250}     ts >= 1
   {"type":"crash","receiver":"s1","at":5000,"down":2000}            --resilient only
+  a msg row may add "marked":true: made after the receiver's current incarnation
+  began, decided against its own bound (our extension, docs/replay-atmostonce.md)
 output: one row per msg row, its fields plus
   verdict  accepted | duplicate | stale | early | down
   rho      the estimate in force when processed (null when down)
