@@ -2,7 +2,7 @@
 mid-load and restarted at once from the same storage.
 
 Run: .venv/bin/python benchmarks/bench_restart.py [--smoke] [--callers N] [--seconds S]
-[--beta B] [--json PATH]
+[--beta B] [--no-marks] [--json PATH]
 
 ``timebound rpc serve timebound.net.examples:app --storage DIR/latest.json`` runs as a
 subprocess with ``$TIMEBOUND_LEDGER`` naming its execution ledger (the ``record``
@@ -21,6 +21,13 @@ time from the restart (the new server's ready line) until its first success afte
 the kill, their median and max (the time until every caller is served again), and
 the duplicate executions in the ledger (a payload run twice; a success missing from
 the ledger counts too): the script exits 1 if there is any.
+
+Incarnation marks (the server's default; ``--no-marks`` runs the paper's rule): each
+call records the incarnation its client had heard of when it was issued (its mark)
+and when it ended. Reported: the calls refused ``down`` or ``stale`` that were made
+after their client heard from the new server (the marked rule says: none), and for each caller
+the time from hearing from the new server (the end of the call that brought its id)
+until its first success (within about one round trip: the next call runs).
 
 Every process it starts is killed and reaped on every exit path (and dies with this
 process on Linux: ``PR_SET_PDEATHSIG``); its files live in a temporary directory,
@@ -81,6 +88,8 @@ class Call:
     issued: float
     ended: float = 0.0
     outcome: str = ""
+    mark: int = 0  # the incarnation the client had heard of at issue (the call's mark)
+    heard: int = 0  # ... and at the end
 
 
 @dataclass
@@ -180,7 +189,8 @@ async def caller(index: int, address: tuple[str, int], run: Run, stop: asyncio.E
         for n in range(MAX_CALLS_PER_CALLER):
             if stop.is_set():
                 return
-            call = Call(index, b"c%d-%d" % (index, n), time.monotonic())
+            call = Call(index, b"c%d-%d" % (index, n), time.monotonic(),
+                        mark=client.caller.incarnation)
             run.calls.append(call)
             try:
                 await client.call("record", call.payload, timeout=timeout)
@@ -192,6 +202,7 @@ async def caller(index: int, address: tuple[str, int], run: Run, stop: asyncio.E
             except (RemoteError, RpcError):
                 call.outcome = "error"
             call.ended = time.monotonic()
+            call.heard = client.caller.incarnation
             if pause:
                 await asyncio.sleep(pause)
 
@@ -256,6 +267,20 @@ def summarize(run: Run, ledger: Path, args: argparse.Namespace) -> dict[str, Any
     known = [s for s in served if s is not None]
     after_restart = [c for c in done if c.issued >= run.restarted]
     down_after = [c.issued - run.restarted for c in after_restart if c.outcome == "down"]
+    new = int((run.server_stats or {}).get("incarnation") or 0)
+    # Each caller: when it heard from the new incarnation (the end of the call that
+    # brought its id) and how long until its first success after that.
+    after_heard: list[float | None] = []
+    for i in range(args.callers):
+        mine = [c for c in done if c.caller == i]
+        heard = min((c.ended for c in mine if new and c.heard == new), default=None)
+        oks = [c.ended for c in mine if c.outcome == "ok" and c.issued >= run.killed]
+        if heard is None or not oks:
+            after_heard.append(None)
+            continue
+        after_heard.append(round(max(0.0, min(e for e in oks if e >= heard)
+                                     - heard) if max(oks) >= heard else float("inf"), 4))
+    made_after = [c for c in done if new and c.mark == new]
     beta = args.beta if args.beta is not None else DEFAULT_BETA
     period = args.latest_every or DEFAULT_LATEST_EVERY
     phase = run.killed_us % period
@@ -267,7 +292,7 @@ def summarize(run: Run, ledger: Path, args: argparse.Namespace) -> dict[str, Any
                    "loss": args.loss,
                    "duplicate": args.duplicate, "timeout": args.timeout,
                    "pause": args.pause, "interval": args.interval, "seed": args.seed,
-                   "smoke": args.smoke},
+                   "smoke": args.smoke, "marks": not args.no_marks},
         "calls": total,
         "outcomes": {name: counts.get(name, 0) for name, _ in OUTCOMES},
         "refused_unknown": sum(counts.get(k, 0) for k in REFUSED_UNKNOWN),
@@ -275,6 +300,24 @@ def summarize(run: Run, ledger: Path, args: argparse.Namespace) -> dict[str, Any
                                      if total else 0.0),
         "unknown": sum(counts.get(k, 0) for k in UNKNOWN),
         "unknown_fraction": sum(counts.get(k, 0) for k in UNKNOWN) / total if total else 0.0,
+        "incarnation": new,
+        "calls_made_after_hearing": len(made_after),
+        "refused_unknown_made_after_hearing": sum(c.outcome in REFUSED_UNKNOWN
+                                                  for c in made_after),
+        "not_ok_made_after_hearing": collections.Counter(
+            c.outcome for c in made_after if c.outcome != "ok"),
+        "served_after_hearing_s": after_heard,
+        "served_after_hearing_median_s": _finite(statistics.median(
+            [s if s is not None else float("inf") for s in after_heard])),
+        "served_after_hearing_max_s": (max(s for s in after_heard if s is not None)
+                                       if all(s is not None for s in after_heard)
+                                       else None),
+        "refused_unknown_calls": [
+            {"caller": c.caller, "issued_s": round(c.issued - run.restarted, 4),
+             "ended_s": round(c.ended - run.restarted, 4), "outcome": c.outcome,
+             "marked_new": bool(new) and c.mark == new,
+             "heard_new_at_end": bool(new) and c.heard == new}
+            for c in done if c.outcome in REFUSED_UNKNOWN][:50],
         "calls_after_restart": len(after_restart),
         "down_after_restart": len(down_after),
         "last_down_issued_after_restart_s": round(max(down_after), 4) if down_after else None,
@@ -336,6 +379,17 @@ def report(figures: dict[str, Any]) -> None:
     print(f"served again: median {_seconds(figures['served_again_median_s'])}, max "
           f"{_seconds(figures['served_again_max_s'])} (every caller), never "
           f"{figures['never_served_again']}")
+    if cfg["marks"]:
+        print(f"incarnation marks on: {figures['calls_made_after_hearing']} calls made after "
+              f"their caller heard from the new server, of them refused down or stale "
+              f"{figures['refused_unknown_made_after_hearing']}, not ok "
+              f"{sum(figures['not_ok_made_after_hearing'].values())} "
+              f"{dict(figures['not_ok_made_after_hearing'])}")
+        print(f"served after hearing from the new server: median "
+              f"{_seconds(figures['served_after_hearing_median_s'])}, max "
+              f"{_seconds(figures['served_after_hearing_max_s'])} (every caller)")
+    else:
+        print("incarnation marks off (--no-marks): the paper's rule")
     print(f"executions {figures['executions']}, duplicate executions "
           f"{figures['duplicate_executions']}, successes not run exactly once "
           f"{len(figures['successes_not_executed_once'])}")
@@ -374,6 +428,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--loss", type=float, default=0.10)
     parser.add_argument("--duplicate", type=float, default=0.10)
     parser.add_argument("--seed", type=int, default=1, help="the proxy's seed")
+    parser.add_argument("--no-marks", action="store_true",
+                        help="serve with --no-marks: the paper's rule after a restart "
+                             "(the 'before' of incarnation marks)")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = parser.parse_args(argv)
     small = args.smoke
@@ -403,7 +460,8 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run once; 0 when no call ran twice, 1 otherwise."""
+    """Run once; 0 when no call ran twice and (marks on) no call made after its
+    caller heard from the new server was refused with an unknown outcome, else 1."""
     args = parse(argv)
     signal.signal(signal.SIGTERM, _terminate)
     with tempfile.TemporaryDirectory(prefix="bench_restart.") as tmp:
@@ -414,6 +472,8 @@ def main(argv: list[str] | None = None) -> int:
             serve += ["--beta", str(args.beta)]
         if args.latest_every is not None:
             serve += ["--latest-every", str(args.latest_every)]
+        if args.no_marks:
+            serve += ["--no-marks"]
         env = dict(os.environ, TIMEBOUND_LEDGER=str(ledger))
         servers = Servers(workdir, serve, env)
         try:
@@ -430,6 +490,10 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         print("FAIL: a call ran twice (or a success did not run exactly once)",
               file=sys.stderr)
+    if figures["refused_unknown_made_after_hearing"]:
+        bad = True
+        print("FAIL: a call made after its caller heard from the new server was refused "
+              "with an unknown outcome", file=sys.stderr)
     return 1 if bad else 0
 
 

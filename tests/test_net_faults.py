@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import os
 import random
 import signal
@@ -20,6 +21,7 @@ from tests.test_net_support import rss_bytes, start_server, stop, udp_drops
 from timebound.core.atmostonce import ReceiverConfig
 from timebound.core.wire import KIND_RPC, FrameCodec, Key, Keyring
 from timebound.net import (
+    STATS_PROCEDURE,
     CallRejected,
     CallTimeout,
     Clock,
@@ -74,7 +76,12 @@ def test_lossy_network_every_call_at_most_once_and_successes_exactly_once(tmp_pa
     assert len(ok) >= 2990
 
 
-def test_client_clocks_off_by_epsilon_and_far_beyond(tmp_path: Path) -> None:
+@pytest.mark.parametrize("marks", [False, True])
+def test_client_clocks_off_by_epsilon_and_far_beyond(marks: bool, tmp_path: Path) -> None:
+    # marks=False: the paper's rule. With marks a client far behind is refused once,
+    # hears the server's incarnation, and its next calls are marked: made after the
+    # server started, they may be accepted below the bound the server started with
+    # (at-most-once holds either way; the clock is a hint).
     ledger: list[bytes] = []
 
     def record(payload: bytes) -> bytes:
@@ -88,7 +95,7 @@ def test_client_clocks_off_by_epsilon_and_far_beyond(tmp_path: Path) -> None:
     async def main() -> dict[str, list[str]]:
         outcomes: dict[str, list[str]] = collections.defaultdict(list)
         async with RpcServer({"record": record}, storage=str(tmp_path / "l.json"),
-                             receiver=config) as server:
+                             receiver=config, marks=marks) as server:
             # Calls on many connections, then let GC raise upper to about now - rho.
             async with RpcClient(server.address) as warm:
                 await asyncio.gather(*(warm.call("record", b"warm%d" % i) for i in range(20)))
@@ -104,17 +111,25 @@ def test_client_clocks_off_by_epsilon_and_far_beyond(tmp_path: Path) -> None:
                         except CallRejected as exc:
                             outcomes[label].append(exc.reason)
             stats = server.statistics()
-            assert stats["stale"] >= 5 and stats["early"] >= 5
+            assert stats["stale"] >= (1 if marks else 5) and stats["early"] >= 5
+            assert (stats["marked"] > 0) is marks
         return outcomes
 
     outcomes = asyncio.run(main())
     assert outcomes["-eps"] == ["ok"] * 5
     assert outcomes["+eps"] == ["ok"] * 5
-    assert outcomes["behind"] == ["stale"] * 5  # the paper's effect: late, refused
     assert outcomes["ahead"] == ["early"] * 5  # above latest: refused, never run
     counts = collections.Counter(ledger)
     assert max(counts.values()) == 1
-    assert not any(tag.startswith((b"behind", b"ahead")) for tag in ledger)
+    assert not any(tag.startswith(b"ahead") for tag in ledger)
+    if not marks:
+        assert outcomes["behind"] == ["stale"] * 5  # the paper's effect: late, refused
+        assert not any(tag.startswith(b"behind") for tag in ledger)
+    else:
+        assert outcomes["behind"][0] == "stale"  # unmarked: it had heard of no server
+        assert set(outcomes["behind"]) <= {"stale", "ok", "expired"}  # its budget: 1 s
+        assert all(counts[b"behind%d" % i] == (o == "ok")
+                   for i, o in enumerate(outcomes["behind"]))
 
 
 def _garbage(rng: random.Random, valid: bytes) -> bytes:
@@ -205,18 +220,26 @@ def test_floods_of_malformed_and_unauthenticated_datagrams(tmp_path: Path) -> No
     assert rss[-1] - rss[0] < 8 * 1024 * 1024, rss
 
 
-def test_sigkill_crash_and_restart_from_storage(tmp_path: Path) -> None:
+@pytest.mark.parametrize("with_marks", [False, True])
+def test_sigkill_crash_and_restart_from_storage(with_marks: bool, tmp_path: Path) -> None:
+    # with_marks=False (--no-marks): the paper's rule, calls refused `down` until the
+    # recovered bound. with_marks=True: refused `down` are only calls made before the client
+    # heard from the new incarnation; every call made after it runs.
     ledger = tmp_path / "ledger"
     storage = tmp_path / "latest.json"
     beta = 2.5  # seconds: latest = now + beta
     args = ["timebound.net.examples:app", "--storage", str(storage), "--beta",
             str(int(beta * 1e6)), "--latest-every", str(100 * MS)]
+    args += [] if with_marks else ["--no-marks"]
     env = {"TIMEBOUND_LEDGER": str(ledger)}
     proc, address = start_server(args, env=env)
     procs = [proc]
     outcomes: dict[bytes, str] = {}
     issued_at: dict[bytes, float] = {}
+    mark_of: dict[bytes, int] = {}  # the incarnation the client had heard of at issue
+    refused_by: dict[bytes, tuple[int, bool]] = {}  # refusing incarnation, call marked
     marks: dict[str, float] = {}
+    new_incarnation: list[int] = []
     try:
         async def main() -> None:
             counter = iter(range(10**6))
@@ -225,6 +248,7 @@ def test_sigkill_crash_and_restart_from_storage(tmp_path: Path) -> None:
                 while "stop" not in marks or time.monotonic() < marks["stop"]:
                     tag = b"c%d" % next(counter)
                     issued_at[tag] = time.monotonic()
+                    mark_of[tag] = client.caller.incarnation
                     try:
                         await client.call("record", tag, timeout=1.5)
                         outcomes[tag] = "ok"
@@ -232,6 +256,8 @@ def test_sigkill_crash_and_restart_from_storage(tmp_path: Path) -> None:
                         outcomes[tag] = "timeout"
                     except CallRejected as exc:
                         outcomes[tag] = exc.reason
+                        refused_by[tag] = (exc.incarnation, exc.marked)
+                        assert exc.ran is None  # no key: a refusal proves nothing
                     await asyncio.sleep(0.005)
 
             async with RpcClient(address, interval=0.02) as client:
@@ -246,6 +272,8 @@ def test_sigkill_crash_and_restart_from_storage(tmp_path: Path) -> None:
                 marks["restarted"] = time.monotonic()
                 marks["stop"] = marks["restarted"] + beta + 1.0
                 await asyncio.wait_for(asyncio.gather(*tasks), 25)
+                stats = json.loads(await client.call(STATS_PROCEDURE))
+                new_incarnation.append(stats["incarnation"])
 
         asyncio.run(main())
     finally:
@@ -260,15 +288,28 @@ def test_sigkill_crash_and_restart_from_storage(tmp_path: Path) -> None:
     at_crash = [o for t, o in outcomes.items() if killed - 0.3 <= issued_at[t] <= killed + 0.2]
     assert at_crash and all(o in ("ok", "timeout", "down") for o in at_crash)
     assert any(o in ("timeout", "down") for o in at_crash)
-    # After the restart and before the recovered latest (~ crash + beta): `down`.
-    window = [o for t, o in outcomes.items()
-              if restarted + 0.05 <= issued_at[t] <= killed + beta - 0.3]
-    assert all(o == "down" for o in window), collections.Counter(window)
-    if restarted + 0.5 < killed + beta - 0.3:
-        assert window  # the restart came before the recovered bound: `down` was seen
-    # Sent after restart + beta: accepted.
-    late = [o for t, o in outcomes.items() if issued_at[t] >= restarted + beta + 0.2]
-    assert late and all(o == "ok" for o in late), collections.Counter(late)
+    if with_marks:
+        (new,) = new_incarnation
+        assert new != 0
+        # Refused `down`: only calls made before the client heard from the new server.
+        downs = [t for t, o in outcomes.items() if o == "down"]
+        assert downs and all(refused_by[t] == (new, False) for t in downs)
+        assert all(mark_of[t] != new for t in downs)
+        # Every call made after hearing from it ran (loopback: nothing lost).
+        heard = [t for t in outcomes if mark_of[t] == new]
+        assert heard and all(outcomes[t] == "ok" for t in heard)
+        first = min(issued_at[t] for t in heard)
+        assert first - restarted < 0.5 < beta  # served again in about a round trip
+    else:
+        # After the restart and before the recovered latest (~ crash + beta): `down`.
+        window = [o for t, o in outcomes.items()
+                  if restarted + 0.05 <= issued_at[t] <= killed + beta - 0.3]
+        assert all(o == "down" for o in window), collections.Counter(window)
+        if restarted + 0.5 < killed + beta - 0.3:
+            assert window  # the restart came before the recovered bound: `down` was seen
+        # Sent after restart + beta: accepted.
+        late = [o for t, o in outcomes.items() if issued_at[t] >= restarted + beta + 0.2]
+        assert late and all(o == "ok" for o in late), collections.Counter(late)
     # The first life's temporary file, if the SIGKILL came mid-write, was removed by
     # the restart's recovery (FileStorage.read); the second life ended cleanly.
     assert not [p for p in os.listdir(tmp_path) if p.startswith(".latest.")]

@@ -34,7 +34,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from timebound import _compiled
-from timebound.core.rpc import MAX_TS, Reply
+from timebound.core.rpc import INCARNATION_BYTES, MAX_TS, Reply
 from timebound.core.rpc._records import Invocation, StartCall
 from timebound.core.wire import KIND_RPC, MAX_DATAGRAM, FrameCodec, Keyring
 from timebound.core.wire import Key as WireKey
@@ -349,7 +349,7 @@ def test_oversized_result_is_one_remote_error_at_the_exact_limit(build: str) -> 
         tag = 16 if "key=True" in name else 0
         # MAX_DATAGRAM - frame header 4 - type, conn_len, ts, body_len 14 - status 1
         # - the connection id "c.1" - the tag.
-        limit = MAX_DATAGRAM - 4 - 14 - 1 - 3 - tag
+        limit = MAX_DATAGRAM - 4 - 14 - 1 - 8 - 3 - tag  # 8: the incarnation
         assert got["limit"] == limit, name
         assert got["first"] == ["remote", f"result of 1000000 bytes exceeds the "
                                           f"datagram limit {limit}"]
@@ -373,10 +373,12 @@ def test_oversized_limit_is_exact_for_every_connection_id(conn: str, ts: int,
     server = RpcServer({"f": lambda p: p}, key=key, workers=0)
     limit = server._limit(Invocation("f", b"", StartCall(conn, ts, b"", None, 0)))
     codec = FrameCodec(Keyring(WireKey(KEY)) if keyed else None)
-    assert len(codec.seal(KIND_RPC, Reply(conn, ts, b"\0" + b"x" * limit).encode())) \
-        == MAX_DATAGRAM
+    incarnation = bytes(INCARNATION_BYTES)  # every server message ends with it
+    assert len(codec.seal(KIND_RPC, Reply(conn, ts, b"\0" + b"x" * limit).encode()
+                          + incarnation)) == MAX_DATAGRAM
     with pytest.raises(ProtocolUsageError):
-        codec.seal(KIND_RPC, Reply(conn, ts, b"\0" + b"x" * (limit + 1)).encode())
+        codec.seal(KIND_RPC, Reply(conn, ts, b"\0" + b"x" * (limit + 1)).encode()
+                   + incarnation)
 
 
 @pytest.mark.parametrize("target", [NUMBER, TEXT, b"raw", 1.5, None, [own.ping], (1,),

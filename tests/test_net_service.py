@@ -4,7 +4,7 @@ deferred REPLY-ACKs. No sockets: the pair is joined by hand with exact times."""
 from __future__ import annotations
 
 from timebound.core.atmostonce import MemoryStorage, StableLatest
-from timebound.core.rpc import Call, Policy
+from timebound.core.rpc import Call, Policy, split_incarnation
 from timebound.core.rpc._live import (
     Answered,
     Reason,
@@ -21,7 +21,7 @@ RHO = 1000
 CODEC = FrameCodec(None)
 
 
-def _frame(conn: str, ts: int, payload: bytes | None = b"\x01p\x00\x00\x00\x00") -> bytes:
+def _frame(conn: str, ts: int, payload: bytes | None = b"\x01p" + bytes(12)) -> bytes:
     return CODEC.seal(KIND_RPC, Call(conn, ts, payload).encode())
 
 
@@ -30,7 +30,7 @@ def _refusal(out: object) -> Reason:
     assert len(sends) == 1
     opened = CODEC.open(sends[0].datagram)
     assert opened is not None
-    return decode_refusal(opened.body)[2]
+    return decode_refusal(split_incarnation(opened.body)[0])[2]
 
 
 def _service(storage: MemoryStorage | None = None, capacity: int | None = None) -> RpcService[str]:

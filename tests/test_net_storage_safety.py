@@ -37,7 +37,7 @@ from timebound.core.atmostonce import (
 )
 from timebound.core.atmostonce._estimators import Fixed
 from timebound.core.channel import ChannelSender
-from timebound.core.rpc import Policy
+from timebound.core.rpc import Policy, split_incarnation
 from timebound.core.rpc._live import (
     REFUSE_TYPE,
     Answered,
@@ -117,7 +117,7 @@ def replay(frame: bytes, address: tuple[str, int]) -> tuple[str, int, Reason]:
                 continue
             opened = codec.open(data, now=1)
             assert opened is not None
-            _, message, _ = opened
+            message = split_incarnation(opened[1])[0]
             assert message[:1] == bytes((REFUSE_TYPE,)), message  # not a REPLY
             return decode_refusal(message)
     raise AssertionError("no answer to the replayed CALL in 10 s")

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from timebound import _compiled
-from timebound.core.rpc import Call, Policy, Server
+from timebound.core.rpc import INCARNATION_BYTES, Call, Policy, Server
 from timebound.core.rpc._live import (
     AMPLIFICATION,
     CHALLENGE_TYPE,
@@ -319,7 +319,8 @@ def test_refusal_without_key_proves_nothing() -> None:
             call_header = body[:2 + body[1] + 8]
             conn = call_header[2:-8].decode()
             ts = int.from_bytes(call_header[-8:], "big")
-            fake.sendto(codec.seal(KIND_RPC, encode_refusal(conn, ts, Reason.EARLY)), addr)
+            fake.sendto(codec.seal(KIND_RPC, encode_refusal(conn, ts, Reason.EARLY)
+                                   + bytes(INCARNATION_BYTES)), addr)
 
         async with RpcClient(fake.getsockname(), interval=5.0) as client:
             task = asyncio.ensure_future(forge(None))

@@ -29,6 +29,7 @@ Compiled with mypyc alongside the core when built, as ``_server`` is (the loop h
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 from typing import Any
@@ -61,6 +62,9 @@ DEFAULT_REPLY_ACK_MIN_BYTES = 64
 
 _EXPIRED = Status.EXPIRED
 _OK = Status.OK  # a global: an enum member read through its class costs several times more
+
+#: Most times ``call(..., retry_refused=True)`` issues a refused call again.
+MAX_REFUSED_RETRIES = 16
 
 #: Largest datagram read (the UDP limit).
 _RECV_BYTES = 65536
@@ -190,6 +194,7 @@ class RpcClient:
         self._loop: Any = None  # the running loop once open (``running_loop``)
         self._timeout_ticks = (0.0, 0, 0)  # the last call's timeout (s) in ticks and ms
         self._keyed = key is not None
+        self._retry = (interval, max(interval, max_interval))  # retry_refused back-off (s)
 
     async def __aenter__(self) -> RpcClient:
         await self.open()
@@ -243,14 +248,45 @@ class RpcClient:
             sock.close()
 
     async def call(self, proc: str, payload: bytes = b"", *, timeout: float = 2.0,
-                   new_connection: bool = False) -> bytes:
+                   new_connection: bool = False, retry_refused: bool = False) -> bytes:
         """Run ``proc(payload)`` at most once on the server and return its result.
 
         ``new_connection``: use a connection id never used before (as a new client
         would; the benchmark's shared-socket mode). Raises ``CallTimeout`` (outcome
-        unknown: ran at most once), ``CallRejected`` (``.reason``) or ``RemoteError``
-        (the handler raised; it ran once).
+        unknown: ran at most once), ``CallRejected`` (``.reason``; ``.ran`` False:
+        it did not run, None: unknown) or ``RemoteError`` (the handler raised; it ran
+        once).
+
+        ``retry_refused``: a call refused in a way that proves it did not run
+        (``CallRejected.ran is False``: ``early``, ``overloaded``, ``expired``, with
+        a key) is issued again as a new call (a new timestamp), after a back-off
+        that starts at the client's ``interval`` and doubles up to its
+        ``max_interval``, at most ``MAX_REFUSED_RETRIES`` times and only while
+        ``timeout`` (for all attempts together) leaves time; then the last refusal
+        is raised. A call whose outcome is unknown is never issued again.
         """
+        if not retry_refused:
+            return await self._call(proc, payload, timeout, new_connection)
+        if not timeout > 0:
+            raise ValueError(f"timeout must be > 0 s, got {timeout}")
+        loop = running_loop()
+        deadline = loop.time() + timeout
+        delay, longest = self._retry
+        for attempt in range(MAX_REFUSED_RETRIES + 1):
+            try:
+                return await self._call(proc, payload, max(1e-3, deadline - loop.time()),
+                                        new_connection)
+            except CallRejected as exc:
+                if (exc.ran is not False or attempt == MAX_REFUSED_RETRIES
+                        or loop.time() + delay >= deadline):
+                    raise
+            await asyncio.sleep(delay)
+            delay = min(2 * delay, longest)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    async def _call(self, proc: str, payload: bytes, timeout: float,
+                    new_connection: bool) -> bytes:
+        """One call (``call`` without retries)."""
         if self._sock is None:
             raise RuntimeError("client is not open (use async with)")
         if not timeout > 0:
@@ -299,7 +335,9 @@ class RpcClient:
             message = outcome.data.decode("utf-8", "replace")
             raise RemoteError(message, no_procedure=outcome.status is Status.NO_PROCEDURE)
         if type(outcome) is Rejected:
-            raise CallRejected(str(outcome.reason), authenticated=self._keyed)
+            raise CallRejected(str(outcome.reason), authenticated=self._keyed,
+                               incarnation=outcome.incarnation,
+                               marked=outcome.mark != 0 and outcome.mark == outcome.incarnation)
         if outcome is None:
             self.caller.abandon(conn)
             raise CallTimeout(f"no answer to {proc!r} within {timeout} s; "

@@ -13,8 +13,11 @@ from typing import Any
 COUNTERS = frozenset({
     "calls", "executions", "duplicates", "stale", "early", "down", "overloaded", "acks",
     "replies", "replies_retransmitted", "reply_acks", "malformed", "unauthenticated",
-    "late_completions", "socket_errors", "handler_errors", "storage_errors",
+    "late_completions", "socket_errors", "handler_errors", "storage_errors", "expired",
+    "challenges", "validations", "bad_tokens", "readonly", "marked",
 })
+#: Statistics that are not numbers to plot (an id: a float64 would round it).
+NOT_METRICS = frozenset({"incarnation"})
 PREFIX = "timebound_rpc_"
 
 
@@ -26,7 +29,7 @@ class _Collector:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         for name, value in self.read().items():
-            if value is None:
+            if value is None or name in NOT_METRICS:
                 continue
             if name in COUNTERS:
                 yield CounterMetricFamily(PREFIX + name, f"at-most-once RPC: {name}",

@@ -54,6 +54,7 @@ from timebound.core.atmostonce import (
     StableStorage,
 )
 from timebound.core.rpc import (
+    INCARNATION_BYTES,
     MAX_CONN_BYTES,
     Invocation,
     Outgoing,
@@ -86,8 +87,9 @@ DEFAULT_WORKERS = 8
 #: Most worker threads a server takes.
 MAX_WORKERS = 1024
 #: Bytes of a REPLY frame around its data, besides the connection id and the tag:
-#: frame header, type, conn_len, ts:u64, body_len:u32, status (``docs/wire.md``).
-_REPLY_OVERHEAD = HEADER_BYTES + 1 + 1 + 8 + 4 + 1
+#: frame header, type, conn_len, ts:u64, body_len:u32, status, the incarnation
+#: (``docs/wire.md``).
+_REPLY_OVERHEAD = HEADER_BYTES + 1 + 1 + 8 + 4 + 1 + INCARNATION_BYTES
 
 def _default_capacity() -> int:
     """Connection-table entries a server keeps by default, over all its classes:
@@ -208,6 +210,12 @@ class RpcServer:
     class's table. ``workers``: threads running sync handlers (0: inline on the
     loop). Every answer to an address that has not validated itself is
     at most 3x the datagram it answers (``core.rpc._live``).
+
+    ``marks`` (default on): this server is a new *incarnation*, with a random
+    64-bit id in every message it sends; a call its caller made after hearing from
+    it carries that id and is accepted even when stamped below the bound the server
+    recovered from storage (so a restart costs callers one round trip, not about
+    beta). Off: the paper's rule alone (every such call is refused ``down``).
     """
 
     def __init__(
@@ -229,6 +237,7 @@ class RpcServer:
         service: str = "",
         insecure: bool = False,
         workers: int = DEFAULT_WORKERS,
+        marks: bool = True,
     ) -> None:
         self.handlers = handlers_of(handlers)
         self.insecure = insecure
@@ -265,7 +274,8 @@ class RpcServer:
                               high_water=high_water, deferred=storage is not None)
         self.service: RpcService[Address] = RpcService(
             FrameCodec(ring, service), kappa=kappa, receiver=node,
-            secret=secrets.token_bytes(32), readonly={STATS_PROCEDURE: self._stats_json})
+            secret=secrets.token_bytes(32), readonly={STATS_PROCEDURE: self._stats_json},
+            incarnation=(secrets.randbits(64) or 1) if marks else 0)
         # ``latest`` is fsynced in a worker thread, never in a datagram's callback.
         self._latest: LatestWriter | None = None
         if storage is not None:

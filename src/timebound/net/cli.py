@@ -86,6 +86,12 @@ def add_rpc_parser(commands: Any) -> None:
                             f"block; default {SHOWN_DEFAULT_WORKERS}); async handlers "
                             "always run on the loop")
     serve.add_argument("--no-uvloop", action="store_true", help="asyncio's own loop")
+    serve.add_argument("--no-marks", action="store_true",
+                       help="after a restart, refuse 'down' every call stamped below the "
+                            "bound recovered from --storage (the paper's rule: about beta "
+                            "of refusals). Default: each start is a new incarnation whose "
+                            "random id is in every reply; a call made after its caller "
+                            "heard from it is accepted at once")
     add_receiver_options(serve)
     serve.set_defaults(handler=run_serve)
 
@@ -471,7 +477,8 @@ def run_serve(args: argparse.Namespace) -> int:
                            key=key, previous_key=previous,
                            previous_key_grace=args.previous_key_grace, receiver=config,
                            classes=classes, kappa=args.kappa, capacity=args.capacity,
-                           workers=workers, insecure=args.insecure, service=service)
+                           workers=workers, insecure=args.insecure, service=service,
+                           marks=not args.no_marks)
     except StorageError as exc:
         raise UsageError("--storage", str(exc)) from None
 

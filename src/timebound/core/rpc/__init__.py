@@ -10,7 +10,8 @@
 - ``Client``: retransmission schedule (``Policy``), truncated retransmissions once
   ACKed, give-up; outcomes ``Completed`` and ``GaveUp``;
 - the live service around them (``_live``): ``RpcService`` and ``RpcCaller`` (frames,
-  procedures, refusals, deadlines, address validation), ``build_receiver``, and
+  procedures, refusals, deadlines, address validation, incarnation marks),
+  ``build_receiver``, and
   their records (``Invocation``, ``ServiceOutput``, ``CallerOutput``, ``Answered``,
   ``Rejected``, ``Status``, ``Reason``), the names every driver uses.
 """
@@ -28,7 +29,9 @@ from timebound.core.rpc._client import (
 )
 from timebound.core.rpc._live import (
     AMPLIFICATION,
+    INCARNATION_BYTES,
     MAX_BUDGET_MS,
+    MAX_INCARNATION,
     Answered,
     CallerOutput,
     Invocation,
@@ -39,6 +42,9 @@ from timebound.core.rpc._live import (
     ServiceOutput,
     Status,
     build_receiver,
+    call_mark,
+    encode_call_payload,
+    split_incarnation,
 )
 from timebound.core.rpc._messages import (
     MAX_BODY_BYTES,
@@ -63,9 +69,11 @@ from timebound.core.rpc._server import (
 
 __all__ = [
     "AMPLIFICATION",
+    "INCARNATION_BYTES",
     "MAX_BODY_BYTES",
     "MAX_BUDGET_MS",
     "MAX_CONN_BYTES",
+    "MAX_INCARNATION",
     "MAX_TS",
     "Ack",
     "Answered",
@@ -98,5 +106,8 @@ __all__ = [
     "StartCall",
     "Status",
     "build_receiver",
+    "call_mark",
     "decode",
+    "encode_call_payload",
+    "split_incarnation",
 ]

@@ -295,6 +295,11 @@ class Client:
         del self._pending[conn]
         return True
 
+    def payload_of(self, conn: str, ts: int) -> bytes | None:
+        """The payload of outstanding call ``(conn, ts)``; None if it is not outstanding."""
+        p = self._pending.get(conn)
+        return None if p is None or p.ts != ts else p.payload
+
     def resend(self, conn: str, ts: int) -> bytes | None:
         """The message the client would retransmit now for call ``(conn, ts)`` (the
         full CALL, or the truncated one once ACKed), without touching its schedule;

@@ -13,7 +13,8 @@ driver (``timebound.net``) holds no protocol rule:
       6:u8  conn_len:u8  conn  ts:u64  reason:u8      (1 stale, 2 early, 3 down,
                                                        4 overloaded)
 
-- *Procedures.* A CALL's payload is ``proc_len:u8 proc:UTF-8 args``; a REPLY's result
+- *Procedures.* A CALL's payload is ``proc_len:u8 proc:UTF-8 budget_ms:u32
+  mark:u64 args`` (deadlines and incarnations below); a REPLY's result
   is ``status:u8 data`` (0 ok, 1 the handler raised: ``data`` is its UTF-8 message,
   2 no such procedure). A CALL whose payload does not parse is malformed and dropped
   *before* SCMP sees it, so it never takes an at-most-once slot.
@@ -56,11 +57,41 @@ driver (``timebound.net``) holds no protocol rule:
   address and retransmits its call; a VALIDATE whose token is this server's, for
   that very address, issued at most ``token_lifetime`` ago, marks the address
   validated for ``validated_for`` (at most ``max_validated`` addresses, the oldest
-  forgotten first). A CHALLENGE is at most 2.6x the smallest datagram it answers
-  (a probe with a 1-byte connection id), so the rule holds for it too. Proof
+  forgotten first). A CHALLENGE (incarnation included) is at most 3x the probe it
+  answers for connection ids of 2 bytes or more; one that would exceed its budget
+  is not sent (``_challenge``), so the rule holds for it too. Proof
   sketch: every datagram sent to an unvalidated address answers exactly one
   datagram received from it and is at most 3x that datagram, so the sums obey the
   same bound. Test: ``tests/test_rpc_hostile.py::test_amplification_*``.
+- *Incarnations* (beyond the paper: a restart without an outage). A service has an
+  incarnation id (``incarnation``: the driver draws 64 random bits at each start;
+  0: none, marks off), and every message it sends ends with it (``incarnation:u64``
+  after the message, inside the frame: ACK, REPLY, REFUSE, CHALLENGE alike). A
+  caller remembers the last id it heard (``RpcCaller.incarnation``) and *marks* each
+  new call with it: the CALL payload is ``proc_len proc budget_ms:u32 mark:u64
+  args`` (0: unmarked). A retransmission is the stored CALL, so it keeps the mark it
+  was made with. A CALL whose mark is this incarnation's id is decided with the
+  receiver's marked rule (``Receiver.receive(..., marked=True)``: an unknown
+  connection against ``upper_marked``, not the ``upper`` recovered from storage,
+  invariant (M) in ``core/atmostonce/_receiver.py``). Why no call runs twice: a
+  caller knows the id only from a message this incarnation sent, so a call marked
+  with it was made after this incarnation began, after every earlier incarnation
+  had died, and none of them saw it; inside this incarnation, (M) refuses every
+  copy after the first, exactly as ``upper`` does for unmarked calls. Two things
+  keep "this incarnation's id" true: a new id at every restart (``restart`` refuses
+  the old one; random 64-bit ids, so a restart without storage cannot reuse one),
+  and marks count only in the server epoch the id was given for (after ``crash``
+  and until ``restart``, every CALL is unmarked). A mark of another incarnation, a
+  forged one, or a frame of an older incarnation re-sent by an attacker is simply
+  not this incarnation's mark: the paper's rule decides it. Without a key anyone can
+  forge a CALL, marked or not, so marks give an attacker nothing new; with a key the
+  mark is under the tag. Effect: after a restart the calls refused are those in
+  flight at the crash and those made before the caller heard from the new
+  incarnation (its first answer, often a ``down`` refusal, carries the id); the next
+  call runs. A refused marked call is reported ``stale``, not ``down`` (this
+  incarnation saw an earlier copy of it). Tests: ``tests/test_rpc_incarnation.py``
+  (properties; each rule broken in turn makes a call run twice),
+  ``tests/test_net_faults.py::test_sigkill_crash_and_restart_from_storage``.
 - *Read-only built-ins* (``readonly``: ``timebound.stats``) are answered from the
   CALL alone, without an at-most-once entry: they are idempotent, so a server whose
   table is full or whose disk fails still answers them, and a flood of them takes
@@ -133,10 +164,17 @@ MAX_VALIDATED: Final = 65_536
 MAX_BUDGET_MS: Final = (1 << 32) - 1
 #: Longest procedure name, in UTF-8 bytes.
 MAX_PROC_BYTES: Final = 255
+#: Bytes of the incarnation id that ends every message a server sends.
+INCARNATION_BYTES: Final = 8
+#: Largest incarnation id (u64); 0 is no incarnation (marks off, an unmarked call).
+MAX_INCARNATION: Final = (1 << 64) - 1
 
 _TS: Final = struct.Struct(">Q")
 _U32: Final = struct.Struct(">I")
 _NO_BUDGET: Final = bytes(4)
+_NO_MARK: Final = bytes(8)
+#: Bytes after a CALL payload's name: the budget (u32) and the mark (u64).
+_AFTER_NAME: Final = 12
 
 
 class Reason(enum.Enum):
@@ -173,32 +211,50 @@ _REASONS: Final[dict[Verdict, Reason]] = {
 # -- bodies ----------------------------------------------------------------------
 
 
-def encode_call_payload(proc: str, args: bytes, budget_ms: int = 0) -> bytes:
-    """``proc_len proc budget_ms:u32 args`` (``budget_ms`` 0: no deadline)."""
+def encode_call_payload(proc: str, args: bytes, budget_ms: int = 0, mark: int = 0) -> bytes:
+    """``proc_len proc budget_ms:u32 mark:u64 args`` (``budget_ms`` 0: no deadline;
+    ``mark`` 0: unmarked)."""
     raw = proc.encode("utf-8")
     if not 1 <= len(raw) <= MAX_PROC_BYTES:
         raise ProtocolUsageError(f"procedure name must be 1..{MAX_PROC_BYTES} UTF-8 bytes")
     if not 0 <= budget_ms <= MAX_BUDGET_MS:
         raise ProtocolUsageError(f"budget_ms must be in [0, {MAX_BUDGET_MS}], got {budget_ms}")
-    return bytes((len(raw),)) + raw + _U32.pack(budget_ms) + args
+    if not 0 <= mark <= MAX_INCARNATION:
+        raise ProtocolUsageError(f"mark must be in [0, {MAX_INCARNATION}], got {mark}")
+    return bytes((len(raw),)) + raw + _U32.pack(budget_ms) + _TS.pack(mark) + args
 
 
 def decode_call_payload(payload: bytes) -> tuple[str, bytes]:
     """``(proc, args)`` of a CALL payload; ``MalformedDatagram`` if it does not parse."""
-    if not payload or payload[0] == 0 or len(payload) < 5 + payload[0]:
-        raise MalformedDatagram("call payload does not hold a procedure name and budget")
+    if not payload or payload[0] == 0 or len(payload) < 1 + _AFTER_NAME + payload[0]:
+        raise MalformedDatagram("call payload does not hold a procedure name, budget "
+                                "and mark")
     end = 1 + payload[0]
     try:
         proc = payload[1:end].decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MalformedDatagram("procedure name is not UTF-8") from exc
-    return proc, payload[end + 4:]
+    return proc, payload[end + _AFTER_NAME:]
 
 
 def call_budget_ms(payload: bytes) -> int:
     """The time budget (ms; 0: none) of a CALL payload that ``decode_call_payload``
     accepts."""
     return int(_U32.unpack_from(payload, 1 + payload[0])[0])
+
+
+def call_mark(payload: bytes) -> int:
+    """The incarnation mark (0: unmarked) of a CALL payload that
+    ``decode_call_payload`` accepts."""
+    return int(_TS.unpack_from(payload, 5 + payload[0])[0])
+
+
+def split_incarnation(message: bytes) -> tuple[bytes, int]:
+    """``(message, incarnation)`` of a message a server sent (its last
+    ``INCARNATION_BYTES``); ``MalformedDatagram`` if it is too short to hold one."""
+    if len(message) <= INCARNATION_BYTES:
+        raise MalformedDatagram("server message without an incarnation")
+    return message[:-INCARNATION_BYTES], int(_TS.unpack_from(message, len(message) - 8)[0])
 
 
 def token_message(kind: int, header: bytes, token: bytes) -> bytes:
@@ -273,7 +329,7 @@ def _call_procedure(message: bytes) -> str | None:
     if size <= at:
         return None
     n = message[at]
-    if n == 0 or size < at + 5 + n:  # the name and the u32 budget
+    if n == 0 or size < at + 1 + _AFTER_NAME + n:  # the name, the budget and the mark
         return None
     try:
         return message[at + 1:at + 1 + n].decode("utf-8")
@@ -344,6 +400,10 @@ class ServiceStatistics:
     validations: int = 0
     bad_tokens: int = 0
     readonly: int = 0
+    #: CALLs marked with this incarnation (decided by the marked rule).
+    marked: int = 0
+    #: This incarnation's id (0: none, marks off).
+    incarnation: int = 0
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return by_constructor(self)
@@ -383,10 +443,12 @@ class RpcService(Generic[P]):
         validated_for: int = VALIDATED_FOR,
         max_validated: int = MAX_VALIDATED,
         ticks_per_ms: int = 1000,
+        incarnation: int = 0,
     ) -> None:
         if max_validated < 1 or token_lifetime < 1 or validated_for < 1 or ticks_per_ms < 1:
             raise ProtocolUsageError(
                 "token_lifetime, validated_for, max_validated and ticks_per_ms must be >= 1")
+        _check_incarnation(incarnation)
         self.codec = codec
         self.secret = secret
         self.readonly: dict[str, Callable[[], bytes]] = dict(readonly or {})
@@ -398,7 +460,7 @@ class RpcService(Generic[P]):
         self._validated: dict[P, int] = {}
         self._tag_bytes = 0 if codec.keyring is None else TAG_BYTES
         self._counts = dict.fromkeys(
-            ("expired", "challenges", "validations", "bad_tokens", "readonly"), 0)
+            ("expired", "challenges", "validations", "bad_tokens", "readonly", "marked"), 0)
         self.server: Server[P] = Server(
             rho=rho, kappa=kappa, estimator=estimator, gc_every=gc_every,
             resilience=resilience, capacity=capacity, high_water=high_water, start=start,
@@ -410,6 +472,12 @@ class RpcService(Generic[P]):
         self.calls = 0
         self._malformed = 0
         self._peer_keys: dict[P, Key] = {}
+        self.incarnation = incarnation
+        self._trailer = _TS.pack(incarnation)
+        # The server epoch this incarnation serves: after a crash, marks count again
+        # only once ``restart`` names a new incarnation (see the module doc).
+        self._epoch = self.server.epoch
+        self._marked = False  # the CALL being decided carries this incarnation's mark
 
     # -- queries -------------------------------------------------------------
 
@@ -436,7 +504,8 @@ class RpcService(Generic[P]):
             estimate=estimate, upper=upper, latest=latest,
             malformed=self.codec.malformed + self._malformed + s.malformed,
             unauthenticated=self.codec.unauthenticated,
-            late_completions=s.late_completions, **self._counts,
+            late_completions=s.late_completions, incarnation=self.incarnation,
+            **self._counts,
         )
 
     def validated(self, peer: P, now: int) -> bool:
@@ -466,6 +535,7 @@ class RpcService(Generic[P]):
             return _NOTHING
         first = message[0]
         proc = None
+        marked = False
         if first == CALL_TYPE:
             proc = _call_procedure(message)
             if proc is None:
@@ -476,6 +546,13 @@ class RpcService(Generic[P]):
                 self._note_key(peer, key)
             if proc in self.readonly:
                 return self._answer_readonly(message, proc, peer, len(datagram), now)
+            incarnation = self.incarnation
+            if incarnation:
+                at = 2 + message[1] + 12  # the payload: proc_len proc budget mark
+                if (_TS.unpack_from(message, at + 5 + message[at])[0] == incarnation
+                        and self.server.epoch == self._epoch):
+                    marked = True
+                    self._counts["marked"] += 1
         elif first == TRUNCATED_TYPE:
             self.calls += 1
         elif first == VALIDATE_TYPE:
@@ -483,7 +560,8 @@ class RpcService(Generic[P]):
             return _NOTHING
         if key is not None and first != CALL_TYPE:
             self._note_key(peer, key)
-        out = self.server.receive_start(message, peer, now=now)
+        self._marked = marked
+        out = self.server.receive_start(message, peer, now=now, marked=marked)
         if isinstance(out, StartCall):
             # Only the CALL just checked starts a call: its name is ``proc``.
             assert proc is not None
@@ -492,7 +570,7 @@ class RpcService(Generic[P]):
             budget = _U32.unpack_from(payload, at)[0]
             if budget and now > out.ts + budget * self.ticks_per_ms:
                 return self._expired(out, now)
-            return Invocation(proc, payload[at + 4:], out)
+            return Invocation(proc, payload[at + _AFTER_NAME:], out)
         if out.sends:  # a ServerOutput of receive_start starts nothing
             return ServiceOutput(self._bounded(out.sends, message, len(datagram), now))
         return _NOTHING
@@ -525,6 +603,23 @@ class RpcService(Generic[P]):
             return reply
         header = bytes((CALL_TYPE, len(raw))) + raw + _TS.pack(start.ts)
         return self._challenge(header, reply.peer, size, now)
+
+    def crash(self, *, now: int, down: int | None = None) -> None:
+        """Lose every volatile state at ``now`` (``Server.crash``); marks count
+        again only after ``restart`` names a new incarnation."""
+        self.server.crash(now=now, down=down)
+
+    def restart(self, *, now: int, incarnation: int) -> None:
+        """Recover after ``crash`` as a new incarnation (a new id, never used by this
+        service before: the driver draws it at random; 0 turns marks off)."""
+        _check_incarnation(incarnation)
+        if incarnation and incarnation == self.incarnation:
+            raise ProtocolUsageError("a restarted service needs a new incarnation id")
+        self.server.restart(now=now)
+        self.incarnation = incarnation
+        self._trailer = _TS.pack(incarnation)
+        self._epoch = self.server.epoch
+        self.down_until = self._upper()
 
     def handle_timer(self, *, now: int) -> ServiceOutput:
         self.server.handle_timer(now=now)
@@ -627,7 +722,7 @@ class RpcService(Generic[P]):
     def _refuse(self, conn: str, ts: int, verdict: Verdict, now: int, peer: P) -> bytes:
         """The server's ``on_refused`` hook: a REFUSE naming the reason."""
         reason = _REASONS[verdict]
-        if reason is Reason.STALE and now <= self.down_until:
+        if reason is Reason.STALE and now <= self.down_until and not self._marked:
             reason = Reason.DOWN
         self.refused[reason] += 1
         return encode_refusal(conn, ts, reason)
@@ -647,8 +742,14 @@ class RpcService(Generic[P]):
         the key ``peer`` last authenticated with while it is a previous key."""
         keys = self._peer_keys
         if keys:
-            return self.codec.seal(KIND_RPC, message, keys.get(peer))
-        return self.codec.seal(KIND_RPC, message)
+            return self.codec.seal(KIND_RPC, message + self._trailer, keys.get(peer))
+        return self.codec.seal(KIND_RPC, message + self._trailer)
+
+
+def _check_incarnation(incarnation: int) -> None:
+    if not 0 <= incarnation <= MAX_INCARNATION:
+        raise ProtocolUsageError(
+            f"incarnation must be in [0, {MAX_INCARNATION}], got {incarnation}")
 
 
 _NOTHING: Final[ServiceOutput] = ServiceOutput()
@@ -659,11 +760,15 @@ _NOTHING: Final[ServiceOutput] = ServiceOutput()
 
 @dataclass(frozen=True, slots=True)
 class Rejected:
-    """The server refused call ``(conn, ts)`` for ``reason``."""
+    """The server refused call ``(conn, ts)`` for ``reason``; ``incarnation``: the
+    refusing server's, ``mark``: the call's (equal and nonzero: the call was made
+    after that incarnation began)."""
 
     conn: str
     ts: int
     reason: Reason
+    incarnation: int = 0
+    mark: int = 0
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return by_constructor(self)
@@ -737,6 +842,10 @@ class RpcCaller:
 
         self.client = Client(name, policy, reply_ack_min_bytes=reply_ack_min_bytes)
         self.codec = codec
+        #: The incarnation of the server this caller last heard from (0: none yet);
+        #: every new call is marked with it.
+        self.incarnation = 0
+        self._mark = _NO_MARK
         self.reply_ack_delay = reply_ack_delay
         self.rejected = 0
         self.challenges = 0
@@ -774,16 +883,17 @@ class RpcCaller:
             self.reply_acks_saved += 1  # the new call tells the server (Fig. 3-1)
         prefix = self._procs.get(proc)
         if prefix is None:
-            prefix = encode_call_payload(proc, b"")[:-4]  # name only: the budget follows
+            prefix = encode_call_payload(proc, b"")[:-_AFTER_NAME]  # name only: budget, mark follow
             if len(self._procs) < _MAX_PROC_PREFIXES:
                 self._procs[proc] = prefix
+        mark = self._mark
         if budget_ms:
             if not 0 < budget_ms <= MAX_BUDGET_MS:
                 raise ProtocolUsageError(
                     f"budget_ms must be in [0, {MAX_BUDGET_MS}], got {budget_ms}")
-            payload = prefix + _U32.pack(budget_ms) + args
+            payload = prefix + _U32.pack(budget_ms) + mark + args
         else:
-            payload = prefix + _NO_BUDGET + args
+            payload = prefix + _NO_BUDGET + mark + args
         ts, datagram = self.client.start(payload, now=now, conn=conn)  # checks conn
         return ts, (self.codec.seal(KIND_RPC, datagram),)
 
@@ -806,12 +916,18 @@ class RpcCaller:
         if opened is None:
             return _NO_OUTPUT
         kind, message, _key = opened
-        if kind != KIND_RPC or not message:
+        size = len(message)
+        if kind != KIND_RPC or size <= INCARNATION_BYTES:
             self._malformed += 1
             return _NO_OUTPUT
+        incarnation = _TS.unpack_from(message, size - INCARNATION_BYTES)[0]
+        if incarnation != self.incarnation:
+            self.incarnation = incarnation  # new calls are marked with it
+            self._mark = message[size - INCARNATION_BYTES:]
+        message = message[:size - INCARNATION_BYTES]
         first = message[0]
         if first == REFUSE_TYPE:
-            return self._refusal(message)
+            return self._refusal(message, incarnation)
         if first == CHALLENGE_TYPE:
             return self._challenged(message)
         out = self.client.receive_outcome(message, now=now)
@@ -857,16 +973,19 @@ class RpcCaller:
     def malformed(self) -> int:
         return self.codec.malformed + self._malformed + self.client.statistics().malformed
 
-    def _refusal(self, message: bytes) -> CallerOutput:
+    def _refusal(self, message: bytes, incarnation: int) -> CallerOutput:
         try:
             conn, ts, reason = decode_refusal(message)
         except MalformedDatagram:
             self._malformed += 1
             return _NO_OUTPUT
-        if not self.client.abandon(conn, ts):
+        payload = self.client.payload_of(conn, ts)
+        if payload is None:
             return _NO_OUTPUT
+        self.client.abandon(conn, ts)
         self.rejected += 1
-        return CallerOutput(outcomes=(Rejected(conn, ts, reason),))
+        return CallerOutput(outcomes=(Rejected(conn, ts, reason, incarnation,
+                                               call_mark(payload)),))
 
     def _challenged(self, message: bytes) -> CallerOutput:
         """A CHALLENGE for an outstanding call: echo its token (VALIDATE) and send
