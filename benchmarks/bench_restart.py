@@ -452,6 +452,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
             parser.error(f"--{name} must be in (0, 600]")
     if args.beta is not None and args.beta < 0:
         parser.error("--beta must be >= 0")
+    if args.json is not None and (args.json.is_dir()
+                                  or not args.json.resolve().parent.is_dir()
+                                  or not os.access(args.json.resolve().parent, os.W_OK)):
+        parser.error(f"--json: cannot write {args.json} (a file in an existing, "
+                     "writable folder)")
     return args
 
 
@@ -485,7 +490,11 @@ def main(argv: list[str] | None = None) -> int:
         figures["server_stderr"] = servers.stderr_lines()[:20]
     report(figures)
     if args.json is not None:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+        try:
+            args.json.write_text(json.dumps(figures, indent=2) + "\n")
+        except OSError as exc:
+            print(f"bench_restart.py: error: --json: {exc}", file=sys.stderr)
+            return 2
     bad = figures["duplicate_executions"] or figures["successes_not_executed_once"]
     if bad:
         print("FAIL: a call ran twice (or a success did not run exactly once)",
@@ -498,4 +507,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # the servers are reaped and the folder removed already
+        print("bench_restart.py: interrupted", file=sys.stderr)
+        sys.exit(130)

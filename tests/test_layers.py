@@ -20,7 +20,9 @@
 - top: ``cli``, ``demo``, ``sweep`` (orchestration) and the package ``__init__``.
 
 Every module must belong to a layer: a new top-level module or package fails here
-until it is given one.
+until it is given one. No package imports another package's private module or name
+(a package: a layer, or ``core.<x>``); what one uses of another is exported under a
+public name (the house's own private helpers and two older reaches are listed).
 """
 
 from __future__ import annotations
@@ -178,3 +180,60 @@ def test_the_walk_sees_relative_and_lazy_imports(tmp_path: Path) -> None:
     probe = PACKAGE / "sim" / "_replay.py"
     assert "timebound.adapters" in _imports(probe)
     assert _layer("timebound.sim._replay") == "sim" and _layer("timebound") == "__init__"
+
+
+#: Private modules the whole house shares (leaf helpers named as private to timebound).
+HOUSE_PRIVATE = {"timebound._safety", "timebound._compiled", "timebound.core._frozen"}
+#: Private reaches across packages that predate this rule (to be given public names).
+KNOWN_PRIVATE_REACHES = {
+    ("pipeline/_fast_atmostonce.py", "timebound.core.atmostonce._drive"),
+    ("sweep.py", "timebound.sim._spark"),
+}
+
+
+def _package(name: str) -> str:
+    """The package that owns module ``name``: its layer, or ``core.<x>`` in core."""
+    parts = name.split(".")
+    if len(parts) > 2 and parts[1] == "core":
+        return "core." + parts[2]
+    return _layer(name)
+
+
+def _private_reaches(path: Path) -> list[str]:
+    """Imports in ``path`` of another package's private module or private name."""
+    own = _package(_module_name(path))
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            modules = [(node.module, [a.name for a in node.names])]
+        elif isinstance(node, ast.Import):
+            modules = [(a.name, []) for a in node.names]
+        else:
+            continue
+        for module, names in modules:
+            if not module.startswith("timebound.") or _package(module) == own:
+                continue
+            if module in HOUSE_PRIVATE:
+                continue
+            if any(part.startswith("_") for part in module.split(".")):
+                found.append(module)
+            found += [f"{module}.{n}" for n in names
+                      if n.startswith("_") and not n.startswith("__")]
+    return found
+
+
+def test_no_package_reaches_into_another_packages_private_parts() -> None:
+    problems = []
+    for module in _modules():
+        rel = module.relative_to(PACKAGE).as_posix()
+        for name in _private_reaches(module):
+            if (rel, name) not in KNOWN_PRIVATE_REACHES:
+                problems.append(f"{rel} imports {name}")
+    assert not problems, ("private modules or names of another package (export them "
+                          "under a public name):\n" + "\n".join(problems))
+
+
+def test_the_private_reach_check_finds_one(tmp_path: Path) -> None:
+    probe = PACKAGE / "sweep.py"
+    assert "timebound.sim._spark" in _private_reaches(probe)

@@ -1,4 +1,4 @@
-"""Placed receivers answer row for row (pipeline/atmostonce.py ``_answered``): whatever
+"""Placed receivers answer row for row (pipeline/atmostonce.py ``answered``): whatever
 the batches, and for a partition sorted in the worker whatever order its rows arrive
 in, each row gets the decision its run's replayer makes deciding the run in ``seq``
 order (a row with no decision, a crash row, gets verdict code -1), with two runs
@@ -78,8 +78,8 @@ def test_every_row_gets_its_runs_decision_in_the_order_it_came(data: Any) -> Non
     batches = [_coded(arrived[i:i + size]) for i in range(0, len(arrived), size)]
     names = atmostonce.Names({"run": list(RUNS), "receiver": RECEIVERS})
     plan = {run: (ATMOSTONCE, OPTS[run], OPTS[run].classes) for run in RUNS}
-    decider = atmostonce._Decider(plan, DECIDED, None, names, whole=True)
-    answers = list(atmostonce._answered(iter(batches), decider, in_worker))
+    decider = atmostonce.Decider(plan, DECIDED, None, names, whole=True)
+    answers = list(atmostonce.answered(iter(batches), decider, in_worker))
     assert [len(a) for a in answers] == [b.num_rows for b in batches]
     got = [tuple(d.values()) for a in answers for d in a.to_pylist()]
     want = [EXPECTED.get((r["run"], r["seq"]), (-1, None, None, None)) for r in arrived]

@@ -233,7 +233,7 @@ def test_sorted_in_the_worker_or_in_the_jvm_the_decisions_are_the_same(
 def test_seq_order_sorts_a_partition_as_the_jvm_would() -> None:
     """``_seq_order``: a partition's rows by seq, nulls last, ties in arrival order, as
     ``sortWithinPartitions(asc_nulls_last("seq"))`` hands them over; None when they
-    come in that order already (a partition sorted in the worker, ``_answered``)."""
+    come in that order already (a partition sorted in the worker, ``answered``)."""
     import pyarrow as pa
 
     table = pa.table({"seq": [5, None, 2, 2, 9, None], "tag": ["a", "b", "c", "d", "e", "f"]})

@@ -316,6 +316,10 @@ def _payload(frame: bytes) -> bytes:
 
 def test_a_restart_needs_a_new_incarnation_and_a_crash_stops_marks() -> None:
     service = _service(MemoryStorage(), 5, 1_000)
+    caller = _caller("a")
+    _ts, frames = caller.call("p", b"", now=1_000, conn="x")
+    _exchange(service, caller, frames, 1_000)
+    assert caller.incarnation == 5  # the caller heard of incarnation 5
     service.crash(now=1_001)
     with pytest.raises(ProtocolUsageError, match="new incarnation"):
         service.restart(now=1_002, incarnation=5)
@@ -323,12 +327,10 @@ def test_a_restart_needs_a_new_incarnation_and_a_crash_stops_marks() -> None:
         service.restart(now=1_002, incarnation=1 << 64)
     # Restarted behind the service's back (the server alone): marks count no more.
     service.server.restart(now=1_002)
-    caller = _caller("a")
-    caller.incarnation = 5
-    caller._mark = (5).to_bytes(8, "big")  # noqa: SLF001 -- a caller that heard of 5
     _ts, frames = caller.call("p", b"", now=1_003, conn="x")
+    assert call_mark(_payload(frames[0])) == 5
     out = service.receive(frames[0], "c", now=1_003)
-    assert out.runs == () and service.statistics().marked == 0
+    assert out.runs == () and service.statistics().marked == 0  # refused: below the bound
 
 
 # -- what a refusal tells the caller, and retry_refused (live) ----------------------

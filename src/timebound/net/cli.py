@@ -383,7 +383,7 @@ def _service(args: argparse.Namespace) -> str:
     if getattr(args, "key_file", None) is None:
         raise UsageError("--service", "needs --key-file (the service id is mixed under "
                                       "the HMAC tag; without a key there is no tag)")
-    from timebound.core.wire._frame import service_prefix
+    from timebound.core.wire import service_prefix
 
     utf8(service, "--service")
     try:

@@ -26,6 +26,9 @@ plain messages (``type`` msg, no ``down``), those two columns stay in the JVM
 ``mapInArrow``: only the columns the receivers read go to the Python workers, only the
 decision columns come back, and the JVM joins them to the rows it kept
 (``_evaluated``).
+
+Public for ``timebound.spark`` (the library builds on this decider): ``Decider``,
+``answered``, ``VERDICTS`` (verdict names by code) and ``arrow_schema``.
 """
 
 from __future__ import annotations
@@ -46,11 +49,15 @@ from timebound.adapters import ATMOSTONCE
 from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.errors import TimeboundError, TraceError
 from timebound.pipeline import _columnar, _group
-from timebound.pipeline._fast_atmostonce import NAMES as VERDICTS
+from timebound.pipeline._fast_atmostonce import NAMES
+from timebound.pipeline._group import arrow_schema as arrow_schema
 from timebound.pipeline._partial_metrics import Gathered, Gatherer
 from timebound.pipeline._placement import Survey, label_column, place, survey
 from timebound.pipeline.schemas import DECISION_EXTRA
 from timebound.sparkutil import marked
+
+#: Verdict names by verdict code (the core loop's codes).
+VERDICTS = NAMES
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -174,8 +181,8 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
     # The JVM hash-partitions by group (or places whole receivers) and each partition
     # is sorted by ``seq`` alone (by the JVM: one long key, a radix sort on its prefix;
     # or, for a small enough partition of placed receivers, by the worker:
-    # ``_answered``): every group's rows arrive in trace order, in record batches, with
-    # no grouped-map materialization (``_Decider`` keeps each group's replayer across
+    # ``answered``): every group's rows arrive in trace order, in record batches, with
+    # no grouped-map materialization (``Decider`` keeps each group's replayer across
     # batches). With ``names``, run and receiver cross as integer codes (``Names``);
     # placed receivers go where their label hashes (computed in the shuffle).
     classes = df if whole else with_classes(df, options)
@@ -195,12 +202,12 @@ def operate(df: DataFrame, options: Mapping[str, AtMostOnceOptions], *,
 
     # Receiver classes: every column crosses (``mapInArrow``), each (run, receiver,
     # cls) group decided by ``_stream``.
-    arrow_schema = _group.arrow_schema(schema if names is None else names.crossing(schema))
+    crossing = arrow_schema(schema if names is None else names.crossing(schema))
 
     def decide(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         gatherer = None if accumulator is None else Gatherer(accumulator, spans)
         try:
-            yield from _stream(batches, plan, arrow_schema, gatherer, names)
+            yield from _stream(batches, plan, crossing, gatherer, names)
         except TimeboundError as exc:
             raise marked(exc) from None
 
@@ -237,10 +244,10 @@ def _evaluated(ordered: DataFrame, schema: StructType, plan: Mapping[str, Any],
 
     def decide(arrays: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.Array]:
         gatherer = None if accumulator is None else Gatherer(accumulator, spans)
-        decider = _Decider(plan, decided, gatherer, names, whole=True)
+        decider = Decider(plan, decided, gatherer, names, whole=True)
         try:
             batches = (pa.RecordBatch.from_arrays(list(a), names=read) for a in arrays)
-            yield from _answered(batches, decider, in_worker)
+            yield from answered(batches, decider, in_worker)
         except TimeboundError as exc:
             raise marked(exc) from None
         decider.close()
@@ -257,7 +264,7 @@ def _evaluated(ordered: DataFrame, schema: StructType, plan: Mapping[str, Any],
             .select(*kept, *[F.col(f"_decision.{c}").alias(c) for c in _DECISION]))
 
 
-def _answered(batches: Iterator[pa.RecordBatch], decider: _Decider,
+def answered(batches: Iterator[pa.RecordBatch], decider: Decider,
               in_worker: bool) -> Iterator[pa.StructArray]:
     """Each batch's decision columns, row for row (``_evaluated``). ``in_worker``: the
     partition is held and decided in ``seq`` order, then answered batch by batch."""
@@ -475,7 +482,7 @@ def _slices(codes: np.ndarray, small: bool = False) -> list[np.ndarray]:
     return np.split(order, starts[1:])
 
 
-class _Decider:
+class Decider:
     """Decides one partition, its rows in ``seq`` order (groups may interleave), one
     batch at a time. Each (run, receiver, cls) group has its own replayer, kept from
     its first row to the end of the partition; each batch's rows of a group (in
@@ -547,9 +554,9 @@ class _Decider:
 def _stream(batches: Iterator[pa.RecordBatch], plan: Mapping[str, Any],
             schema: pa.Schema, gatherer: Gatherer | None = None,
             names: Names | None = None, whole: bool = False) -> Iterator[pa.RecordBatch]:
-    """``_Decider`` over a partition: its decision rows (with ``names``, run,
+    """``Decider`` over a partition: its decision rows (with ``names``, run,
     receiver and verdict leave as codes)."""
-    decider = _Decider(plan, schema, gatherer, names, whole)
+    decider = Decider(plan, schema, gatherer, names, whole)
     for batch in batches:
         for key, out in decider.decide(batch):
             if names is not None:

@@ -4,7 +4,7 @@ The rows go where their (receiver, hash class) hashes (``repartition``), each pa
 is sorted by the JVM in decision order (``_check.sort_order``: ``at``, then the
 tie-breaks), and an iterator Arrow UDF (Spark's ``ArrowEvalPython``, as
 ``timebound.pipeline.atmostonce`` decides placed receivers) hands the four columns a
-receiver reads to the pipeline's own decider (``pipeline.atmostonce._Decider``: one
+receiver reads to the pipeline's own decider (``pipeline.atmostonce.Decider``: one
 ``AtMostOnceAdapter`` per partition, every receiver and class of it, decided
 column-wise by the core through ``_fast_atmostonce``). Only those columns cross to
 Python and only the decisions come back; the JVM keeps every column of the caller's
@@ -31,8 +31,7 @@ from pyspark.sql.types import ByteType, LongType, StringType, StructField, Struc
 from timebound.adapters import ATMOSTONCE
 from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.errors import TimeboundError
-from timebound.pipeline._fast_atmostonce import NAMES as VERDICTS
-from timebound.pipeline.atmostonce import _answered, _Decider
+from timebound.pipeline.atmostonce import VERDICTS, Decider, answered, arrow_schema
 from timebound.spark._check import AT, CLS, CONN, RECEIVER, TS, Columns, prepared, sort_order
 from timebound.sparkutil import marked
 
@@ -55,10 +54,8 @@ _RETURNED = StructType([StructField("verdict", ByteType()), StructField("rho", _
                         StructField("entries", _L), StructField("cls", _L)])
 
 
-def _decider(options: AtMostOnceOptions) -> _Decider:
-    from timebound.pipeline._group import arrow_schema
-
-    return _Decider({RUN: (ATMOSTONCE, options, options.classes)}, arrow_schema(_DECIDED),
+def _decider(options: AtMostOnceOptions) -> Decider:
+    return Decider({RUN: (ATMOSTONCE, options, options.classes)}, arrow_schema(_DECIDED),
                     whole=True)
 
 
@@ -81,7 +78,7 @@ def decide(df: DataFrame, cols: Columns, options: AtMostOnceOptions) -> DataFram
     def decided(arrays: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.Array]:
         decider = _decider(options)
         try:
-            yield from _answered(_batches(arrays), decider, False)
+            yield from answered(_batches(arrays), decider, False)
         except TimeboundError as exc:
             raise marked(exc) from None
 

@@ -35,10 +35,14 @@ from timebound.spark._check import (
     prepared,
 )
 from timebound.sparkutil import marked
-from timebound.stream._atmostonce import AtMostOnceProcessor
-from timebound.stream._errors import OutRow, grouping_key
-from timebound.stream._run import ROCKSDB
-from timebound.stream._source import FILE_COLUMN, LINE_COLUMN
+from timebound.stream.processors import (
+    FILE_COLUMN,
+    LINE_COLUMN,
+    ROCKSDB,
+    AtMostOnceProcessor,
+    OutRow,
+    grouping_key,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame

@@ -1,0 +1,16 @@
+"""The parts of the streaming driver another package builds on (``timebound.spark``):
+the at-most-once ``transformWithState`` processor, its output row and grouping key,
+the RocksDB state-store provider, and the file source's provenance columns.
+
+Importing this module imports pyspark (the ``spark`` extra).
+"""
+
+from __future__ import annotations
+
+from timebound.stream._atmostonce import AtMostOnceProcessor
+from timebound.stream._errors import OutRow, grouping_key
+from timebound.stream._run import ROCKSDB
+from timebound.stream._source import FILE_COLUMN, LINE_COLUMN
+
+__all__ = ["FILE_COLUMN", "LINE_COLUMN", "ROCKSDB", "AtMostOnceProcessor", "OutRow",
+           "grouping_key"]
