@@ -254,7 +254,8 @@ def split_incarnation(message: bytes) -> tuple[bytes, int]:
     ``INCARNATION_BYTES``); ``MalformedDatagram`` if it is too short to hold one."""
     if len(message) <= INCARNATION_BYTES:
         raise MalformedDatagram("server message without an incarnation")
-    return message[:-INCARNATION_BYTES], int(_TS.unpack_from(message, len(message) - 8)[0])
+    at = len(message) - INCARNATION_BYTES
+    return message[:at], int(_TS.unpack_from(message, at)[0])
 
 
 def token_message(kind: int, header: bytes, token: bytes) -> bytes:
@@ -842,9 +843,8 @@ class RpcCaller:
 
         self.client = Client(name, policy, reply_ack_min_bytes=reply_ack_min_bytes)
         self.codec = codec
-        #: The incarnation of the server this caller last heard from (0: none yet);
-        #: every new call is marked with it.
-        self.incarnation = 0
+        # The incarnation of the server this caller last heard from (0: none yet),
+        # packed: every new call is marked with it (``incarnation``).
         self._mark = _NO_MARK
         self.reply_ack_delay = reply_ack_delay
         self.rejected = 0
@@ -854,6 +854,12 @@ class RpcCaller:
         # conn -> (due, REPLY-ACK message, sealed when sent); insertion order = due order.
         self._acks: dict[str, tuple[int, bytes]] = {}
         self._procs = _PROC_PREFIXES  # proc -> its payload prefix (bounded, shared)
+
+    @property
+    def incarnation(self) -> int:
+        """The incarnation of the server this caller last heard from (0: none yet);
+        every new call is marked with it."""
+        return int(_TS.unpack(self._mark)[0])
 
     def next_deadline(self) -> int | None:
         deadline = self.client.next_deadline()
@@ -920,14 +926,13 @@ class RpcCaller:
         if kind != KIND_RPC or size <= INCARNATION_BYTES:
             self._malformed += 1
             return _NO_OUTPUT
-        incarnation = _TS.unpack_from(message, size - INCARNATION_BYTES)[0]
-        if incarnation != self.incarnation:
-            self.incarnation = incarnation  # new calls are marked with it
-            self._mark = message[size - INCARNATION_BYTES:]
+        mark = message[size - INCARNATION_BYTES:]
+        if mark != self._mark:
+            self._mark = mark  # new calls are marked with it
         message = message[:size - INCARNATION_BYTES]
         first = message[0]
         if first == REFUSE_TYPE:
-            return self._refusal(message, incarnation)
+            return self._refusal(message, int(_TS.unpack(mark)[0]))
         if first == CHALLENGE_TYPE:
             return self._challenged(message)
         out = self.client.receive_outcome(message, now=now)
