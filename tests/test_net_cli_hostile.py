@@ -460,3 +460,16 @@ def test_key_file_must_be_a_small_regular_file(kind: str, tmp_path: Path) -> Non
     done = run(["rpc", "call", "127.0.0.1:9", "incr", "--key-file", str(path)],
                timeout=20)
     one_error_line(done, "--key-file", str(path))
+
+
+def test_rpc_serve_refuses_beta_below_latest_every(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # latest = now + beta, written every latest_every: a shorter beta refuses calls early
+    # between refreshes; the server does not start (and creates no storage file).
+    storage = tmp_path / "latest.json"
+    assert main(["rpc", "serve", "timebound.net.examples:app", "--storage", str(storage),
+                 "--beta", "500000", "--latest-every", "1000000"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("timebound: error: --beta: must be >= "
+                                               "--latest-every (1000000 µs)"), err
+    assert not storage.exists()

@@ -249,6 +249,12 @@ def receiver_options(args: argparse.Namespace) -> tuple[ReceiverConfig, int]:
     if values.get("latest_every") is None:
         values["latest_every"] = DEFAULT_LATEST_EVERY
     options = AtMostOnceOptions.from_values(values)
+    if values["beta"] < values["latest_every"]:
+        # latest = now + beta is written every latest_every: with beta shorter, every
+        # call stamped in the last (latest_every - beta) of each period is refused early.
+        raise UsageError("--beta", f"must be >= --latest-every ({values['latest_every']} "
+                                   f"µs), got {values['beta']}: calls would be refused "
+                                   "early between a refresh of latest and the next")
     return options.receiver, options.classes
 
 
