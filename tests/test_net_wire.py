@@ -26,6 +26,7 @@ from timebound.core.wire import (
     KIND_RPC,
     MAX_DATAGRAM,
     TAG_BYTES,
+    VERSION,
     FrameCodec,
     Key,
     Keyring,
@@ -59,7 +60,7 @@ def test_round_trip_of_every_frame(keyring: Keyring | None) -> None:
     codec = FrameCodec(keyring)
     for message in _messages():
         frame = codec.seal(KIND_RPC, message)
-        assert frame[0] == 1 and frame[1] == KIND_RPC
+        assert frame[0] == VERSION == 2 and frame[1] == KIND_RPC
         opened = codec.open(frame)
         assert opened is not None and opened.body == message and opened.kind == KIND_RPC
     assert codec.malformed == codec.unauthenticated == 0
@@ -121,7 +122,7 @@ def test_versions_flags_kinds_and_sizes() -> None:
     codec = FrameCodec(None)
     body = _messages()[0]
     good = codec.seal(KIND_RPC, body)
-    assert codec.open(bytes((2,)) + good[1:]) is None and codec.unknown_version == 1
+    assert codec.open(bytes((1,)) + good[1:]) is None and codec.unknown_version == 1  # v1
     assert codec.open(good[:1] + b"\x00" + good[2:]) is None  # kind 0
     assert codec.open(good[:2] + b"\x02" + good[3:]) is None  # unknown flag bit
     assert codec.open(good[:3] + b"\x05" + good[4:]) is None  # key id without a tag

@@ -6,7 +6,7 @@ Every datagram timebound sends on a real network is one *frame* (``docs/wire.md`
 
     version:u8  kind:u8  flags:u8  key_id:u8  body  [tag: TAG_BYTES]
 
-``version`` is ``VERSION`` (1); a receiver drops every other version (a later
+``version`` is ``VERSION`` (2); a receiver drops every other version (a later
 version may change anything after the first byte). ``kind`` names the protocol
 whose body follows (``KIND_RPC`` = 1 is the at-most-once RPC of
 ``timebound.core.rpc``; 0 is never used, other values are reserved for channels,
@@ -57,7 +57,7 @@ from timebound.core._frozen import by_constructor
 from timebound.errors import ProtocolUsageError
 
 #: The frame format version this code writes and reads.
-VERSION: Final = 1
+VERSION: Final = 2
 #: Bytes of the header: version, kind, flags, key id.
 HEADER_BYTES: Final = 4
 #: Bytes of the truncated HMAC-SHA256 tag.
