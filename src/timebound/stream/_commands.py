@@ -2,12 +2,14 @@
 
 Everything the user can get wrong is checked before Spark starts: the protocol
 options (by the shared adapters' option objects, so a bad one reads as in the
-replay), the trigger, ``--max-files-per-trigger`` (1..1,000,000), ``--conf`` items
-and the folders.
+replay), the trigger, ``--max-files-per-trigger`` (1..1,000,000), ``--conf`` items,
+the folders, and that a restarted query keeps the protocol, options, source and sink
+its checkpoint was started with (``_lock``).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +19,7 @@ from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.adapters.merge import MergeOptions
 from timebound.contract import REFUSED_BY_DRIVERS
 from timebound.errors import UsageError
+from timebound.stream._lock import lock_query, option_values
 from timebound.stream._run import (
     MAX_FILES_RANGE,
     Summary,
@@ -29,6 +32,9 @@ from timebound.stream._run import (
 from timebound.stream._schemas import source_schema
 from timebound.stream._sink import BatchSink, Derived
 from timebound.stream._source import NAME
+
+#: Where a quiet query's Spark output goes, inside its checkpoint.
+SPARK_LOG = "timebound-spark.log"
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -61,11 +67,14 @@ def _source(spark: SparkSession, table: str, folder: str, max_files: int | None
 def _run(table: str, build: Callable[[DataFrame], DataFrame], source: str, checkpoint: str, sink: str, *,
          trigger: str, max_files: int | None, master: str | None, conf: dict[str, str],
          spark: SparkSession | None, out: TextIO | None, stop: threading.Event | None,
-         main: str, derived: list[Derived], count_column: str) -> StreamResult:
+         main: str, derived: list[Derived], count_column: str, protocol: str,
+         options: AtMostOnceOptions | MergeOptions, quiet: bool) -> StreamResult:
     parsed = parse_trigger(trigger)
     check_max_files(max_files)
     source, checkpoint, sink = check_folders(source, checkpoint, sink)
-    session = spark if spark is not None else build_session(master, conf)
+    lock_query(checkpoint, protocol, option_values(options), source, sink)
+    log = os.path.join(checkpoint, SPARK_LOG) if quiet and spark is None else None
+    session = spark if spark is not None else build_session(master, conf, log=log)
     try:
         partitions = prepare_session(session, checkpoint, conf)
         if out is not None:
@@ -73,7 +82,7 @@ def _run(table: str, build: Callable[[DataFrame], DataFrame], source: str, check
         output = build(_source(session, table, source, max_files))
         batch_sink = BatchSink(session, sink, main, derived, count_column)
         summary = run_query(session, output, batch_sink, checkpoint, parsed, out=out,
-                            stop=stop)
+                            stop=stop, log=log)
         return StreamResult(summary, partitions)
     finally:
         if spark is None:
@@ -84,28 +93,33 @@ def stream_atmostonce(source: str, checkpoint: str, sink: str, options: AtMostOn
                       *, trigger: str = "available-now", max_files: int | None = None,
                       master: str | None = None, conf: dict[str, str] | None = None,
                       spark: SparkSession | None = None, out: TextIO | None = None,
-                      stop: threading.Event | None = None) -> StreamResult:
-    """Run ``timebound stream atmostonce`` (see the package docstring)."""
+                      stop: threading.Event | None = None, quiet: bool = False
+                      ) -> StreamResult:
+    """Run ``timebound stream atmostonce`` (see the package docstring). ``quiet``: the
+    session this call starts writes Spark's log to ``CHECKPOINT/timebound-spark.log``
+    instead of stderr."""
     from timebound.stream._atmostonce import accepted, verdicts
 
     return _run("messages", lambda df: verdicts(df, options), source, checkpoint, sink,
                 trigger=trigger, max_files=max_files, master=master, conf=conf or {},
                 spark=spark, out=out, stop=stop, main="verdicts",
-                derived=[("accepted", accepted)], count_column="verdict")
+                derived=[("accepted", accepted)], count_column="verdict",
+                protocol="atmostonce", options=options, quiet=quiet)
 
 
 def stream_merge(source: str, checkpoint: str, sink: str, options: MergeOptions, *,
                  trigger: str = "available-now", max_files: int | None = None,
                  master: str | None = None, conf: dict[str, str] | None = None,
                  spark: SparkSession | None = None, out: TextIO | None = None,
-                 stop: threading.Event | None = None) -> StreamResult:
-    """Run ``timebound stream merge`` (see the package docstring)."""
+                 stop: threading.Event | None = None, quiet: bool = False) -> StreamResult:
+    """Run ``timebound stream merge`` (see the package docstring and ``quiet`` of
+    ``stream_atmostonce``)."""
     from timebound.stream._merge import merge_order
 
     return _run("arrivals", lambda df: merge_order(df, options), source, checkpoint, sink,
                 trigger=trigger, max_files=max_files, master=master, conf=conf or {},
                 spark=spark, out=out, stop=stop, main="order", derived=[],
-                count_column="action")
+                count_column="action", protocol="merge", options=options, quiet=quiet)
 
 
 __all__ = ["AtMostOnceOptions", "MergeOptions", "StreamResult", "check_max_files",

@@ -11,9 +11,36 @@ from __future__ import annotations
 
 from typing import Any
 
+from timebound.errors import TimeboundError
 from timebound.sparkutil import MARK, marked, rebuild, translate_errors
 
-__all__ = ["MARK", "OutRow", "grouping_key", "marked", "rebuild", "translate_errors"]
+__all__ = ["MARK", "OutRow", "QueryFailed", "grouping_key", "marked", "rebuild",
+           "translate_errors"]
+
+#: Longest Spark reason quoted in a ``QueryFailed`` line.
+REASON_CHARS = 300
+
+
+class QueryFailed(TimeboundError):
+    """Spark stopped the query for a reason that is not one of our typed errors (a
+    checkpoint another query wrote, a state store that does not match, a full disk):
+    one line with Spark's first line of reason and where its whole log is; exit 2."""
+
+    def __init__(self, exc: BaseException, log: str | None) -> None:
+        self.reason = spark_reason(exc)
+        where = f" (Spark's log: {log}; --verbose shows it here)" if log else ""
+        super().__init__(f"the streaming query failed: {self.reason}{where}")
+
+
+def spark_reason(exc: BaseException) -> str:
+    """The first line of a Spark exception's message, without Java's class prefix."""
+    text = getattr(exc, "_desc", None) or str(exc) or type(exc).__name__
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    first = lines[0] if lines else type(exc).__name__
+    for prefix in ("org.apache.spark.sql.streaming.StreamingQueryException: ",
+                   "StreamingQueryException: "):
+        first = first.removeprefix(prefix)
+    return first if len(first) <= REASON_CHARS else first[:REASON_CHARS - 3] + "..."
 
 
 class OutRow(dict[str, object]):

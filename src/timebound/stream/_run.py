@@ -26,12 +26,12 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from timebound.errors import UsageError
+from timebound.errors import TimeboundError, UsageError
 from timebound.sparkutil import parse_conf as parse_conf  # the stream's --conf
-from timebound.stream._errors import translate_errors
+from timebound.stream._errors import QueryFailed, translate_errors
 from timebound.stream._sink import BatchSink
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -93,7 +93,13 @@ def check_folders(source: str, checkpoint: str, sink: str) -> tuple[str, str, st
 
 
 def build_session(master: str | None, conf: dict[str, str],
-                  app_name: str = "timebound-stream") -> SparkSession:
+                  app_name: str = "timebound-stream", *, log: str | None = None
+                  ) -> SparkSession:
+    """A session for one query. With ``log`` (a file path), the JVM and every Python
+    worker it starts write there instead of the terminal: their log lines, the
+    worker's start-up chatter, the traces of a failed task and what the JVM prints
+    when a query is stopped inside a micro-batch. Without it (``--verbose``) they go
+    to our stderr."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -101,17 +107,23 @@ def build_session(master: str | None, conf: dict[str, str],
     builder = SparkSession.builder.appName(app_name).master(master or DEFAULT_MASTER)
     for key, value in {**SESSION_CONF, **conf}.items():
         builder = builder.config(key, value)
-    # The JVM inherits file descriptor 1; Spark's streaming Python runners print
-    # their start-up chatter there. Give the JVM our stderr, keep stdout for the
-    # progress lines.
+    # The JVM inherits file descriptors 1 and 2 when it starts; Spark's streaming
+    # Python runners print their start-up chatter on 1. Give the JVM the log file (or
+    # our stderr), keep stdout for the progress lines.
     sys.stdout.flush()
-    saved = os.dup(1)
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    target = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644) if log else None
     try:
-        os.dup2(2, 1)
+        os.dup2(2 if target is None else target, 1)
+        if target is not None:
+            os.dup2(target, 2)
         spark = builder.getOrCreate()
     finally:
-        os.dup2(saved, 1)
-        os.close(saved)
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved if target is None else [*saved, target]:
+            os.close(fd)
     spark.sparkContext.setLogLevel(conf.get("timebound.logLevel", "WARN"))
     return spark
 
@@ -173,14 +185,28 @@ class Summary:
     state_rows: int = 0
     state_bytes: int = 0
     stopped_by: str | None = None
+    #: Micro-batches the checkpoint has planned and not committed when the query
+    #: stopped (a signal inside a micro-batch): a restart runs them again.
+    unfinished: list[int] = field(default_factory=list)
+
+
+def batch_ids(checkpoint: str, folder: str) -> set[int]:
+    """The micro-batch ids in ``CHECKPOINT/offsets`` (planned) or ``commits``."""
+    try:
+        return {int(name) for name in os.listdir(os.path.join(checkpoint, folder))
+                if name.isdigit()}
+    except OSError:
+        return set()
 
 
 def run_query(spark: SparkSession, output: DataFrame, sink: BatchSink, checkpoint: str,
               trigger: Trigger, *, out: TextIO | None = None,
               stop: threading.Event | None = None,
-              on_batch: Callable[[Any], None] | None = None) -> Summary:
+              on_batch: Callable[[Any], None] | None = None,
+              log: str | None = None) -> Summary:
     """Run ``output`` into ``sink`` until it ends (available-now), fails, or a signal
-    (or ``stop``) asks it to stop."""
+    (or ``stop``) asks it to stop. A failure is one typed error: a worker's own
+    (``translate_errors``) or ``QueryFailed`` naming Spark's reason and ``log``."""
     out = out or sys.stdout
     stop = stop or threading.Event()
     summary = Summary(counts={})
@@ -234,9 +260,16 @@ def run_query(spark: SparkSession, output: DataFrame, sink: BatchSink, checkpoin
             exc = query.exception()
             if exc is not None:
                 raise exc
+    except Exception as exc:
+        if isinstance(exc, TimeboundError):
+            raise
+        raise QueryFailed(exc, log) from exc
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     if received:
         summary.stopped_by = received[0]
+    if stop.is_set():
+        summary.unfinished = sorted(batch_ids(checkpoint, "offsets")
+                                    - batch_ids(checkpoint, "commits"))
     return summary

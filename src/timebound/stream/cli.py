@@ -5,12 +5,17 @@
 [the replay's receiver options] [--master URL] [--conf K=V ...]`` and
 ``timebound stream merge --source DIR --checkpoint DIR --sink DIR [--epsilon E
 --delta D --variant rckn|rc] [same trigger/Spark options]``. Progress lines go to
-stdout, one per micro-batch; SIGINT or SIGTERM stops the query cleanly (exit 0).
+stdout, one per micro-batch; SIGINT or SIGTERM between micro-batches stops the query
+cleanly (exit 0), inside one stops it with one line (exit 130 / 143: the batch is not
+committed and runs again on restart). A restart must use the options, source and sink
+the checkpoint was started with (``_lock``). Spark's own output goes to
+``CHECKPOINT/timebound-spark.log`` unless ``--verbose``.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from typing import Any
 
@@ -60,6 +65,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
                        help="Spark master: local[*] (default), spark://..., yarn, k8s://...")
     spark.add_argument("--conf", action="append", default=[], metavar="K=V",
                        help="Spark setting, passed through (repeatable)")
+    # SUPPRESS: the top-level --verbose is not reset by the subcommand's default
+    spark.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
+                       help="Spark's log, the workers' output and every trace on stderr "
+                            "(default: into CHECKPOINT/timebound-spark.log)")
 
 
 def add_stream_parser(commands: Any) -> None:
@@ -117,7 +126,16 @@ def add_stream_parser(commands: Any) -> None:
 
 
 def _finish(result: Any) -> int:
+    """The summary line and the exit status: 0, or 128 + the signal's number (130
+    SIGINT, 143 SIGTERM, as every timebound command) when a signal stopped the query
+    inside a micro-batch -- one line on stderr, the batch left for a restart."""
     summary = result.summary
+    if summary.stopped_by and summary.unfinished:
+        batches = ", ".join(str(b) for b in summary.unfinished)
+        print(f"timebound: {'interrupted' if summary.stopped_by == 'SIGINT' else 'terminated'}"
+              f" ({summary.stopped_by}) inside micro-batch {batches}: not committed, "
+              f"restart with the same command to run it again", file=sys.stderr, flush=True)
+        return 128 + int(signal.Signals[summary.stopped_by])
     counts = ", ".join(f"{k} {v}" for k, v in sorted((summary.counts or {}).items()))
     stopped = f" (stopped on {summary.stopped_by})" if summary.stopped_by else ""
     print(f"done{stopped}: {summary.batches} batches, {summary.rows_in} rows in"
@@ -149,7 +167,8 @@ def run_stream_atmostonce(args: argparse.Namespace) -> int:
     conf = parse_conf(args.conf)
     result = stream_atmostonce(args.source, args.checkpoint, args.sink, options,
                                trigger=args.trigger, max_files=args.max_files_per_trigger,
-                               master=args.master, conf=conf, out=sys.stdout)
+                               master=args.master, conf=conf, out=sys.stdout,
+                               quiet=not getattr(args, "verbose", False))
     return _finish(result)
 
 
@@ -162,5 +181,6 @@ def run_stream_merge(args: argparse.Namespace) -> int:
     conf = parse_conf(args.conf)
     result = stream_merge(args.source, args.checkpoint, args.sink, options,
                           trigger=args.trigger, max_files=args.max_files_per_trigger,
-                          master=args.master, conf=conf, out=sys.stdout)
+                          master=args.master, conf=conf, out=sys.stdout,
+                          quiet=not getattr(args, "verbose", False))
     return _finish(result)

@@ -1,0 +1,122 @@
+"""A checkpoint remembers the query it belongs to: protocol, options, source and sink.
+
+Spark's checkpoint records offsets, commits and state, not what the state *means*:
+restarted with another ``--gc-every`` the same RocksDB snapshots would be decided by
+another receiver, and with another ``--sink`` the output would split across two
+folders. So the first start of a query writes ``CHECKPOINT/timebound-options.json``
+(the protocol, every protocol option under its flag, and the absolute source and
+sink), and every later start compares before Spark starts: the first option that
+differs is refused in one line (``UsageError`` naming the flag, exit 2)::
+
+    timebound: error: --gc-every: the checkpoint CK was started with 1000, not 2000;
+    use a new --checkpoint or the same options
+
+Not locked: ``--trigger``, ``--max-files-per-trigger``, ``--master`` and ``--conf`` (a
+query may be restarted as a service, with another batch size or on a cluster; the
+shuffle partitions are frozen by Spark itself, see ``_run.prepare_session``).
+
+A checkpoint with no planned micro-batch (no ``offsets/`` folder: Spark never ran a
+batch from it, the sink holds nothing of it) takes the new options: the lock is
+rewritten. A checkpoint with batches and no lock (written before this file existed)
+adopts the options of the start that finds it. tests/test_stream_options_lock.py
+pins each case.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from typing import Any
+
+from timebound.adapters.atmostonce import AtMostOnceOptions
+from timebound.adapters.merge import MergeOptions
+from timebound.errors import UsageError
+
+LOCK_NAME = "timebound-options.json"
+#: Bumped if the lock's layout changes; a lock of another version is refused.
+LOCK_VERSION = 1
+
+
+def option_values(options: AtMostOnceOptions | MergeOptions) -> dict[str, Any]:
+    """Every protocol option under its command-line flag (``--gc-every``), in the
+    order the flags are declared."""
+    if isinstance(options, AtMostOnceOptions):
+        fields = dataclasses.asdict(options.receiver)
+        fields["classes"] = options.classes
+    else:
+        fields = dataclasses.asdict(options)
+    return {"--" + name.replace("_", "-"): value for name, value in fields.items()}
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
+
+
+def lock_query(checkpoint: str, protocol: str, options: dict[str, Any], source: str,
+               sink: str) -> None:
+    """Write the lock of a fresh checkpoint, or refuse a start that differs from it
+    (module docstring). ``checkpoint``, ``source`` and ``sink`` are absolute paths."""
+    wanted: dict[str, Any] = {"version": LOCK_VERSION, "protocol": protocol,
+                              "options": options, "--source": source, "--sink": sink}
+    path = os.path.join(checkpoint, LOCK_NAME)
+    started = os.path.isdir(os.path.join(checkpoint, "offsets"))
+    saved = _read(path) if started else None
+    if saved is None:
+        _write(checkpoint, path, wanted)
+        return
+    refuse = "; use a new --checkpoint or the same options"
+    if saved.get("version") != LOCK_VERSION or not isinstance(saved.get("options"), dict):
+        raise UsageError("--checkpoint", f"{path} was not written by this version of "
+                                         f"timebound; use a new --checkpoint")
+    if saved.get("protocol") != protocol:
+        raise UsageError("--checkpoint", f"the checkpoint {checkpoint} was started by "
+                                         f"'timebound stream {saved.get('protocol')}', not "
+                                         f"'{protocol}'; use a new --checkpoint")
+    old: dict[str, Any] = saved["options"]
+    for flag, value in list(options.items()) + [("--source", source), ("--sink", sink)]:
+        before = saved.get(flag) if flag in ("--source", "--sink") else old.get(flag)
+        if before != value:
+            raise UsageError(flag, f"the checkpoint {checkpoint} was started with "
+                                   f"{_show(before)}, not {_show(value)}{refuse}")
+    extra = sorted(set(old) - set(options))
+    if extra:
+        raise UsageError(extra[0], f"the checkpoint {checkpoint} was started with "
+                                   f"{_show(old[extra[0]])}, not none{refuse}")
+
+
+def _read(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise UsageError("--checkpoint", f"cannot read {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError("--checkpoint", f"{path} is not a timebound options lock")
+    return data
+
+
+def _write(checkpoint: str, path: str, data: dict[str, Any]) -> None:
+    """Whole or not at all: a temporary file beside the lock, renamed."""
+    try:
+        os.makedirs(checkpoint, exist_ok=True)
+        fd, temp = tempfile.mkstemp(prefix=".timebound-options-", dir=checkpoint)
+    except OSError as exc:
+        raise UsageError("--checkpoint", f"cannot write {path}: {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=1, sort_keys=False)
+            handle.write("\n")
+        os.chmod(temp, 0o644)
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.exists(temp):
+            os.remove(temp)
+        raise
