@@ -66,6 +66,8 @@ TESTS = {
     "rpc": ["tests/test_rpc_statemachine.py", "tests/test_rpc_server.py",
             "tests/test_rpc_client.py"],
     "wire": ["tests/test_net_wire.py", "tests/test_wire_mutants.py"],
+    "rpc_live": ["tests/test_rpc_incarnation.py", "tests/test_net_service.py",
+                 "tests/test_rpc_hostile.py"],
     "channel": ["tests/test_net_channel_core.py", "tests/test_channel_mutants.py"],
 }
 
@@ -76,6 +78,7 @@ MERGE = "merge/_merger.py"
 CAUSAL = "causal/_process.py"
 STAB = "stability/_sender.py"
 WIRE = "wire/_frame.py"
+LIVE = "rpc/_live.py"
 CH_RECV = "channel/_receiver.py"
 CH_SEND = "channel/_sender.py"
 
@@ -179,6 +182,20 @@ MUTANTS: list[Mutant] = [
     ("slotted", "slotted/_sender.py", "            self._sent_f = 0", "            pass"),
     ("stability", "stability/_receiver.py", "        if last is None or ts <= last:",
      "        if last is None or ts < last:"),
+    # -- the live RPC service (core/rpc/_live.py): incarnation marks, deadlines,
+    # address validation, amplification
+    ("rpc_live", LIVE, "                if (_TS.unpack_from(message, at + 5 + message[at])[0] == incarnation",
+     "                if (_TS.unpack_from(message, at + 5 + message[at])[0] != 0"),
+    ("rpc_live", LIVE, "                        and self.server.epoch == self._epoch):",
+     "                        and True):"),
+    ("rpc_live", LIVE, "        if incarnation and incarnation == self.incarnation:",
+     "        if False:"),
+    ("rpc_live", LIVE, "            if budget and now > out.ts + budget * self.ticks_per_ms:",
+     "            if budget and now > out.ts + 2 * budget * self.ticks_per_ms:"),
+    ("rpc_live", LIVE, "            if len(o.datagram) > budget and not self.validated(o.peer, now):",
+     "            if False:"),
+    ("rpc_live", LIVE, "                or not hmac.compare_digest(self._token(issued, peer), token)):",
+     "                or False):"),
     ("causal", "causal/_timestamp.py", "        if a < b:", "        if a <= b:"),
     ("causal", "causal/_timestamp.py",
      "    return se < sf or (se == sf and e.r < f.r)",
