@@ -66,6 +66,8 @@ TESTS = {
     "rpc": ["tests/test_rpc_statemachine.py", "tests/test_rpc_server.py",
             "tests/test_rpc_client.py"],
     "wire": ["tests/test_net_wire.py", "tests/test_wire_mutants.py"],
+    "pubsub": ["tests/test_pubsub_core_rules.py", "tests/test_net_pubsub_core.py",
+               "tests/test_net_pubsub_hostile.py"],
     "rpc_live": ["tests/test_rpc_incarnation.py", "tests/test_net_service.py",
                  "tests/test_rpc_hostile.py"],
     "channel": ["tests/test_net_channel_core.py", "tests/test_channel_mutants.py"],
@@ -79,6 +81,7 @@ CAUSAL = "causal/_process.py"
 STAB = "stability/_sender.py"
 WIRE = "wire/_frame.py"
 LIVE = "rpc/_live.py"
+PUBSUB = "pubsub/_nodes.py"
 CH_RECV = "channel/_receiver.py"
 CH_SEND = "channel/_sender.py"
 
@@ -196,6 +199,24 @@ MUTANTS: list[Mutant] = [
      "            if False:"),
     ("rpc_live", LIVE, "                or not hmac.compare_digest(self._token(issued, peer), token)):",
      "                or False):"),
+    # -- pub-sub nodes: Theorem 4.4 at the deadline tick, G1's boundary, the bounds
+    ("pubsub", PUBSUB, "        return self._deliver(now - 1)",
+     "        return self._deliver(now)"),
+    ("pubsub", PUBSUB, "        if message.stamp.r > now + self.epsilon:",
+     "        if message.stamp.r >= now + self.epsilon:"),
+    ("pubsub", PUBSUB,
+     "        if len(self._messages) >= self.max_pending and key not in self._messages:",
+     "        if len(self._messages) > self.max_pending and key not in self._messages:"),
+    ("pubsub", PUBSUB,
+     "                self.merger is not None and body.seq >= self._next + self.max_waiting):",
+     "                self.merger is not None and body.seq > self._next + self.max_waiting):"),
+    ("pubsub", PUBSUB, "                if oldest + self.gap_wait > now:",
+     "                if oldest + self.gap_wait >= now:"),
+    ("pubsub", PUBSUB, "        if body.seq < self._next or body.seq in self._waiting:",
+     "        if body.seq < self._next:"),
+    ("pubsub", PUBSUB,
+     "        if self.secret is not None and not self._valid(body.token, peer, now):",
+     "        if False:"),
     ("causal", "causal/_timestamp.py", "        if a < b:", "        if a <= b:"),
     ("causal", "causal/_timestamp.py",
      "    return se < sf or (se == sf and e.r < f.r)",
