@@ -2,12 +2,12 @@
 standalone Spark cluster, run in its own process so the tests' shared local session
 is untouched.
 
-``python tests/spark_cluster_job.py MASTER JOB.json`` reads ``{"rows": [...],
+``python tests/spark_cluster_job.py MASTER JOB.json [JAVA_OPTIONS]`` reads ``{"rows": [...],
 "kwargs": {...}}`` (rows in the SCHEMA below, the operator's keyword options), builds a
 session on MASTER (loopback only, small executors), runs ``at_most_once`` with the
 columns renamed (``conn="user"``, ``ts="sent"``, ``at="recv"``, ``receiver="node"``,
 ``order="prio"``) and prints one JSON line: ``{"master": ..., "columns": [...], "rows": [...]}``, the
-result's rows sorted by ``id``.
+result's rows sorted by ``id``. JAVA_OPTIONS go to the driver's and the executor's JVM.
 """
 
 from __future__ import annotations
@@ -31,11 +31,15 @@ CONF = {
 }
 
 
-def run(master: str, job: dict[str, Any]) -> dict[str, Any]:
+def run(master: str, job: dict[str, Any], java_options: str = "") -> dict[str, Any]:
     from timebound.pipeline.session import build_session
     from timebound.spark import at_most_once, typed_errors
 
-    spark = build_session(master, CONF, app_name="timebound-cluster-test")
+    conf = dict(CONF)
+    if java_options:
+        conf["spark.driver.extraJavaOptions"] = java_options
+        conf["spark.executor.extraJavaOptions"] = java_options
+    spark = build_session(master, conf, app_name="timebound-cluster-test")
     try:
         df = spark.createDataFrame(job["rows"], SCHEMA)
         out = at_most_once(df, conn="user", ts="sent", at="recv", receiver="node",
@@ -48,8 +52,9 @@ def run(master: str, job: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    master, path = argv
-    print(json.dumps(run(master, json.loads(Path(path).read_text()))), flush=True)
+    master, path, *java_options = argv
+    job = json.loads(Path(path).read_text())
+    print(json.dumps(run(master, job, " ".join(java_options))), flush=True)
     return 0
 
 
