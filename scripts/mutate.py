@@ -68,6 +68,8 @@ TESTS = {
     "wire": ["tests/test_net_wire.py", "tests/test_wire_mutants.py"],
     "pubsub": ["tests/test_pubsub_core_rules.py", "tests/test_net_pubsub_core.py",
                "tests/test_net_pubsub_hostile.py"],
+    "group": ["tests/test_group_core_rules.py", "tests/test_net_group_core.py",
+              "tests/test_net_group_hostile.py"],
     "rpc_live": ["tests/test_rpc_incarnation.py", "tests/test_net_service.py",
                  "tests/test_rpc_hostile.py"],
     "channel": ["tests/test_net_channel_core.py", "tests/test_channel_mutants.py"],
@@ -82,6 +84,7 @@ STAB = "stability/_sender.py"
 WIRE = "wire/_frame.py"
 LIVE = "rpc/_live.py"
 PUBSUB = "pubsub/_nodes.py"
+GROUP = "group/_member.py"
 CH_RECV = "channel/_receiver.py"
 CH_SEND = "channel/_sender.py"
 
@@ -217,6 +220,22 @@ MUTANTS: list[Mutant] = [
     ("pubsub", PUBSUB,
      "        if self.secret is not None and not self._valid(body.token, peer, now):",
      "        if False:"),
+    # -- group members: reliable FIFO, null messages, NACK answers, incarnations, bounds
+    ("group", GROUP, "        if seq >= p.expect + MAX_AHEAD:",
+     "        if seq > p.expect + MAX_AHEAD:"),
+    ("group", GROUP,
+     "        if p.expect >= hb.next and last is not None and hb.promise > last:",
+     "        if last is not None and hb.promise > last:"),
+    ("group", GROUP, "            elif ((self.check_sources and source != peer.name)",
+     "            elif ((False)"),
+    ("group", GROUP, "                      and now < peer.answered + self.nack_every // 2)):",
+     "                      and now < peer.answered)):"),
+    ("group", GROUP, "        if inc < p.inc:", "        if False:"),
+    ("group", GROUP, "            ts = max(now, self._last_ts + 1, self._promised + 1)",
+     "            ts = max(now, self._last_ts + 1)"),
+    ("group", GROUP, "        return len(self._frames) < self.max_buffer",
+     "        return len(self._frames) <= self.max_buffer"),
+    ("group", GROUP, "        if hb.base > p.expect:", "        if False:"),
     ("causal", "causal/_timestamp.py", "        if a < b:", "        if a <= b:"),
     ("causal", "causal/_timestamp.py",
      "    return se < sf or (se == sf and e.r < f.r)",
