@@ -192,12 +192,6 @@ def atomic_write_text(path: str, text: str, option: str) -> None:
         raise
 
 
-def check_int64(value: int, option: str) -> int:
-    if not INT64_MIN <= value <= INT64_MAX:
-        raise UsageError(option, f"must fit in 64 bits ([-2^63, 2^63-1]), got {value}")
-    return value
-
-
 def int_range(low: int, high: int) -> Callable[[str], int]:
     """argparse ``type=``: an integer in ``[low, high]``."""
 

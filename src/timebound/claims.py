@@ -507,10 +507,6 @@ def _st_skew_ok(v: dict[str, float]) -> bool:
     return all(x > 0 for k, x in v.items() if k.endswith(" mean +"))
 
 
-def _all_positive(v: dict[str, float]) -> bool:
-    return all(x > 0 for x in v.values())
-
-
 def _st_buffer(s: Sources) -> Values:
     runs = s["stability"]
     out: Values = []

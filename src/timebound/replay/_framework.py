@@ -13,10 +13,9 @@ declarations and this glue.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from timebound import adapters
 from timebound._safety import guard_output
 from timebound.adapters import Row, RowAdapter
 from timebound.adapters.atmostonce import AtMostOnceAdapter
@@ -64,19 +63,6 @@ def replay_rows(command: ReplayCommand, args: argparse.Namespace, *,
             out.write(produced)
         out.commit()
     return replayer
-
-
-# -- option helpers (on a parsed namespace) ------------------------------------------
-
-
-def require(args: argparse.Namespace, dest: str, *, minimum: int | None = None) -> int:
-    """A numeric option the mode needs: present, >= minimum, within its range."""
-    return adapters.require(vars(args), dest, minimum=minimum)
-
-
-def forbid(args: argparse.Namespace, dests: Iterable[str], why: str) -> None:
-    """Options the mode does not use must not be given."""
-    adapters.forbid(vars(args), dests, why)
 
 
 def add_io_arguments(parser: argparse.ArgumentParser) -> None:

@@ -72,9 +72,6 @@ class TableWriter:
         if len(self._rows) >= ROW_GROUP:
             self._flush()
 
-    def add_dict(self, row: Mapping[str, Any]) -> None:
-        self.add(tuple(row.get(name) for name in self.names))
-
     def _flush(self) -> None:
         if self._writer is None:
             self._writer = pq.ParquetWriter(self.path, self.schema, compression="snappy")

@@ -27,20 +27,6 @@ from timebound.core.causal import CausalProcess, Timestamp, WireCodec
 from timebound.core.merge import Envelope, Merger
 
 
-def _send(proc: CausalProcess, rt: int) -> Timestamp:
-    try:
-        return proc.send(now=rt)
-    except TypeError:
-        return proc.send(rt)  # type: ignore[call-arg]
-
-
-def _receive(proc: CausalProcess, stamp: Timestamp, rt: int) -> Timestamp:
-    try:
-        return proc.receive(stamp, now=rt)
-    except TypeError:
-        return proc.receive(stamp, rt)  # type: ignore[call-arg]
-
-
 def _run(seed: int, n: int, eps: int, delta: int, duration: int, rate: float,
          corrupt_at: int | None) -> dict[str, float]:
     rng = random.Random(f"{seed}/merge-checks/{n}/{corrupt_at}")
@@ -105,7 +91,7 @@ def _run(seed: int, n: int, eps: int, delta: int, duration: int, rate: float,
                 owner[msg] = i
                 by_index[(i, vc[i][i])] = msg
                 sent_at[msg] = t
-                stamp = _send(procs[i], rt)
+                stamp = procs[i].send(now=rt)
                 at(t + rng.randint(1, delta), ("arr", names[i], msg, stamp))
                 for j in range(n):
                     if j != i:
@@ -119,7 +105,7 @@ def _run(seed: int, n: int, eps: int, delta: int, duration: int, rate: float,
                 if rt > last_rt[j]:  # a receive at an already used rt is skipped (rare),
                     last_rt[j] = rt  # and then it creates no causal dependency either
                     vc[j] = [max(a, b) for a, b in zip(vc[j], clock, strict=True)]
-                    _receive(procs[j], stamp, rt)
+                    procs[j].receive(stamp, now=rt)
             else:
                 _, proc, msg, stamp = ev
                 merger.receive(Envelope(proc, msg, stamp), now=mclock)
@@ -192,9 +178,9 @@ def run_checks(seed: int, *, n: int = 6, epsilon: int = 4, delta: int = 20,
             rt += rng.randint(0, 1)
             p = rng.randrange(len(procs))
             if stamps and rng.random() < 0.6:
-                st = _receive(procs[p], rng.choice(stamps[-50:]), rt + rng.randint(0, 1))
+                st = procs[p].receive(rng.choice(stamps[-50:]), now=rt + rng.randint(0, 1))
             else:
-                st = _send(procs[p], rt)
+                st = procs[p].send(now=rt)
             stamps.append(st)
             longest = max(longest, len(codec.encode(st)))
         wire[f"encoded_bytes_n={size}"] = float(longest)
