@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from timebound.errors import MissingExtra
+from timebound.errors import MissingExtra, UsageError
 from timebound.sparkutil import translate_errors as typed_errors
 
 try:
@@ -31,9 +31,11 @@ except ImportError:  # pragma: no cover - the extra is missing
 from timebound.spark._check import columns, options
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Sequence
+
     from pyspark.sql import DataFrame
 
-__all__ = ["at_most_once", "typed_errors"]
+__all__ = ["at_most_once", "causal_merge", "stability", "typed_errors"]
 
 
 def at_most_once(
@@ -91,3 +93,97 @@ def at_most_once(
     from timebound.spark import _batch
 
     return _batch.decide(df, cols, opts)
+
+
+def causal_merge(
+    df: DataFrame,
+    *,
+    merger: str,
+    msg: str,
+    proc: str,
+    at: str,
+    r: str,
+    c: str,
+    kn: str | None = None,
+    epsilon: int,
+    delta: int,
+    variant: str = "rckn",
+    order: str | None = None,
+) -> DataFrame:
+    """Causal deterministic merge of the arrivals in ``df`` (a batch DataFrame;
+    docs/spark.md), as ``timebound replay merge`` merges them.
+
+    Each row is an arrival of message ``msg`` of process ``proc`` (string or integer
+    columns) at merger ``merger`` (one independent merger per value) at the merger's
+    clock ``at``, with its timestamp ``r``, ``c`` (integer columns) and, for the
+    variant ``rckn``, ``kn`` (an array of 2 * ``epsilon`` integers; none for ``rc``).
+    Each merger takes its rows in ``at`` order; rows with equal ``at`` by ``order``
+    (nulls first), then ``proc``, ``msg``, ``r``, ``c``, then Spark's ``xxhash64`` of
+    the row's columns. Options as the replay's: ``epsilon`` >= 1, ``delta`` >= 0.
+
+    Returns every row of ``df`` with all its columns plus ``action`` (``deliver``,
+    ``late``, ``duplicate``), ``time`` (a delivery's deadline ``r + c + delta +
+    epsilon``; the arrival's ``at`` otherwise) and ``position`` (the row's place in its
+    merger's output, from 0): ``where action = 'deliver'`` ordered by ``position`` is
+    the merger's deterministic order. Raises ``UsageError`` (an option, or a streaming
+    ``df``) or ``SchemaError`` (a column) before any Spark job.
+    """
+    from timebound.adapters.merge import MergeOptions
+    from timebound.spark import _groups, _merge
+    from timebound.spark._check import keyword
+
+    _groups.refuse_stream(df, "causal_merge")
+    try:
+        opts = MergeOptions.from_values({"epsilon": epsilon, "delta": delta,
+                                         "variant": variant})
+    except UsageError as exc:
+        raise UsageError(keyword(exc.option), keyword(exc.reason)) from None
+    roles = _merge.roles(merger, msg, proc, at, r, c, kn, order, opts.variant)
+    _groups.check_columns(df.schema, "causal_merge", roles, _merge.ADDED)
+    return _groups.run(df, _merge.operator(opts, roles), merger)
+
+
+def stability(
+    df: DataFrame,
+    *,
+    type: str,  # noqa: A002 - the replay's field name
+    node: str,
+    at: str,
+    ts: str,
+    origin: str,
+    ack: str,
+    senders: str | Sequence[str],
+    receivers: str | Sequence[str],
+    acks: str = "timestamp",
+    group: str | None = None,
+    order: str | None = None,
+) -> DataFrame:
+    """Message stability by timestamp (or vector) acknowledgments for the rows of
+    ``df`` (a batch DataFrame; docs/spark.md), as ``timebound replay stability``.
+
+    Each row is an event at ``node`` at time ``at`` (integer), of ``type`` (a string
+    column: ``send``, ``recv``, ``ack``, ``ackrecv``): a ``send`` of timestamp ``ts``;
+    a ``recv`` of ``origin``'s message ``ts``; an ``ack`` sent under the id ``ack``; an
+    ``ackrecv`` of the ack ``ack``. ``node``, ``origin`` and ``ack``: string or integer
+    columns. ``senders``, ``receivers``: the node names (a list, or one comma-separated
+    string), as the replay's options; ``acks``: ``timestamp`` or ``vector``. ``group``:
+    one independent execution per value of this column (default: one). An execution
+    takes its rows in ``at`` order; rows with equal ``at`` by ``order`` (nulls first),
+    then type (``send``, ``recv``, ``ack``, ``ackrecv``), ``node``, ``ts``, ``origin``,
+    ``ack``, then Spark's ``xxhash64`` of the row's columns.
+
+    Returns every row of ``df`` with all its columns plus ``delivered`` (boolean, on
+    ``recv`` rows), ``value`` (on ``ack`` rows: a long, or with ``acks="vector"`` a
+    map sender -> ts) and ``stable`` (array of longs, on ``ackrecv`` rows and ``ack``
+    rows of a node that is also a sender). Raises ``UsageError`` (an option, or a
+    streaming ``df``) or ``SchemaError`` (a column) before any Spark job.
+    """
+    from timebound.spark import _groups, _stability
+
+    _groups.refuse_stream(df, "stability")
+    opts = _stability.options(acks, senders, receivers)
+    roles = _stability.roles(type, node, at, ts, origin, ack, order)
+    if group is not None:
+        roles += (_groups.Role("group", group, "id"),)
+    _groups.check_columns(df.schema, "stability", roles, _stability.ADDED)
+    return _groups.run(df, _stability.operator(opts, roles), group)
