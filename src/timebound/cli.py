@@ -2,9 +2,11 @@
 
 Every failure that is the user's doing (a bad option, a malformed trace row, a bad
 dataset, an output path that cannot be written, a missing optional dependency) prints
-one line ``timebound: error: ...`` and exits with status 2; anything else is a bug and
-exits 1 with one line (the traceback with ``--verbose``). SIGTERM and Ctrl-C remove
-every temporary output before exiting (143, 130). docs/errors.md lists them all.
+one line ``timebound: error: ...`` and exits with status 2; so does a failure Spark
+reports on the driver (a JVM error, the JVM gone: ``sparkutil.spark_failure``), with
+Spark's reason; anything else is a bug and exits 1 with one line (the traceback with
+``--verbose``). SIGTERM and Ctrl-C remove every temporary output before exiting (143,
+130), in one line. docs/errors.md lists them all.
 """
 
 from __future__ import annotations
@@ -277,6 +279,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if typed is not None:  # a worker's typed error the operator did not translate
             print(f"timebound: error: {typed}", file=sys.stderr)
             return EXIT_USAGE
+        failed = _spark_failure(exc, getattr(args, "conf", None))
+        if failed is not None:  # Spark's own failure: its reason, the rest with --verbose
+            print(f"timebound: error: {failed}"
+                  + ("" if verbose else " (run with --verbose for Spark's log)"),
+                  file=sys.stderr)
+            return EXIT_USAGE
         first = (str(exc).strip().splitlines() or [""])[0][:300]
         print(f"timebound: internal error: {type(exc).__name__}: {first}"
               + ("" if verbose else " (run with --verbose for the traceback)"),
@@ -303,6 +311,17 @@ def _typed_from_spark(exc: BaseException) -> TimeboundError | None:
                 return typed
         todo += [getattr(item, "_cause", None), item.__cause__, item.__context__]
     return None
+
+
+def _spark_failure(exc: BaseException, items: object) -> TimeboundError | None:
+    """Spark's failure in one line, naming the ``--conf K=V`` item its reason names."""
+    if "pyspark" not in sys.modules and "py4j" not in sys.modules:
+        return None
+    from timebound.sparkutil import spark_failure
+
+    given = items if isinstance(items, list) else []
+    conf = dict(str(item).partition("=")[::2] for item in given)
+    return spark_failure(exc, conf)
 
 
 def _quiet_stdout() -> None:

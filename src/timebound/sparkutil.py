@@ -12,20 +12,48 @@ wraps it in a plain exception whose message carries the typed error between two 
 line and exits 2.
 
 Session options: ``parse_conf`` turns the ``--conf KEY=VALUE`` items of both drivers'
-commands into a dict.
+commands into a dict; ``check_master`` refuses a ``--master`` that is not a Spark master
+URL before anything starts.
+
+Spark failures are one line (docs/errors.md). ``start_session`` starts a session so that:
+
+- a start-up failure is one ``UsageError`` naming the option to blame (``--conf K=V``
+  when Spark's reason names the key, its words or the value, or when only ``--conf`` was
+  given; ``--master`` when only it was given) and Spark's reason, read from the
+  exception or from what the JVM printed before it died;
+- ``quiet`` (every command without ``--verbose``): the JVM's stderr (its start-up banner,
+  its log, a dying JVM's trace) goes to a scratch file instead of the terminal, and
+  Py4J's log records (a Py4J call interrupted by Ctrl-C logs its traceback on the root
+  logger) are dropped;
+- Ctrl-C raises ``KeyboardInterrupt`` at once: PySpark's own SIGINT handler calls the JVM
+  from inside the signal handler, re-entering the Py4J connection the main thread is
+  waiting on, and prints chained tracebacks. Whoever started the session cancels its
+  jobs (``stop_quietly``) before removing its temporary output.
+
+``spark_failure`` turns any other exception raised by Spark on the driver (a JVM error,
+a lost connection to the JVM) into one line with Spark's reason; a Python error inside a
+task that is not one of our typed errors stays a bug of ours (the CLI's internal error).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
+import os
 import re
-from collections.abc import Iterator, Sequence
-from typing import Any
+import signal
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import IO, Any
 
 from timebound.errors import SchemaError, TimeboundError, TraceError, UsageError
 
-__all__ = ["MARK", "marked", "parse_conf", "rebuild", "stopped_after", "translate_errors"]
+__all__ = ["MARK", "check_master", "marked", "parse_conf", "rebuild", "spark_failure",
+           "spark_reason", "start_session", "stop_quietly", "stopped_after",
+           "translate_errors"]
 
 MARK = "@@timebound-error@@"
 _MARKED = re.compile(re.escape(MARK) + r"(.*?)" + re.escape(MARK), re.S)
@@ -100,3 +128,218 @@ def stopped_after(spark: Any, owned: bool = True) -> Iterator[Any]:
         raise
     if owned:
         spark.stop()
+
+
+# -- starting a session: one line on failure, a quiet JVM ------------------------------
+
+#: Spark's master URL forms (spark-submit --master).
+_MASTER = re.compile(r"local(\[(\*|[1-9]\d*)(,\s*[1-9]\d*)?\])?|local-cluster\[.+\]"
+                     r"|(spark|mesos|k8s)://\S+|yarn")
+
+
+def check_master(master: str | None, option: str = "--master") -> None:
+    """A ``--master`` Spark would accept, checked before anything starts (UsageError)."""
+    if master is not None and not _MASTER.fullmatch(master):
+        raise UsageError(option, f"{master!r} is not a Spark master URL (local, "
+                         "local[N], local[*], spark://HOST:PORT, yarn, k8s://URL, ...)")
+
+
+#: A Java exception line: ``[Caused by: ]pkg.Class[$Inner]: message`` (``Exception in
+#: thread "main" ...`` and Py4J's ``: ...`` prefixes allowed).
+_JAVA_EXCEPTION = re.compile(
+    r'^(?:Exception in thread "[^"]*" |Caused by: |: )?'
+    r"((?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)):\s*(.*)$")
+#: PySpark's own error classes at the start of a message: ``[JAVA_GATEWAY_EXITED] ...``.
+_ERROR_CLASS = re.compile(r"^\[[A-Z_]+(?:\.[A-Z_]+)*\]\s*")
+_MAX_REASON = 300
+
+
+def spark_reason(*texts: str | None) -> str | None:
+    """Spark's reason in ``texts`` (exception messages, JVM traces, a JVM's stderr): the
+    message of the deepest Java cause of the first text that has one, else None."""
+    for text in texts:
+        if not text:
+            continue
+        found: list[tuple[str, str]] = []
+        for line in text.splitlines():
+            match = _JAVA_EXCEPTION.match(line.strip())
+            if match:
+                found.append((match.group(1), match.group(2).strip()))
+        causes = [item for item in found if item[1]]
+        if causes:
+            name, message = causes[-1]
+            return _one_line(f"{message} ({name.rsplit('.', 1)[-1]})")
+    return None
+
+
+#: What a healthy JVM prints on start-up (never a reason).
+_BANNER = re.compile(r"WARNING: Using incubator modules|Using Spark's default log4j"
+                     r"|Setting default log level|To adjust logging level"
+                     r"|\d\d/\d\d/\d\d \d\d:\d\d:\d\d (?:INFO|WARN) ")
+
+
+def _jvm_said(printed: str) -> str | None:
+    """The first line a JVM that died at start printed that is not its banner
+    (``Invalid maximum heap size: -Xmxabc``)."""
+    for line in printed.splitlines():
+        if line.strip() and not _BANNER.match(line.strip()):
+            return _one_line(line)
+    return None
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= _MAX_REASON else line[:_MAX_REASON - 3] + "..."
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return _ERROR_CLASS.sub("", lines[0]) if lines else type(exc).__name__
+
+
+def _words(key: str) -> str:
+    """``spark.executor.memory`` -> ``executor memory`` (how Spark's messages say it)."""
+    parts = [p for p in re.split(r"[.\s]", key) if p and p != "spark"]
+    spaced = [re.sub(r"(?<=[a-z])(?=[A-Z])", " ", p).lower() for p in parts[-2:]]
+    return " ".join(spaced)
+
+
+def _mentioned(reason: str, conf: Mapping[str, str]) -> str | None:
+    """The ``K=V`` item of ``conf`` that Spark's reason names: its key, its words
+    (``Executor memory must be...``), its value (quoted, or of 2 characters or more)."""
+    text = reason.lower()
+    for key, value in conf.items():
+        low = value.lower()
+        if (key.lower() in text or (len(low) >= 2 and low in text)
+                or any(f"{q}{low}{q}" in text for q in "\"'")
+                or (len(_words(key)) > 3 and _words(key) in text)):
+            return f"{key}={value}"
+    return None
+
+
+def _blame(reason: str, master: str | None, conf: Mapping[str, str]) -> tuple[str, str]:
+    """(option, what) to name for a start-up failure with ``reason``."""
+    mentioned = _mentioned(reason, conf)
+    if mentioned is not None:
+        return "--conf", mentioned
+    items = " ".join(f"{k}={v}" for k, v in conf.items())
+    if conf and master is None:
+        return "--conf", items
+    if master is not None and not conf:
+        return "--master", master
+    if conf:
+        return "--master/--conf", f"{master} with {items}"
+    return "Spark", "the default settings"
+
+
+class _DropPy4J(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "py4j" not in (record.pathname or "") and not record.name.startswith("py4j")
+
+
+_QUIET_LOGS = _DropPy4J()
+
+
+def _quiet_logs() -> None:
+    """Py4J logs an interrupted call's traceback with ``logging.exception`` on the root
+    logger (which, without a handler, configures one on stderr): drop those records."""
+    root = logging.getLogger()
+    if _QUIET_LOGS not in root.filters:
+        root.addFilter(_QUIET_LOGS)
+    if not root.handlers:
+        root.addHandler(logging.NullHandler())
+
+
+@contextlib.contextmanager
+def _stderr_to(scratch: IO[bytes] | None) -> Iterator[None]:
+    """While inside, file descriptor 2 is ``scratch``: a JVM started now inherits it as
+    its stderr for its whole life; ours is restored at the end."""
+    if scratch is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        os.dup2(scratch.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _plain_interrupts() -> None:
+    """Ctrl-C raises KeyboardInterrupt in the main thread, nothing else (PySpark's handler
+    re-enters the Py4J connection the main thread is using and prints tracebacks)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    handler = signal.getsignal(signal.SIGINT)
+    if getattr(handler, "__module__", "").startswith("pyspark"):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def start_session(builder: Any, *, master: str | None, conf: Mapping[str, str],
+                  quiet: bool) -> Any:
+    """``builder.getOrCreate()``; a failure is one ``UsageError`` naming the option to
+    blame and Spark's reason. ``master``/``conf``: what the user gave (None/empty for
+    defaults). ``quiet``: the JVM's stderr and Py4J's log stay off the terminal."""
+    scratch = tempfile.TemporaryFile() if quiet else None  # unlinked: nothing left behind
+    if quiet:
+        _quiet_logs()
+    try:
+        try:
+            with _stderr_to(scratch):
+                spark = builder.getOrCreate()
+        except Exception as exc:
+            printed = ""
+            if scratch is not None:
+                scratch.seek(0)
+                printed = scratch.read().decode("utf-8", "replace")
+            reason = (spark_reason(printed, getattr(exc, "_desc", None), str(exc))
+                      or _jvm_said(printed) or _first_line(exc))
+            option, given = _blame(reason, master, dict(conf))
+            raise UsageError(option, f"Spark did not start with {given}: {reason}") from None
+    finally:
+        if scratch is not None:
+            scratch.close()  # the JVM keeps its own descriptor of the unlinked file
+    _plain_interrupts()
+    try:  # the SQL settings are checked when the session state is first built: now
+        spark._jsparkSession.sessionState()
+    except Exception as exc:
+        reason = spark_reason(getattr(exc, "_desc", None), str(exc)) or _first_line(exc)
+        option, given = _blame(reason, master, dict(conf))
+        raise UsageError(option, f"Spark refused {given}: {reason}") from None
+    return spark
+
+
+def stop_quietly(spark: Any, owned: bool) -> None:
+    """After an interruption or a failure: stop ``spark`` (``owned``) or cancel its jobs,
+    so that no task still writes where the caller is about to clean up. A failure to do
+    so (the JVM already gone, a connection cut by Ctrl-C) is ignored."""
+    with contextlib.suppress(Exception):
+        if owned:
+            spark.stop()
+        else:
+            spark.sparkContext.cancelAllJobs()
+
+
+def spark_failure(exc: BaseException, conf: Mapping[str, str] | None = None,
+                  ) -> UsageError | None:
+    """One line for an exception Spark raised on the driver (a JVM error, the JVM gone),
+    or None when ``exc`` is not Spark's or is a Python error inside a task (ours). The
+    line names the ``--conf`` item of ``conf`` that Spark's reason names, if any."""
+    chain: list[BaseException] = []
+    item: BaseException | None = exc
+    while item is not None and item not in chain:
+        chain.append(item)
+        item = item.__cause__ or item.__context__
+    spark_side = [e for e in chain if type(e).__module__.split(".")[0] in ("pyspark", "py4j")]
+    if not spark_side or any(type(e).__name__ == "PythonException" for e in spark_side):
+        return None
+    first = spark_side[0]
+    texts = [getattr(first, "_desc", None), str(first), getattr(first, "_stackTrace", None)]
+    reason = spark_reason(*texts) or _first_line(first)
+    mentioned = _mentioned(reason, conf or {})
+    if mentioned is not None:
+        return UsageError("--conf", f"Spark failed with {mentioned}: {reason}")
+    return UsageError("Spark", f"the job failed: {reason}")

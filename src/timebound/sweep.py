@@ -14,6 +14,13 @@ that ``timebound pipeline`` and ``timebound report`` read like any other:
 
 Orchestration (top layer): imports the simulator, never the pipeline; PySpark lazily.
 Seeds are 1..N. Output written whole or not at all (a temporary folder beside DIR).
+
+Spark: ``--master`` is checked before anything starts; the session is started here
+(``sparkutil.start_session``: a failure to start is one line naming ``--master`` or the
+``--conf`` item to blame; without ``--verbose`` the JVM's stderr stays off the
+terminal) and the simulator's ``map_tasks`` runs on it. On Ctrl-C, SIGTERM or a failure
+the session is stopped before the staging folder is removed, so no task still writes
+into it.
 """
 
 from __future__ import annotations
@@ -30,9 +37,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from timebound._safety import require_extra
 from timebound.errors import UsageError
+from timebound.sparkutil import check_master, start_session, stopped_after
 
 MAX_RUNS = 10_000
+#: The sweep's own session settings (a ``--conf`` of the same key wins).
+SWEEP_CONF = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}
 
 
 @dataclass(frozen=True)
@@ -150,10 +161,26 @@ def merge(out_dir: str, scenario: str, pts: list[Point], results: list[dict[str,
         raise
 
 
+def sweep_session(master: str | None, conf: dict[str, str], *, quiet: bool) -> Any:
+    """The sweep's session (``local[2]`` unless ``--master``): started here so that a
+    failure is one line naming the option to blame."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import timebound
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName("timebound-sweep").master(master or "local[2]")
+    for key, value in {**SWEEP_CONF, **conf}.items():
+        builder = builder.config(key, value)
+    spark = start_session(builder, master=master, conf=conf, quiet=quiet)
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
 def run_sweep(scenario: str, grid_items: list[str], *, seeds: int, out: str,
               master: str | None = None, conf: dict[str, str] | None = None,
-              progress: Any = None) -> dict[str, Any]:
+              progress: Any = None, quiet: bool = False) -> dict[str, Any]:
     grid = parse_grid(grid_items, scenario)
+    check_master(master)
     if not 1 <= seeds <= 1000:
         raise UsageError("--seeds", f"must be in [1, 1000], got {seeds}")
     out = os.path.abspath(out)
@@ -163,17 +190,25 @@ def run_sweep(scenario: str, grid_items: list[str], *, seeds: int, out: str,
     if os.path.exists(out) and (not os.path.isdir(out) or (
             os.listdir(out) and not os.path.exists(os.path.join(out, "manifest.json")))):
         raise UsageError("--out", f"'{out}' exists and is not a timebound dataset")
+    total = len(points(scenario, grid, seeds, ""))
+    if total > MAX_RUNS:  # before Spark starts
+        raise UsageError("--grid", f"{total} runs; at most {MAX_RUNS}")
+    require_extra("spark", "pyspark", "timebound sweep")
+    from pyspark.sql import SparkSession
+
+    from timebound.sim._spark import map_tasks
+
+    active = SparkSession.getActiveSession()
+    owned = active is None  # a caller's session is left running
+    spark = (active if active is not None and master is None and not conf
+             else sweep_session(master, dict(conf or {}), quiet=quiet))
     staging = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.sweep-", dir=parent)
     try:
         pts = points(scenario, grid, seeds, staging)
-        if len(pts) > MAX_RUNS:
-            raise UsageError("--grid", f"{len(pts)} runs; at most {MAX_RUNS}")
-        from timebound.sim._spark import map_tasks
-
         started = time.perf_counter()
-        results = map_tasks(run_point, pts, [p.name for p in pts], master=master,
-                            conf=conf, progress=progress)
-        counts = merge(out, scenario, pts, results, grid, seeds)
+        with stopped_after(spark, owned):  # stopped before the staging folder goes
+            results = map_tasks(run_point, pts, [p.name for p in pts], progress=progress)
+            counts = merge(out, scenario, pts, results, grid, seeds)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return {"out": out, "runs": len(pts), "tables": counts,
@@ -208,6 +243,8 @@ def add_sweep_parser(commands: Any) -> None:
     sweep.add_argument("--conf", action="append", default=[], metavar="K=V",
                        help="Spark configuration entry (repeatable)")
     sweep.add_argument("--quiet", action="store_true", help="no progress lines")
+    sweep.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
+                       help="show the full traceback and Spark's log on an error")
     sweep.set_defaults(handler=_run)
 
 
@@ -220,7 +257,8 @@ def _run(args: argparse.Namespace) -> int:
         conf[key.strip()] = value.strip()
     result = run_sweep(args.scenario, args.grid, seeds=args.seeds, out=args.out,
                        master=args.master, conf=conf,
-                       progress=None if args.quiet else _progress)
+                       progress=None if args.quiet else _progress,
+                       quiet=not getattr(args, "verbose", False))
     print(f"sweep {args.scenario}: {result['runs']} run(s) in {result['seconds']} s")
     print(f"dataset  {result['out']}")
     print("tables   " + ", ".join(f"{k} {v} rows" for k, v in result["tables"].items()))

@@ -4,7 +4,9 @@ Order of work: read and validate every table present (a schema error stops the j
 before anything runs), resolve and check each run's options, then per protocol run its
 operator and write its decision table, then the metrics table. Everything is written
 to a hidden temporary folder beside DIR that is renamed to DIR at the end, so DIR is
-never half-written (a previous DIR is replaced only then). DATASET/manifest.json is
+never half-written (a previous DIR is replaced only then). On any failure, Ctrl-C or
+SIGTERM, Spark's jobs are stopped first (the session, when the pipeline started it) and
+the temporary folder is removed after, so no task writes into it once it is gone. DATASET/manifest.json is
 copied to DIR/manifest.json and a small DIR/summary.json records what ran.
 """
 
@@ -38,6 +40,7 @@ from timebound.pipeline.datasets import (
 from timebound.pipeline.metrics import metrics
 from timebound.pipeline.schemas import METRICS, PROTOCOLS
 from timebound.pipeline.session import build_session, size_shuffles
+from timebound.sparkutil import stop_quietly
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -123,6 +126,7 @@ def run_pipeline(
     manifest = read_manifest(dataset)
     scenario = str(manifest.get("scenario") or os.path.basename(os.path.abspath(dataset)))
     started = time.perf_counter()
+    owned = spark is None
     if spark is None:
         spark = build_session(master, dict(conf or {}))
     partitions = size_shuffles(spark, table_bytes(dataset, tables), dict(conf or {}))
@@ -196,7 +200,10 @@ def run_pipeline(
             json.dump(summary, handle, indent=2, default=str)
         _publish(tmp, out)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            stop_quietly(spark, owned)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         raise
     return summary
 

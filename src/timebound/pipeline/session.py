@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import sys
 from typing import TYPE_CHECKING
 
 from timebound.errors import UsageError
+from timebound.sparkutil import check_master as check_master
 from timebound.sparkutil import parse_conf as parse_conf  # the pipeline's --conf
+from timebound.sparkutil import start_session
 from timebound.sparkutil import stopped_after as stopped_after
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,25 +37,16 @@ DEFAULT_CONF = {
 }
 
 
-#: Spark's master URL forms (spark-submit --master).
-_MASTER = re.compile(r"local(\[(\*|[1-9]\d*)(,\s*[1-9]\d*)?\])?|local-cluster\[.+\]"
-                     r"|(spark|mesos|k8s)://\S+|yarn")
-
-
-def check_master(master: str | None) -> None:
-    """A ``--master`` Spark would accept, checked before anything starts (UsageError)."""
-    if master is not None and not _MASTER.fullmatch(master):
-        raise UsageError("--master", f"{master!r} is not a Spark master URL (local, "
-                         "local[N], local[*], spark://HOST:PORT, yarn, k8s://URL, ...)")
-
-
 def build_session(
     master: str | None = None,
     conf: dict[str, str] | None = None,
     *,
     app_name: str = "timebound",
 ) -> SparkSession:
-    """Build (or reuse) the SparkSession."""
+    """Build (or reuse) the SparkSession. A failure to start is one UsageError naming
+    ``--master`` or the ``--conf`` item Spark's reason points at. With
+    ``timebound.logLevel`` OFF (every command without ``--verbose``) the JVM's stderr is
+    kept off the terminal (``sparkutil.start_session``)."""
     check_master(master)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -66,12 +58,9 @@ def build_session(
     builder = SparkSession.builder.appName(app_name).master(master or DEFAULT_MASTER)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    try:
-        spark = builder.getOrCreate()
-    except Exception as exc:  # Py4J/JVM start-up errors: one line naming the master
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise UsageError("--master", f"Spark did not start with master "
-                         f"{master or DEFAULT_MASTER!r}: {first}") from None
+    given = {k: v for k, v in (conf or {}).items() if not k.startswith("timebound.")}
+    spark: SparkSession = start_session(builder, master=master, conf=given,
+                                        quiet=level == "OFF")
     spark.sparkContext.setLogLevel(level)
     return spark
 
@@ -82,10 +71,13 @@ def size_shuffles(spark: SparkSession, input_bytes: int, user_conf: dict[str, st
     key = "spark.sql.shuffle.partitions"
     if key in user_conf:
         try:
-            return int(user_conf[key])
+            value = int(user_conf[key])
         except ValueError:
-            raise UsageError("--conf", f"{key} must be an integer, got "
-                             f"{user_conf[key]!r}") from None
+            value = 0
+        if value < 1:
+            raise UsageError("--conf", f"{key} must be a positive integer, got "
+                             f"{user_conf[key]!r}")
+        return value
     parallelism = spark.sparkContext.defaultParallelism
     wanted = max(parallelism, math.ceil(input_bytes / BYTES_PER_PARTITION))
     partitions = min(MAX_PARTITIONS, wanted)
