@@ -2,12 +2,13 @@
 standalone Spark cluster, run in its own process so the tests' shared local session
 is untouched.
 
-``python tests/spark_cluster_job.py MASTER JOB.json [JAVA_OPTIONS]`` reads ``{"rows": [...],
-"kwargs": {...}}`` (rows in the SCHEMA below, the operator's keyword options), builds a
-session on MASTER (loopback only, small executors), runs ``at_most_once`` with the
-columns renamed (``conn="user"``, ``ts="sent"``, ``at="recv"``, ``receiver="node"``,
-``order="prio"``) and prints one JSON line: ``{"master": ..., "columns": [...], "rows": [...]}``, the
-result's rows sorted by ``id``. JAVA_OPTIONS go to the driver's and the executor's JVM.
+``python tests/spark_cluster_job.py MASTER JOB.json [JAVA_OPTIONS]`` reads
+``{"rows": [...], "kwargs": {...}}`` (rows in the SCHEMA below, the operator's keyword
+options), builds a session on MASTER (loopback only, small executors), runs
+``at_most_once`` with the columns renamed (``conn="user"``, ``ts="sent"``,
+``at="recv"``, ``receiver="node"``, ``order="prio"``) and prints one JSON line:
+``{"master": ..., "columns": [...], "rows": [...]}``, the result's rows sorted by
+``id``. JAVA_OPTIONS go to the driver's and the executor's JVM.
 """
 
 from __future__ import annotations

@@ -297,7 +297,10 @@ def test_cluster_rows_equal_local_and_the_replay(cluster: Cluster, tmp_path: Pat
     try:
         stdout, stderr = job.communicate(timeout=JOB_LIMIT_S)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"the cluster job did not finish within {JOB_LIMIT_S:.0f} s")
+        _killpg(job.pid, signal.SIGKILL)
+        stderr = job.communicate()[1]
+        pytest.fail(f"the cluster job did not finish within {JOB_LIMIT_S:.0f} s:\n"
+                    + stderr.decode(errors="replace")[-4000:])
     assert job.returncode == 0, stderr.decode(errors="replace")[-4000:]
     result = json.loads(stdout.decode().strip().splitlines()[-1])
 
