@@ -13,9 +13,15 @@
   rows in, rows out with the count of each verdict (or action), state rows
   (``numRowsTotal``) and state bytes (``memoryUsedBytes``) of the stateful operator.
 - Stop: SIGINT or SIGTERM stops the query (between micro-batches or by interrupting
-  one; the checkpoint keeps the last committed batch, the sink writes batches whole),
-  stops Spark and returns 0. ``available-now`` stops by itself once every file present
-  at the start is processed.
+  one; the checkpoint keeps the last committed batch, the sink writes batches whole)
+  and stops Spark. The summary lists the batches planned and not committed
+  (``unfinished``): the CLI exits 0 when there are none, 130 / 143 with one line when
+  the signal interrupted one. ``available-now`` stops by itself once every file
+  present at the start is processed.
+- Failures: a worker's typed error is raised again as itself (``translate_errors``);
+  any other reason Spark stops the query for is one ``QueryFailed`` line naming
+  Spark's reason and the log file (``build_session(log=...)``: with a log, the JVM and
+  its workers write there, not on the terminal).
 """
 
 from __future__ import annotations
@@ -261,9 +267,15 @@ def run_query(spark: SparkSession, output: DataFrame, sink: BatchSink, checkpoin
             if exc is not None:
                 raise exc
     except Exception as exc:
-        if isinstance(exc, TimeboundError):
+        if received:
+            # A Ctrl-C reaches the whole process group: Python workers killed by it
+            # fail their task, so the query may end "with an error" that is the
+            # signal's doing. It stopped on the signal.
+            pass
+        elif isinstance(exc, TimeboundError):
             raise
-        raise QueryFailed(exc, log) from exc
+        else:
+            raise QueryFailed(exc, log) from exc
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
