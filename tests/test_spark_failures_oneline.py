@@ -64,8 +64,9 @@ def test_bogus_master_is_one_line_before_spark(tmp_path: Path, command: list[str
 
 @pytest.mark.spark
 def test_sweep_bad_executor_memory_names_conf_not_master(tmp_path: Path) -> None:
+    # both options given: the reason's words ("Executor memory") name the one to blame
     done = run(["sweep", "merge", "--seeds", "1", "--out", str(tmp_path / "o"),
-                "--conf", "spark.executor.memory=abc"])
+                "--master", "local[1]", "--conf", "spark.executor.memory=abc"])
     line = the_line(done)
     assert line.startswith("timebound: error: --conf: Spark did not start with "
                            "spark.executor.memory=abc: "), line
