@@ -625,5 +625,7 @@ class RpcServer:
     def _on_timer(self) -> None:
         self._timer = None
         self._armed = None
-        self.service.handle_timer(now=self.clock.now())
+        out = self.service.handle_timer(now=self.clock.now())
+        for o in out.sends:  # none today; sent, like every core output, if ever
+            self._sendto(o.datagram, o.peer)
         self._rearm()
