@@ -24,7 +24,7 @@ def run_merger(frames: list[tuple[int, bytes]], seed: int) -> tuple[list[tuple[s
 
     def feed(sends: tuple[tuple[str, bytes], ...], now: int) -> None:
         for _, frame in sends:
-            out.extend((d.proc, d.msg) for d in sub.receive(frame, now=now))
+            out.extend((d.proc, d.msg) for d in sub.receive(frame, now=now).delivered)
 
     for t, _, frame in arrivals:
         feed(merger.handle_timer(now=t - 1).sends, t - 1)

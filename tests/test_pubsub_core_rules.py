@@ -154,7 +154,7 @@ def _fwds(count: int) -> list[bytes]:
 def test_a_subscriber_waits_at_most_max_waiting_past_its_next() -> None:
     fwds = _fwds(8)
     sub = Subscriber("s", FrameCodec(), max_waiting=4, now=0)
-    assert len(sub.receive(fwds[0], now=10)) == 1  # joins at seq 0; next is 1
+    assert len(sub.receive(fwds[0], now=10).delivered) == 1  # joins at seq 0; next is 1
     sub.receive(fwds[5], now=10)  # seq 5 = next + max_waiting: out of range
     assert sub.statistics().out_of_range == 1 and sub.statistics().waiting == 0
     sub.receive(fwds[4], now=10)  # seq 4: waits for the gap
@@ -166,25 +166,25 @@ def test_a_gap_is_skipped_exactly_gap_wait_after_the_oldest_arrival() -> None:
     sub = Subscriber("s", FrameCodec(), gap_wait=50, now=0)
     sub.receive(fwds[0], now=100)
     sub.receive(fwds[2], now=100)  # seq 1 lost
-    deliveries, _ = sub.handle_timer(now=149)
+    deliveries = sub.handle_timer(now=149).delivered
     assert deliveries == () and sub.statistics().skipped == 0
-    deliveries, _ = sub.handle_timer(now=150)
+    deliveries = sub.handle_timer(now=150).delivered
     assert [d.seq for d in deliveries] == [2] and sub.statistics().skipped == 1
 
 
 def test_loss_and_duplication_on_the_merger_to_subscriber_leg() -> None:
     fwds = _fwds(10)
     whole = Subscriber("w", FrameCodec(), now=0)
-    order = [d for f in fwds for d in whole.receive(f, now=0)]
+    order = [d for f in fwds for d in whole.receive(f, now=0).delivered]
     lossy = Subscriber("l", FrameCodec(), gap_wait=20, now=0)
     got = []
     for i, frame in enumerate(fwds):
         if i == 4:
             continue  # lost
-        got += lossy.receive(frame, now=i)
+        got += lossy.receive(frame, now=i).delivered
         if i in (5, 6):
-            got += lossy.receive(frame, now=i)  # duplicated while waiting for seq 4
-    got += lossy.handle_timer(now=100)[0]
+            got += lossy.receive(frame, now=i).delivered  # duplicated while waiting for seq 4
+    got += lossy.handle_timer(now=100).delivered
     stats = lossy.statistics()
     assert stats.skipped == 1 and stats.duplicates == 2 and stats.delivered == 9
     assert [(d.proc, d.msg) for d in got] == [(d.proc, d.msg) for d in order if d.seq != 4]

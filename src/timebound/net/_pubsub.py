@@ -33,6 +33,7 @@ from timebound.core.pubsub import (
     Published,
     Subscriber,
     SubscriberDelivery,
+    SubscriberOutput,
 )
 from timebound.core.pubsub import Publisher as PublisherCore
 from timebound.core.wire import FrameCodec
@@ -232,19 +233,19 @@ class SubscriberClient(_Endpoint, QueueIterator[SubscriberDelivery]):
         stats["digest"] = self.core.digest
         return stats
 
-    def _put(self, deliveries: tuple[SubscriberDelivery, ...]) -> None:
+    def _act(self, out: SubscriberOutput) -> None:
+        if self._transport is not None:
+            for frame in out.sends:
+                self._transport.sendto(frame)
         if self._queue is not None:
-            for d in deliveries:
+            for d in out.delivered:
                 self._queue.put_nowait(d)
         self._timer.arm(self.core.next_deadline())
 
     def _datagram(self, data: bytes, addr: Any) -> None:
-        self._put(self.core.receive(data, now=self.clock.now()))
+        self._act(self.core.receive(data, now=self.clock.now()))
 
     def _on_timer(self) -> None:
         if self._transport is None:
             return
-        deliveries, renew = self.core.handle_timer(now=self.clock.now())
-        if renew is not None:
-            self._transport.sendto(renew)
-        self._put(deliveries)
+        self._act(self.core.handle_timer(now=self.clock.now()))

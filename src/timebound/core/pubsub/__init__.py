@@ -15,6 +15,7 @@ from timebound.core.pubsub._nodes import (
     Publisher,
     Subscriber,
     SubscriberDelivery,
+    SubscriberOutput,
     SubscriberStatistics,
     merger_subscription,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "Subscribe",
     "Subscriber",
     "SubscriberDelivery",
+    "SubscriberOutput",
     "SubscriberStatistics",
     "check_name",
     "decode",

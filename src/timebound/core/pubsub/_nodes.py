@@ -56,7 +56,10 @@ On a hostile network (issue 26):
   use only) every SUB takes a lease, as before.
 
 Verbs: ``publish``/``receive(datagram, peer, *, now)``, ``handle_timer(*, now)``,
-``next_deadline()``, ``statistics()``.
+``next_deadline()``, ``statistics()``. A merger's ``receive`` and ``handle_timer``
+return a ``MergerOutput``, a subscriber's a ``SubscriberOutput`` (frames for its
+merger, deliveries), as every other core returns its output record; the answer to a
+CHAL is in the output of the ``receive`` that took it.
 """
 
 from __future__ import annotations
@@ -329,6 +332,18 @@ class SubscriberDelivery:
 
 
 @dataclass(frozen=True, slots=True)
+class SubscriberOutput:
+    """What a subscriber's verb gives: frames for its merger (a SUB: the first, a
+    renewal, or the answer to a CHAL) and deliveries in the merger's order."""
+
+    sends: tuple[bytes, ...] = ()
+    delivered: tuple[SubscriberDelivery, ...] = ()
+
+
+_NO_OUTPUT = SubscriberOutput()
+
+
+@dataclass(frozen=True, slots=True)
 class SubscriberStatistics:
     delivered: int
     skipped: int
@@ -369,7 +384,9 @@ class Subscriber:
         return self.codec.seal(KIND_PUBSUB, encode_sub(ROLE_SUBSCRIBER, self.name,
                                                        self._token))
 
-    def next_deadline(self) -> int:
+    def next_deadline(self) -> int | None:
+        """The next renewal, or the end of the oldest gap wait if sooner (a
+        subscriber always has a renewal due: never None in practice)."""
         due = self._renew
         if self._waiting:
             due = min(due, min(at for _, at in self._waiting.values()) + self.gap_wait)
@@ -383,52 +400,54 @@ class Subscriber:
                                     self.codec.unauthenticated, c["out_of_range"],
                                     c["challenges"])
 
-    def receive(self, datagram: bytes, *, now: int) -> tuple[SubscriberDelivery, ...]:
+    def receive(self, datagram: bytes, *, now: int) -> SubscriberOutput:
         opened = self.codec.open(datagram, now=now)
         if opened is None:
-            return ()
+            return _NO_OUTPUT
         if opened.kind != KIND_PUBSUB:
             self._c["malformed"] += 1
-            return ()
+            return _NO_OUTPUT
         try:
             body = decode(opened.body, now=now)
         except MalformedDatagram:
             self._c["malformed"] += 1
-            return ()
+            return _NO_OUTPUT
         if isinstance(body, Challenge):
             # the driver's socket is connected to the merger: only it (or a spoofer,
             # whose token the merger then refuses) reaches here; answer at once
             self._c["challenges"] += 1
             self._token = body.token
-            self._renew = now
-            return ()
+            self._renew = now + LEASE_RENEW
+            return SubscriberOutput((self.subscription(),))
         if not isinstance(body, Forwarded):
-            return ()
+            return _NO_OUTPUT
         if out_of_range(body) is not None or (
                 self.merger is not None and body.seq >= self._next + self.max_waiting):
             self._c["out_of_range"] += 1
-            return ()
+            return _NO_OUTPUT
         if self.merger is None:
             self.merger = body.merger
             self._next = body.seq  # join the stream where it is
         if body.merger != self.merger:
             self._c["foreign"] += 1
-            return ()
+            return _NO_OUTPUT
         if body.seq < self._next or body.seq in self._waiting:
             self._c["duplicates"] += 1
-            return ()
+            return _NO_OUTPUT
         if len(self._waiting) >= self.max_waiting:
-            return ()
+            return _NO_OUTPUT
         self._waiting[body.seq] = (body.message, now)
-        return self._drain(now, skip=False)
+        delivered = self._drain(now, skip=False)
+        return SubscriberOutput((), delivered) if delivered else _NO_OUTPUT
 
-    def handle_timer(self, *, now: int) -> tuple[tuple[SubscriberDelivery, ...], bytes | None]:
+    def handle_timer(self, *, now: int) -> SubscriberOutput:
         """Deliveries past expired gaps, and the SUB renewal when it is due."""
-        renew = None
+        sends: tuple[bytes, ...] = ()
         if now >= self._renew:
             self._renew = now + LEASE_RENEW
-            renew = self.subscription()
-        return self._drain(now, skip=True), renew
+            sends = (self.subscription(),)
+        delivered = self._drain(now, skip=True)
+        return SubscriberOutput(sends, delivered) if sends or delivered else _NO_OUTPUT
 
     def _drain(self, now: int, *, skip: bool) -> tuple[SubscriberDelivery, ...]:
         out: list[SubscriberDelivery] = []
