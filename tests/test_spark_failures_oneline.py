@@ -173,3 +173,17 @@ def test_spark_failure_names_the_conf_item_its_reason_names() -> None:
 def test_spark_failure_leaves_our_bugs_to_the_cli() -> None:
     assert spark_failure(KeyError("x")) is None
     assert spark_failure(PythonException("KeyError: 'x'")) is None
+
+
+def test_the_jvm_gone_mid_call_is_named() -> None:
+    """A socket error raised inside Py4J (the JVM killed) says so; any other OSError is
+    left to the CLI's own line for it."""
+    scope: dict[str, object] = {}
+    exec(compile("def call():\n    raise ConnectionRefusedError(111, 'Connection refused')\n",
+                 os.path.join(os.sep, "site", "py4j", "clientserver.py"), "exec"), scope)
+    try:
+        scope["call"]()  # type: ignore[operator]
+    except ConnectionRefusedError as exc:
+        assert str(spark_failure(exc)) == ("Spark: lost its JVM (stopped or killed): "
+                                           "Connection refused")
+    assert spark_failure(ConnectionRefusedError(111, "Connection refused")) is None

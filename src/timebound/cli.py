@@ -265,7 +265,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # an output path not writable, a full device, a vanished file
         _trace(verbose)
         _quiet_stdout()
-        print(f"timebound: error: {_os_error(exc)}", file=sys.stderr)
+        lost = _spark_failure(exc, getattr(args, "conf", None))  # or the JVM gone
+        print(f"timebound: error: {lost or _os_error(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("timebound: interrupted", file=sys.stderr)

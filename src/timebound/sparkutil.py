@@ -323,6 +323,16 @@ def stop_quietly(spark: Any, owned: bool) -> None:
             spark.sparkContext.cancelAllJobs()
 
 
+def _through_py4j(exc: BaseException) -> bool:
+    """``exc`` was raised inside Py4J (a socket to the JVM)."""
+    frame = exc.__traceback__
+    while frame is not None:
+        if f"{os.sep}py4j{os.sep}" in frame.tb_frame.f_code.co_filename:
+            return True
+        frame = frame.tb_next
+    return False
+
+
 def spark_failure(exc: BaseException, conf: Mapping[str, str] | None = None,
                   ) -> UsageError | None:
     """One line for an exception Spark raised on the driver (a JVM error, the JVM gone),
@@ -333,6 +343,9 @@ def spark_failure(exc: BaseException, conf: Mapping[str, str] | None = None,
     while item is not None and item not in chain:
         chain.append(item)
         item = item.__cause__ or item.__context__
+    if isinstance(exc, OSError) and _through_py4j(exc):  # the JVM gone mid-call
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        return UsageError("Spark", f"lost its JVM (stopped or killed): {reason}")
     spark_side = [e for e in chain if type(e).__module__.split(".")[0] in ("pyspark", "py4j")]
     if not spark_side or any(type(e).__name__ == "PythonException" for e in spark_side):
         return None
