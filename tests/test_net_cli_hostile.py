@@ -18,6 +18,7 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -25,6 +26,7 @@ import pytest
 
 from tests.test_net_support import TIMEBOUND, stop
 from timebound.cli import main
+from timebound.errors import UsageError
 
 EPS = ["--epsilon", "5", "--delta", "5"]
 APP = "timebound.net.examples:app"
@@ -473,3 +475,30 @@ def test_rpc_serve_refuses_beta_below_latest_every(tmp_path: Path,
     assert len(err) == 1 and err[0].startswith("timebound: error: --beta: must be >= "
                                                "--latest-every (1000000 µs)"), err
     assert not storage.exists()
+
+
+def test_rpc_call_payload_from_text_stdin_or_a_file(tmp_path: Path) -> None:
+    from timebound.net.cli import MAX_PAYLOAD, call_payload
+
+    (tmp_path / "p.bin").write_bytes(b"\x00\xffbytes")
+    assert call_payload(f"@{tmp_path / 'p.bin'}") == b"\x00\xffbytes"  # bytes as they are
+    assert call_payload("@@home") == b"@home" and call_payload("é") == "é".encode()
+    (tmp_path / "big").write_bytes(b"x" * (MAX_PAYLOAD + 1))
+    for bad, reason in ((f"@{tmp_path / 'big'}", "larger than"),
+                        (f"@{tmp_path}", "not a regular file"),
+                        (f"@{tmp_path / 'missing'}", "cannot read")):
+        with pytest.raises(UsageError, match=reason) as caught:
+            call_payload(bad)
+        assert caught.value.option == "PAYLOAD"
+    piped = subprocess.run(
+        [sys.executable, "-c", "import sys; from timebound.net.cli import call_payload; "
+         "sys.stdout.buffer.write(call_payload('-'))"],
+        input=b"41\n\x00", capture_output=True, timeout=60)
+    assert piped.returncode == 0 and piped.stdout == b"41\n\x00"
+    too_big = subprocess.run([sys.executable, "-m", "timebound.cli", "rpc", "call",
+                              "127.0.0.1:9", "incr", "-"],
+                             input=b"x" * (MAX_PAYLOAD + 1), capture_output=True, timeout=60)
+    assert too_big.returncode == 2
+    assert too_big.stderr.decode().splitlines() == [
+        f"timebound: error: PAYLOAD: stdin is larger than {MAX_PAYLOAD} bytes: a call's "
+        "payload must fit one datagram"]

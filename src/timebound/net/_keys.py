@@ -20,6 +20,19 @@ def read_key(path: str, option: str = "--key-file") -> bytes:
     blocking: a FIFO (which would hang the command), a device or a directory is one
     line and exit 2, as is a file too large to be a key (issue 26: bounded reads).
     Pinned by ``tests/test_net_cli_hostile.py::test_key_file_must_be_a_small_regular_file``."""
+    data = read_small_file(path, option, MAX_KEY_FILE,
+                           "not a key file ('timebound key new F' writes one)")
+    secret = data.rstrip()
+    if len(secret) < MIN_KEY_BYTES:
+        raise UsageError(option, f"{path} holds {len(secret)} bytes; a key needs "
+                                 f">= {MIN_KEY_BYTES}")
+    return secret
+
+
+def read_small_file(path: str, option: str, limit: int, too_large: str) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them, read without
+    blocking; anything else is a ``UsageError`` naming ``option`` (``too_large``
+    says what a larger file is not)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except (OSError, ValueError) as exc:
@@ -28,19 +41,14 @@ def read_key(path: str, option: str = "--key-file") -> bytes:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise UsageError(option, f"{path} is not a regular file")
-        data = read_at_most(fd, MAX_KEY_FILE)
+        data = read_at_most(fd, limit)
     except OSError as exc:
         raise UsageError(option, f"cannot read {path}: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
-    if len(data) > MAX_KEY_FILE:
-        raise UsageError(option, f"{path} is larger than {MAX_KEY_FILE} bytes: not a key "
-                                 "file ('timebound key new F' writes one)")
-    secret = data.rstrip()
-    if len(secret) < MIN_KEY_BYTES:
-        raise UsageError(option, f"{path} holds {len(secret)} bytes; a key needs "
-                                 f">= {MIN_KEY_BYTES}")
-    return secret
+    if len(data) > limit:
+        raise UsageError(option, f"{path} is larger than {limit} bytes: {too_large}")
+    return data
 
 
 def keyring(key: bytes | str | None, previous: bytes | str | None = None,

@@ -40,6 +40,9 @@ from timebound.errors import StorageError, TimeboundError, UsageError
 
 #: Largest --timeout, seconds.
 MAX_TIMEOUT = 3600.0
+#: Most payload bytes ``rpc call`` sends (a CALL must fit one datagram, with a long
+#: procedure name, a key's tag and the frame around it).
+MAX_PAYLOAD = 65_000
 
 
 def _command_group(commands: Any, name: str, help: str,
@@ -101,7 +104,9 @@ def add_rpc_parser(commands: Any) -> None:
     call.add_argument("target", metavar="HOST:PORT")
     call.add_argument("proc", metavar="PROC")
     call.add_argument("payload", nargs="?", default="", metavar="PAYLOAD",
-                      help="UTF-8 payload (default empty)")
+                      help="the payload: UTF-8 text (default empty); '-' reads it from "
+                           "stdin and @FILE from a regular file, as bytes (at most "
+                           f"{MAX_PAYLOAD:,} bytes); @@TEXT is the text @TEXT")
     call.add_argument("--timeout", type=float, default=2.0, metavar="S",
                       help=f"seconds, (0, {MAX_TIMEOUT:g}] (default 2)")
     _add_key_options(call)
@@ -110,7 +115,8 @@ def add_rpc_parser(commands: Any) -> None:
     stats = sub.add_parser("stats", help="print a server's counters",
                            description="Call the built-in timebound.stats procedure.")
     stats.add_argument("target", metavar="HOST:PORT")
-    stats.add_argument("--timeout", type=float, default=2.0, metavar="S")
+    stats.add_argument("--timeout", type=float, default=2.0, metavar="S",
+                       help=f"seconds to wait for the reply, (0, {MAX_TIMEOUT:g}] (default 2)")
     stats.add_argument("--json", action="store_true", help="one JSON object")
     _add_key_options(stats)
     stats.set_defaults(handler=run_stats)
@@ -537,7 +543,7 @@ def run_call(args: argparse.Namespace) -> int:
 
     if not args.proc or len(utf8(args.proc, "PROC")) > 255:
         raise UsageError("PROC", "procedure name must be 1..255 UTF-8 bytes")
-    payload = utf8(args.payload, "PAYLOAD")
+    payload = call_payload(args.payload)
     try:
         reply = _client_call(args, args.proc, payload)
     except CallTimeout:
@@ -552,6 +558,27 @@ def run_call(args: argparse.Namespace) -> int:
         return 1
     sys.stdout.write(reply.decode("utf-8", "backslashreplace") + "\n")
     return 0
+
+
+def call_payload(text: str) -> bytes:
+    """``rpc call``'s PAYLOAD: ``-`` is stdin, ``@FILE`` a regular file's bytes,
+    ``@@TEXT`` the text ``@TEXT``, anything else UTF-8 text; at most ``MAX_PAYLOAD``
+    bytes (one datagram), else a ``UsageError``."""
+    from timebound.net._keys import read_small_file
+    from timebound.storage import read_at_most
+
+    too_large = "a call's payload must fit one datagram"
+    if text == "-":
+        data = read_at_most(sys.stdin.fileno(), MAX_PAYLOAD)
+        where = "stdin"
+    elif text.startswith("@") and not text.startswith("@@"):
+        return read_small_file(text[1:], "PAYLOAD", MAX_PAYLOAD, too_large)
+    else:
+        data = utf8(text[1:] if text.startswith("@@") else text, "PAYLOAD")
+        where = "the text"
+    if len(data) > MAX_PAYLOAD:
+        raise UsageError("PAYLOAD", f"{where} is larger than {MAX_PAYLOAD} bytes: {too_large}")
+    return data
 
 
 #: What each refusal means (docs/net.md), as ``rpc call`` prints it.
@@ -577,11 +604,15 @@ def rejection_line(exc: Any) -> str:
 
 
 def run_stats(args: argparse.Namespace) -> int:
-    from timebound.net._errors import RpcError
+    from timebound.net._errors import CallTimeout, RpcError
     from timebound.net._server import STATS_PROCEDURE
 
     try:
         reply = _client_call(args, STATS_PROCEDURE, b"")
+    except CallTimeout:
+        print(f"timebound: timeout: no reply from {args.target} within {args.timeout:g} s",
+              file=sys.stderr)
+        return 1
     except RpcError as exc:
         print(f"timebound: {exc}", file=sys.stderr)
         return 1
