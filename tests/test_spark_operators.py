@@ -1,13 +1,14 @@
 """``timebound.spark``'s batch operators for the other protocols (issue 28, item 2):
-``causal_merge`` and ``stability`` give every input row, all its columns kept, the
+``causal_merge``, ``causal_stamp`` and ``stability`` give every input row, all its columns kept, the
 output ``timebound replay`` gives for those rows in decision order, under the caller's
 column names; options and columns are refused before any Spark job, a streaming
 DataFrame in one line, a bad row inside the job as the ``SchemaError`` naming the
 caller's column.
 
-- the bundled examples (src/timebound/examples/merge.jsonl, stability.jsonl) with
-  renamed columns, and generated traces (several mergers, integer ids, ties in ``at``,
-  copies and late arrivals; timestamp and vector acks, several executions);
+- the bundled examples (src/timebound/examples/merge.jsonl, causal.jsonl,
+  stability.jsonl) with renamed columns, and generated traces (several mergers,
+  integer ids, ties in ``at``, copies and late arrivals; both variants of timestamps;
+  timestamp and vector acks; several executions);
 - every result against ``timebound.replay`` (the replay command's Python API) fed the
   same rows in the operator's decision order;
 - docs/spark.md: its ``<!-- runnable: operators -->`` examples run and print what the
@@ -176,12 +177,12 @@ def test_causal_merge_generated_with_order_equals_the_replay(spark: Any,
     for r in ordered:
         if r["rr"] + r["cc"] + 2 + 3 >= r["arrived"]:
             first.setdefault((r["box"], r["mid"], r["sender"]), r["row"])
-    for r in got:
-        if r["action"] == "deliver":
-            assert r["time"] == r["rr"] + r["cc"] + 2 + 3
-            assert first[(r["box"], r["mid"], r["sender"])] == r["row"]
+    for row in got:
+        if row["action"] == "deliver":
+            assert row["time"] == row["rr"] + row["cc"] + 2 + 3
+            assert first[(row["box"], row["mid"], row["sender"])] == row["row"]
         else:
-            assert r["time"] == r["arrived"]
+            assert row["time"] == row["arrived"]
     # position orders each merger's output: deliveries in deadline order
     for box in ("M0", "M1", "M2"):
         mine = sorted((r["position"], r["time"]) for r in got
@@ -354,10 +355,101 @@ def test_stability_generated_groups_with_order_equal_the_replay(spark: Any,
     assert Counter(r["delivered"] for r in got if r["kind"] == "recv").keys() == {True, False}
 
 
+# -- causal_stamp --------------------------------------------------------------------
+
+STAMP_SCHEMA = "run string, seq long, event string, process {id}, clock long, message {id}"
+
+
+def stamp_trace(seed: int, n: int, run: str) -> list[dict[str, Any]]:
+    """Events of 4 processes in a causally consistent order (``seq``), each process's
+    clock increasing, every recv of a message sent earlier (by another process)."""
+    rng = random.Random(seed)
+    clock = dict.fromkeys(range(4), 0)
+    sent: list[tuple[int, int]] = []
+    heard: set[tuple[int, int]] = set()
+    rows = []
+    for seq in range(n):
+        proc = rng.randrange(4)
+        clock[proc] += rng.randint(1, 3)
+        waiting = [m for m, by in sent[-10:] if by != proc and (m, proc) not in heard]
+        pick = rng.random()
+        msg: int | None
+        if pick < 0.45 and waiting:
+            heard_one = rng.choice(waiting)
+            heard.add((heard_one, proc))
+            msg, kind = heard_one, "recv"
+        elif pick < 0.8:
+            msg, kind = seq, "send"
+            sent.append((seq, proc))
+        else:
+            msg, kind = None, "local"
+        rows.append({"run": run, "seq": seq, "event": kind, "process": proc,
+                     "clock": clock[proc], "message": msg})
+    return rows
+
+
+def stamp_expected(tmp: Path, rows: list[dict[str, Any]], args: list[str]
+                   ) -> dict[tuple[str, int], tuple[Any, ...]]:
+    out = replayed(tmp, "causal", [
+        {"type": r["event"], "proc": str(r["process"]), "rt": r["clock"],
+         **({} if r["message"] is None else {"msg": str(r["message"])})}
+        for r in sorted(rows, key=lambda r: r["seq"])], args)
+    return {(r["run"], r["seq"]): (o["r"], o["c"], o.get("kn"))
+            for r, o in zip(sorted(rows, key=lambda r: r["seq"]), out, strict=True)}
+
+
+def stamp_got(got: list[Any]) -> dict[tuple[str, int], tuple[Any, ...]]:
+    return {(r["run"], r["seq"]): (r["r"], r["c"], r["kn"] if "kn" in r else None)
+            for r in got}
+
+
+@pytest.mark.spark
+def test_causal_stamp_bundled_example_equals_the_replay(spark: Any, tmp_path: Path) -> None:
+    """The example's receives read earlier clocks than their sends (loose clocks): the
+    order is the ``seq`` column, not ``rt``."""
+    from timebound.spark import causal_stamp
+
+    lines = [json.loads(line) for line in (EXAMPLES / "causal.jsonl").read_text().splitlines()]
+    rows = [{"run": "x", "seq": i, "event": r["type"], "process": r["proc"],
+             "clock": r["rt"], "message": r.get("msg")} for i, r in enumerate(lines)]
+    expected = stamp_expected(tmp_path, rows, ["--epsilon", "2"])
+    out = causal_stamp(spark.createDataFrame(rows[::-1], STAMP_SCHEMA.format(id="string")),
+                       type="event", proc="process", rt="clock", msg="message",
+                       order="seq", epsilon=2)
+    assert out.columns == ["run", "seq", "event", "process", "clock", "message", "r", "c",
+                           "kn"]
+    got = out.collect()
+    assert stamp_got(got) == expected and len(got) == len(rows)
+    assert any(r["event"] == "recv" and r["clock"] < 3 for r in got)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("variant", ["rckn", "rc"])
+def test_causal_stamp_generated_groups_equal_the_replay(spark: Any, tmp_path: Path,
+                                                        variant: str) -> None:
+    from timebound.spark import causal_stamp
+
+    runs = {"a": stamp_trace(3, 200, "a"), "b": stamp_trace(4, 120, "b")}
+    args = ["--epsilon", "3", "--variant", variant]
+    expected: dict[tuple[str, int], tuple[Any, ...]] = {}
+    for run, rows in runs.items():
+        (tmp_path / run).mkdir()
+        expected |= stamp_expected(tmp_path / run, rows, args)
+    df = spark.createDataFrame(runs["a"] + runs["b"], STAMP_SCHEMA.format(id="long"))
+    out = causal_stamp(df, type="event", proc="process", rt="clock", msg="message",
+                       order="seq", epsilon=3, variant=variant, group="run")
+    assert ("kn" in out.columns) == (variant == "rckn")
+    got = out.collect()
+    assert stamp_got(got) == expected
+    assert len({c for _r, c, _kn in expected.values()}) > 1  # counters do move
+
+
 # -- errors -------------------------------------------------------------------------
 
 MERGE_CALL = {"merger": "box", "msg": "mid", "proc": "sender", "at": "arrived", "r": "rr",
               "c": "cc", "kn": "stamp", "epsilon": 2, "delta": 3}
+STAMP_CALL = {"type": "event", "proc": "process", "rt": "clock", "msg": "message",
+              "order": "seq", "epsilon": 2}
 STAB_CALL = {"type": "kind", "node": "who", "at": "t", "ts": "stamp", "origin": "sender",
              "ack": "ackid", "senders": "s1", "receivers": "r1"}
 OPTION_ERRORS = [
@@ -369,12 +461,17 @@ OPTION_ERRORS = [
     ("merge", {"kn": None}, "kn: required with variant rckn (or variant='rc')"),
     ("merge", {"r": None}, "r: expected a column name (a string), got None"),
     ("merge", {"order": 3}, "order: expected a column name (a string) or None, got 3"),
+    ("stamp", {"epsilon": None}, "epsilon: required here"),
+    ("stamp", {"variant": "rc", "n": 3}, "n: not used with variant rc"),
+    ("stamp", {"order": None}, "order: expected a column name (a string), got None"),
     ("stability", {"acks": "scalar"}, "acks: expected timestamp or vector, got 'scalar'"),
     ("stability", {"senders": None}, "senders: required here"),
     ("stability", {"senders": ["s1", 2]}, "senders: expected a list of node names, got"),
     ("stability", {"receivers": "r1,r1"}, "receivers: names a node twice: 'r1,r1'"),
 ]
 MERGE_BASE = MERGE_SCHEMA.format(id="string")
+SCHEMAS_STAMP = "run string, seq long, event string, process string, clock long, " \
+                "message string"
 STAB_BASE = STAB_SCHEMA
 COLUMN_ERRORS = [
     ("merge", MERGE_BASE, {"msg": "message"}, "column 'message': missing (msg=)"),
@@ -389,6 +486,11 @@ COLUMN_ERRORS = [
     ("merge", MERGE_BASE + ", __timebound_tie long", {},
      "column '__timebound_tie': names starting with '__timebound_' are causal_merge's own"),
     ("merge", MERGE_BASE, {"order": "note"}, None),  # the control case: accepted
+    ("stamp", SCHEMAS_STAMP, {"order": "sequence"}, "column 'sequence': missing (order="),
+    ("stamp", SCHEMAS_STAMP + ", kn string", {}, "column 'kn': already present: causal_stamp"),
+    ("stamp", SCHEMAS_STAMP + ", kn string", {"variant": "rc"}, None),  # rc adds no kn
+    ("stamp", SCHEMAS_STAMP.replace("clock long", "clock string"), {},
+     "column 'clock': rt= needs an integer column, found string"),
     ("stability", STAB_BASE, {"ack": "ack_id"}, "column 'ack_id': missing (ack=)"),
     ("stability", STAB_BASE.replace("kind string", "kind int"), {},
      "column 'kind': type= needs a string column, found int"),
@@ -400,18 +502,24 @@ COLUMN_ERRORS = [
 
 
 def call(protocol: str, df: Any, kwargs: dict[str, Any]) -> Any:
-    from timebound.spark import causal_merge, stability
+    from timebound.spark import causal_merge, causal_stamp, stability
 
     if protocol == "merge":
         return causal_merge(df, **{**MERGE_CALL, **kwargs})
+    if protocol == "stamp":
+        return causal_stamp(df, **{**STAMP_CALL, **kwargs})
     return stability(df, **{**STAB_CALL, **kwargs})
+
+
+SCHEMAS = {"merge": MERGE_BASE, "stability": STAB_BASE,
+           "stamp": STAMP_SCHEMA.format(id="string")}
 
 
 @pytest.mark.spark
 @pytest.mark.parametrize(("protocol", "kwargs", "message"), OPTION_ERRORS)
 def test_options_are_refused_before_any_job(spark: Any, protocol: str,
                                             kwargs: dict[str, Any], message: str) -> None:
-    df = spark.createDataFrame([], MERGE_BASE if protocol == "merge" else STAB_BASE)
+    df = spark.createDataFrame([], SCHEMAS[protocol])
     with no_job(spark), pytest.raises(UsageError) as raised:
         call(protocol, df, kwargs)
     assert str(raised.value).startswith(message) and "\n" not in str(raised.value)
@@ -434,14 +542,13 @@ def test_columns_are_checked_before_any_job(spark: Any, protocol: str, schema: s
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("protocol", ["merge", "stability"])
+@pytest.mark.parametrize("protocol", ["merge", "stamp", "stability"])
 def test_a_streaming_dataframe_is_refused_in_one_line(spark: Any, tmp_path: Path,
                                                       protocol: str) -> None:
-    schema = MERGE_BASE if protocol == "merge" else STAB_BASE
-    df = spark.readStream.schema(schema).json(str(tmp_path))
+    df = spark.readStream.schema(SCHEMAS[protocol]).json(str(tmp_path))
     with pytest.raises(UsageError) as raised:
         call(protocol, df, {})
-    name = "causal_merge" if protocol == "merge" else "stability"
+    name = {"merge": "causal_merge", "stamp": "causal_stamp"}.get(protocol, protocol)
     assert str(raised.value) == (f"df: a streaming DataFrame: {name} takes a batch "
                                  "DataFrame only (streaming is not supported yet)")
 
@@ -466,6 +573,14 @@ def test_bad_rows_stop_the_job_naming_the_column(spark: Any) -> None:
     assert raised.value.column == "ackid"
     assert raised.value.reason.startswith("ack id 'a9' was never sent (row with kind = "
                                           "ackrecv, who = s1, t = 2")
+    events = spark.createDataFrame(
+        [("x", 0, "send", "p0", 1, "m1"), ("x", 1, "recv", "p1", 2, "m7")], SCHEMAS_STAMP)
+    with pytest.raises(SchemaError) as raised, typed_errors():
+        call("stamp", events, {}).collect()
+    assert raised.value.column == "message"
+    assert raised.value.reason == ("message 'm7' was never sent (before this row) (row with "
+                                   "event = recv, process = p1, clock = 2, message = m7, "
+                                   "seq = 1)")
 
 
 # -- docs/spark.md ------------------------------------------------------------------
@@ -479,12 +594,13 @@ def runnable_examples() -> list[tuple[str, str]]:
 
 def test_docs_mark_the_operator_examples() -> None:
     examples = runnable_examples()
-    assert len(examples) == 2
-    assert "causal_merge(" in examples[0][0] and "stability(" in examples[1][0]
+    assert len(examples) == 3
+    assert "causal_merge(" in examples[0][0] and "causal_stamp(" in examples[1][0]
+    assert "stability(" in examples[2][0]
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("index", [0, 1], ids=["causal_merge", "stability"])
+@pytest.mark.parametrize("index", [0, 1, 2], ids=["causal_merge", "causal_stamp", "stability"])
 def test_docs_examples_print_what_the_page_says(spark: Any, index: int) -> None:
     code, printed = runnable_examples()[index]
     out = io.StringIO()

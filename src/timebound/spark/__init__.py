@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from pyspark.sql import DataFrame
 
-__all__ = ["at_most_once", "causal_merge", "stability", "typed_errors"]
+__all__ = ["at_most_once", "causal_merge", "causal_stamp", "stability", "typed_errors"]
 
 
 def at_most_once(
@@ -187,3 +187,44 @@ def stability(
         roles += (_groups.Role("group", group, "id"),)
     _groups.check_columns(df.schema, "stability", roles, _stability.ADDED)
     return _groups.run(df, _stability.operator(opts, roles), group)
+
+
+def causal_stamp(
+    df: DataFrame,
+    *,
+    type: str,  # noqa: A002 - the replay's field name
+    proc: str,
+    rt: str,
+    msg: str,
+    order: str,
+    epsilon: int,
+    variant: str = "rckn",
+    n: int | None = None,
+    group: str | None = None,
+) -> DataFrame:
+    """Bounded logical timestamps for the events of ``df`` (a batch DataFrame;
+    docs/spark.md), as ``timebound replay causal`` stamps them.
+
+    Each row is an event of ``type`` (a string column: ``local``, ``send``, ``recv``)
+    at process ``proc`` whose clock read ``rt`` (integer, >= 1, increasing per process),
+    with the message ``msg`` on ``send`` and ``recv`` rows (``proc``, ``msg``: string or
+    integer columns). ``order``: a column giving a causally consistent order of the
+    events (every ``recv`` after the ``send`` of its message; ties by ``rt``, then
+    ``send``, ``recv``, ``local``, ``proc``, ``msg``, then the row hash). ``group``: one
+    independent execution per value (default: one). Options as the replay's:
+    ``epsilon`` >= 1, ``variant`` ``rckn`` or ``rc``, ``n`` (rckn only).
+
+    Returns every row of ``df`` with all its columns plus ``r`` and ``c`` (longs) and,
+    for ``rckn``, ``kn`` (2 * ``epsilon`` longs). Raises ``UsageError`` (an option, or a
+    streaming ``df``) or ``SchemaError`` (a column) before any Spark job.
+    """
+    from timebound.spark import _groups, _stamp
+
+    _groups.refuse_stream(df, "causal_stamp")
+    opts = _stamp.options(epsilon, variant, n)
+    roles = _stamp.roles(type, proc, rt, msg, order)
+    if group is not None:
+        roles += (_groups.Role("group", group, "id"),)
+    added = tuple(field.name for field in _stamp.added_fields(opts.variant))
+    _groups.check_columns(df.schema, "causal_stamp", roles, added)
+    return _groups.run(df, _stamp.operator(opts, roles), group)

@@ -1,4 +1,5 @@
-"""What the batch group operators share (``causal_merge``, ``stability``).
+"""What the batch group operators share (``causal_merge``, ``causal_stamp``,
+``stability``).
 
 ``at_most_once`` decides column-wise through the pipeline's decider; the other protocols
 decide a whole group of rows at once (a merger's arrivals, an execution's nodes), so
@@ -14,9 +15,9 @@ reserves (``__timebound_``) is refused on the driver, before any Spark job, in o
 naming it. A row the adapter refuses inside the job becomes the ``SchemaError`` naming
 the caller's column and the row's role values (``typed_errors()`` rebuilds it).
 
-Decision order within a group: ``at`` ascending, then ``order`` (nulls first), then the
-operator's own tie-breaks (``Operator.ties``), then Spark's ``xxhash64`` of the row's
-hashable columns (computed by the JVM, as ``at_most_once`` does), so the order, and so
+Decision order within a group: ``at`` ascending (``Operator.first``), then ``order``
+(nulls first), then the operator's own tie-breaks (``Operator.ties``), then Spark's
+``xxhash64`` of the row's hashable columns (computed by the JVM, as ``at_most_once`` does), so the order, and so
 every verdict, is the same however Spark splits the rows.
 """
 
@@ -162,6 +163,9 @@ class Operator:
     added: tuple[StructField, ...]
     ties: Callable[[Mapping[str, Any]], tuple[Any, ...]]
     decide: Callable[[list[dict[str, Any]]], list[Mapping[str, Any]]]
+    #: The role whose column comes first in decision order (``order``: the caller's
+    #: order is the whole order, the ties follow it).
+    first: str = "at"
 
 
 def run(df: DataFrame, operator: Operator, group: str | None) -> DataFrame:
@@ -176,8 +180,9 @@ def run(df: DataFrame, operator: Operator, group: str | None) -> DataFrame:
             for role in operator.roles if role.column is not None]
     field_column = {(role.field or role.keyword): role.column
                     for role in operator.roles if role.column is not None}
-    at_column = by_keyword["at"].column
-    order_column = by_keyword["order"].column if "order" in by_keyword else None
+    at_column = by_keyword[operator.first].column
+    order_column = (by_keyword["order"].column
+                    if "order" in by_keyword and operator.first != "order" else None)
     added = list(operator.added)
     types = [to_arrow_type(f.dataType) for f in added]
     decide, ties = operator.decide, operator.ties
