@@ -162,3 +162,15 @@ def test_a_failure_spark_finds_is_one_line() -> None:
                           "state of operator 0 was written by another provider. (Spark's "
                           "log: /ck/timebound-spark.log; --verbose shows it here)")
     assert "\n" not in str(QueryFailed(SparkFailure("x" * 5000), None))
+
+
+def test_a_python_failure_inside_spark_names_its_exception() -> None:
+    text = ("[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided "
+            "function in foreach batch sink. Reason: An exception was raised by the Python "
+            "Proxy. Return Message: Traceback (most recent call last):\n"
+            '  File "/x/_atmostonce.py", line 9, in decide\n    data = decode(saved[0])\n'
+            "KeyError: 'node'\n\tat org.apache.spark.Foo(Foo.scala:1)\n")
+    assert str(QueryFailed(RuntimeError(text), None)) == (
+        "the streaming query failed: [FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred "
+        "in the user provided function in foreach batch sink. Reason: An exception was "
+        "raised by the Python Proxy. Return Message: KeyError: 'node'")

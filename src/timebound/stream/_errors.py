@@ -9,6 +9,7 @@ in ``timebound.sparkutil`` (shared with the pipeline) and are re-exported here.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from timebound.errors import TimeboundError
@@ -33,14 +34,27 @@ class QueryFailed(TimeboundError):
 
 
 def spark_reason(exc: BaseException) -> str:
-    """The first line of a Spark exception's message, without Java's class prefix."""
+    """The first line of a Spark exception's message, without Java's class prefix;
+    when that line only introduces a Python traceback (a task's or the
+    ``foreachBatch`` function's), the traceback's last line (``KeyError: 'x'``) after
+    it."""
     text = getattr(exc, "_desc", None) or str(exc) or type(exc).__name__
     lines = [line.strip() for line in str(text).splitlines() if line.strip()]
     first = lines[0] if lines else type(exc).__name__
     for prefix in ("org.apache.spark.sql.streaming.StreamingQueryException: ",
                    "StreamingQueryException: "):
         first = first.removeprefix(prefix)
+    if first.endswith(_TRACEBACK):
+        first = first.removesuffix(_TRACEBACK).rstrip(" :")
+        raised = next((line for line in lines[1:] if _RAISED.match(line)), None)
+        if raised is not None:
+            first = f"{first}: {raised}"
     return first if len(first) <= REASON_CHARS else first[:REASON_CHARS - 3] + "..."
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+#: The last line of a Python traceback: ``Name: message`` of an exception class.
+_RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b")
 
 
 class OutRow(dict[str, object]):
