@@ -7,7 +7,11 @@ per key kept in the RocksDB state store between micro-batches as a core snapshot
 (``timebound.core.atmostonce.classified_snapshot``,
 ``timebound.core.merge.merger_snapshot``). Each micro-batch's output is written once,
 whole, under its batch id (``_sink``), so a query killed at any moment and restarted
-from its checkpoint emits nothing twice.
+from its checkpoint emits nothing twice. The checkpoint remembers the protocol,
+options, source and sink it was started with (``_lock``): a restart with others is
+refused in one line before Spark starts. Spark's own output goes to
+``CHECKPOINT/timebound-spark.log`` (stderr with ``--verbose``); a failure or a signal
+inside a micro-batch is one line.
 
 - ``stream_atmostonce``: ``messages`` rows in; ``SINK/verdicts/`` (every message row's
   verdict, ``rho``, ``entries``, class and ``late_arrival``) and ``SINK/accepted/``
