@@ -1,14 +1,15 @@
 """``timebound.spark``'s batch operators for the other protocols (issue 28, item 2):
-``causal_merge``, ``causal_stamp`` and ``stability`` give every input row, all its columns kept, the
+``causal_merge``, ``causal_stamp``, ``slotted`` and ``stability`` give every input row, all its columns kept, the
 output ``timebound replay`` gives for those rows in decision order, under the caller's
 column names; options and columns are refused before any Spark job, a streaming
 DataFrame in one line, a bad row inside the job as the ``SchemaError`` naming the
 caller's column.
 
 - the bundled examples (src/timebound/examples/merge.jsonl, causal.jsonl,
-  stability.jsonl) with renamed columns, and generated traces (several mergers,
-  integer ids, ties in ``at``, copies and late arrivals; both variants of timestamps;
-  timestamp and vector acks; several executions);
+  slotted.jsonl, stability.jsonl) with renamed columns, and generated traces (several
+  mergers, integer ids, ties in ``at``, copies and late arrivals; both variants of
+  timestamps; several channels with reordered and lost messages; timestamp and vector
+  acks; several executions);
 - every result against ``timebound.replay`` (the replay command's Python API) fed the
   same rows in the operator's decision order;
 - docs/spark.md: its ``<!-- runnable: operators -->`` examples run and print what the
@@ -444,6 +445,78 @@ def test_causal_stamp_generated_groups_equal_the_replay(spark: Any, tmp_path: Pa
     assert len({c for _r, c, _kn in expected.values()}) > 1  # counters do move
 
 
+# -- slotted ------------------------------------------------------------------------
+
+SLOT_SCHEMA = "chan string, step long, what string, msg {id}, sort string"
+
+
+def slot_trace(seed: int, n: int, chan: str) -> list[dict[str, Any]]:
+    """``n`` sends of every kind; reliable messages always arrive, unreliable ones
+    mostly; arrivals reordered (each after its send), interleaved with the sends."""
+    rng = random.Random(seed)
+    events: list[dict[str, Any]] = []
+    pending: list[tuple[int, str]] = []
+    for i in range(n):
+        kind = rng.choice(("FR", "R", "R", "F", "F", "N"))
+        events.append({"what": "send", "msg": i, "sort": kind})
+        if kind in ("FR", "R") or rng.random() < 0.8:
+            pending.append((i, kind))
+        while pending and rng.random() < 0.5:
+            msg, _kind = pending.pop(rng.randrange(len(pending)))
+            events.append({"what": "arrive", "msg": msg, "sort": None})
+    rng.shuffle(pending)
+    events += [{"what": "arrive", "msg": msg, "sort": None} for msg, _kind in pending]
+    return [{"chan": chan, "step": step, **e} for step, e in enumerate(events)]
+
+
+def slot_expected(tmp: Path, rows: list[dict[str, Any]]) -> dict[tuple[str, int], Any]:
+    out = replayed(tmp, "slotted", [
+        {"type": r["what"], "id": str(r["msg"]), **({"kind": r["sort"]} if r["sort"] else {})}
+        for r in rows], [])
+    arrive = {str(r["msg"]): (r["chan"], r["step"]) for r in rows if r["what"] == "arrive"}
+    expected: dict[tuple[str, int], Any] = {(r["chan"], r["step"]): (None, None) for r in rows}
+    for position, o in enumerate(out):
+        expected[arrive[o["id"]]] = (o["action"], position)
+    return expected
+
+
+def slot_got(got: list[Any]) -> dict[tuple[str, int], Any]:
+    return {(r["chan"], r["step"]): (r["action"], r["position"]) for r in got}
+
+
+@pytest.mark.spark
+def test_slotted_bundled_example_equals_the_replay(spark: Any, tmp_path: Path) -> None:
+    from timebound.spark import slotted
+
+    lines = [json.loads(line) for line in (EXAMPLES / "slotted.jsonl").read_text().splitlines()]
+    rows = [{"chan": "c", "step": i, "what": r["type"], "msg": r["id"], "sort": r.get("kind")}
+            for i, r in enumerate(lines)]
+    expected = slot_expected(tmp_path, rows)
+    out = slotted(spark.createDataFrame(rows[::-1], SLOT_SCHEMA.format(id="string")),
+                  type="what", id="msg", kind="sort", order="step")
+    assert out.columns == ["chan", "step", "what", "msg", "sort", "action", "position"]
+    got = out.collect()
+    assert slot_got(got) == expected and len(got) == len(rows)
+    assert {r["action"] for r in got} == {"deliver", "discard", None}
+
+
+@pytest.mark.spark
+def test_slotted_generated_channels_equal_the_replay(spark: Any, tmp_path: Path) -> None:
+    from timebound.spark import slotted
+
+    chans = {"a": slot_trace(5, 150, "a"), "b": slot_trace(6, 100, "b")}
+    expected: dict[tuple[str, int], Any] = {}
+    for chan, rows in chans.items():
+        (tmp_path / chan).mkdir()
+        expected |= slot_expected(tmp_path / chan, rows)
+    df = spark.createDataFrame(chans["a"] + chans["b"], SLOT_SCHEMA.format(id="long"))
+    got = slotted(df, type="what", id="msg", kind="sort", order="step",
+                  group="chan").collect()
+    assert slot_got(got) == expected
+    actions = Counter(r["action"] for r in got if r["what"] == "arrive")
+    assert actions["deliver"] > 100 and actions["discard"] >= 3
+
+
 # -- errors -------------------------------------------------------------------------
 
 MERGE_CALL = {"merger": "box", "msg": "mid", "proc": "sender", "at": "arrived", "r": "rr",
@@ -464,6 +537,7 @@ OPTION_ERRORS = [
     ("stamp", {"epsilon": None}, "epsilon: required here"),
     ("stamp", {"variant": "rc", "n": 3}, "n: not used with variant rc"),
     ("stamp", {"order": None}, "order: expected a column name (a string), got None"),
+    ("slotted", {"order": None}, "order: expected a column name (a string), got None"),
     ("stability", {"acks": "scalar"}, "acks: expected timestamp or vector, got 'scalar'"),
     ("stability", {"senders": None}, "senders: required here"),
     ("stability", {"senders": ["s1", 2]}, "senders: expected a list of node names, got"),
@@ -491,6 +565,10 @@ COLUMN_ERRORS = [
     ("stamp", SCHEMAS_STAMP + ", kn string", {"variant": "rc"}, None),  # rc adds no kn
     ("stamp", SCHEMAS_STAMP.replace("clock long", "clock string"), {},
      "column 'clock': rt= needs an integer column, found string"),
+    ("slotted", SLOT_SCHEMA.format(id="string") + ", position long", {},
+     "column 'position': already present: slotted adds it"),
+    ("slotted", SLOT_SCHEMA.format(id="double"), {},
+     "column 'msg': id= needs a string or integer column, found double"),
     ("stability", STAB_BASE, {"ack": "ack_id"}, "column 'ack_id': missing (ack=)"),
     ("stability", STAB_BASE.replace("kind string", "kind int"), {},
      "column 'kind': type= needs a string column, found int"),
@@ -502,17 +580,20 @@ COLUMN_ERRORS = [
 
 
 def call(protocol: str, df: Any, kwargs: dict[str, Any]) -> Any:
-    from timebound.spark import causal_merge, causal_stamp, stability
+    from timebound.spark import causal_merge, causal_stamp, slotted, stability
 
     if protocol == "merge":
         return causal_merge(df, **{**MERGE_CALL, **kwargs})
     if protocol == "stamp":
         return causal_stamp(df, **{**STAMP_CALL, **kwargs})
+    if protocol == "slotted":
+        return slotted(df, **{"type": "what", "id": "msg", "kind": "sort", "order": "step",
+                              **kwargs})
     return stability(df, **{**STAB_CALL, **kwargs})
 
 
 SCHEMAS = {"merge": MERGE_BASE, "stability": STAB_BASE,
-           "stamp": STAMP_SCHEMA.format(id="string")}
+           "stamp": STAMP_SCHEMA.format(id="string"), "slotted": SLOT_SCHEMA.format(id="string")}
 
 
 @pytest.mark.spark
@@ -542,7 +623,7 @@ def test_columns_are_checked_before_any_job(spark: Any, protocol: str, schema: s
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("protocol", ["merge", "stamp", "stability"])
+@pytest.mark.parametrize("protocol", ["merge", "stamp", "slotted", "stability"])
 def test_a_streaming_dataframe_is_refused_in_one_line(spark: Any, tmp_path: Path,
                                                       protocol: str) -> None:
     df = spark.readStream.schema(SCHEMAS[protocol]).json(str(tmp_path))
@@ -594,13 +675,14 @@ def runnable_examples() -> list[tuple[str, str]]:
 
 def test_docs_mark_the_operator_examples() -> None:
     examples = runnable_examples()
-    assert len(examples) == 3
+    assert len(examples) == 4
     assert "causal_merge(" in examples[0][0] and "causal_stamp(" in examples[1][0]
-    assert "stability(" in examples[2][0]
+    assert "slotted(" in examples[2][0] and "stability(" in examples[3][0]
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("index", [0, 1, 2], ids=["causal_merge", "causal_stamp", "stability"])
+@pytest.mark.parametrize("index", [0, 1, 2, 3],
+                         ids=["causal_merge", "causal_stamp", "slotted", "stability"])
 def test_docs_examples_print_what_the_page_says(spark: Any, index: int) -> None:
     code, printed = runnable_examples()[index]
     out = io.StringIO()

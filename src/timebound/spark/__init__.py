@@ -35,7 +35,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from pyspark.sql import DataFrame
 
-__all__ = ["at_most_once", "causal_merge", "causal_stamp", "stability", "typed_errors"]
+__all__ = ["at_most_once", "causal_merge", "causal_stamp", "slotted", "stability",
+           "typed_errors"]
 
 
 def at_most_once(
@@ -228,3 +229,38 @@ def causal_stamp(
     added = tuple(field.name for field in _stamp.added_fields(opts.variant))
     _groups.check_columns(df.schema, "causal_stamp", roles, added)
     return _groups.run(df, _stamp.operator(opts, roles), group)
+
+
+def slotted(
+    df: DataFrame,
+    *,
+    type: str,  # noqa: A002 - the replay's field name
+    id: str,  # noqa: A002 - the replay's field name
+    kind: str,
+    order: str,
+    group: str | None = None,
+) -> DataFrame:
+    """The receiver of a slotted-FIFO channel for the rows of ``df`` (a batch
+    DataFrame; docs/spark.md), as ``timebound replay slotted`` acts.
+
+    Each row is a ``send`` of message ``id`` with its ``kind`` (``FR``, ``R``, ``F``,
+    ``N``; a string column, null on arrive rows) or its ``arrive`` at the receiver
+    (``type``: a string column; ``id``: string or integer). ``order``: a column giving
+    the order the events happened in (sends in send order, arrivals in the order the
+    transport handed them over, each after its send; ties: ``send`` first, then ``id``,
+    then the row hash). ``group``: one independent channel per value (default: one).
+
+    Returns every row of ``df`` with all its columns plus ``action`` (``deliver`` or
+    ``discard``) and ``position`` (the action's place in the channel's output, from 0)
+    on the ``arrive`` row of each message the receiver acted on; nulls on ``send`` rows
+    and on arrivals still buffered at the end. Raises ``UsageError`` (a streaming
+    ``df``) or ``SchemaError`` (a column) before any Spark job.
+    """
+    from timebound.spark import _groups, _slotted
+
+    _groups.refuse_stream(df, "slotted")
+    roles = _slotted.roles(type, id, kind, order)
+    if group is not None:
+        roles += (_groups.Role("group", group, "id"),)
+    _groups.check_columns(df.schema, "slotted", roles, _slotted.ADDED)
+    return _groups.run(df, _slotted.operator(roles), group)
