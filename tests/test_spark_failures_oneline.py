@@ -187,3 +187,28 @@ def test_the_jvm_gone_mid_call_is_named() -> None:
         assert str(spark_failure(exc)) == ("Spark: lost its JVM (stopped or killed): "
                                            "Connection refused")
     assert spark_failure(ConnectionRefusedError(111, "Connection refused")) is None
+
+
+def test_ctrl_c_while_publishing_puts_the_previous_output_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C between moving the previous DIR aside and renaming the new one into place."""
+    from timebound.pipeline import job
+
+    out, tmp = tmp_path / "o", tmp_path / ".o.tmp-x"
+    for folder, text in ((out, "previous"), (tmp, "new")):
+        folder.mkdir()
+        (folder / "summary.json").write_text(text)
+    real, calls = os.replace, []
+
+    def replace(src: str, dst: str) -> None:
+        calls.append(src)
+        if len(calls) == 2:  # out moved aside, tmp not yet in place
+            raise KeyboardInterrupt
+        real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(KeyboardInterrupt):
+        job._publish(str(tmp), str(out))
+    monkeypatch.undo()
+    assert (out / "summary.json").read_text() == "previous"
+    assert sorted(os.listdir(tmp_path)) == [".o.tmp-x", "o"]  # run_pipeline removes tmp

@@ -148,13 +148,16 @@ def merge(out_dir: str, scenario: str, pts: list[Point], results: list[dict[str,
         with open(os.path.join(tmp, "manifest.json"), "w", encoding="utf-8") as fh:
             json.dump(manifest_out, fh, indent=2, sort_keys=True)
             fh.write("\n")
-        if os.path.exists(out_dir):
-            old = tmp + ".old"
-            os.rename(out_dir, old)
+        old = tmp + ".old"
+        try:
+            if os.path.exists(out_dir):
+                os.rename(out_dir, old)
             os.rename(tmp, out_dir)
-            shutil.rmtree(old)
-        else:
-            os.rename(tmp, out_dir)
+        except BaseException:  # Ctrl-C between the renames: the previous DIR is put back
+            if os.path.isdir(old) and not os.path.exists(out_dir):
+                os.rename(old, out_dir)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
         return counts
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

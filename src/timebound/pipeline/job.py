@@ -260,13 +260,20 @@ def _headline(m: list[dict[str, Any]]) -> list[tuple[str, str, float]]:
 
 
 def _publish(tmp: str, out: str) -> None:
+    """Rename ``tmp`` to ``out``; a previous ``out`` is put back if Ctrl-C or SIGTERM
+    lands between the two renames (never a missing DIR, never one hidden away)."""
     old = None
-    if os.path.exists(out):
-        old = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.old-",
-                               dir=os.path.dirname(out))
-        os.rmdir(old)
-        os.replace(out, old)
-    os.replace(tmp, out)
+    try:
+        if os.path.exists(out):
+            old = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.old-",
+                                   dir=os.path.dirname(out))
+            os.rmdir(old)
+            os.replace(out, old)
+        os.replace(tmp, out)
+    except BaseException:
+        if old is not None and os.path.isdir(old) and not os.path.exists(out):
+            os.replace(old, out)
+        raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
 
