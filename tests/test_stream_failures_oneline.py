@@ -59,6 +59,7 @@ def _lines(path: Path) -> list[str]:
 
 
 @pytest.mark.spark
+@pytest.mark.slow  # a CLI process of its own (one JVM start), as tests/test_stream_kill.py
 def test_ctrl_c_inside_a_batch_is_one_line_and_the_checkpoint_continues(
         spark: Any, tmp_path: Path) -> None:
     rows = amo_trace(5, 1000, crashes=False, conns=40)
