@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from timebound.errors import UsageError
-from timebound.sparkutil import stopped_after
+from timebound.sparkutil import check_master, start_session, stopped_after
 
 T = TypeVar("T")
 
@@ -36,17 +36,16 @@ def _session(master: str | None, conf: dict[str, str]) -> tuple[Any, bool]:
     active = SparkSession.getActiveSession()
     if active is not None and master is None and not conf:
         return active, False
+    check_master(master)
     builder = SparkSession.builder.appName("timebound-sweep").master(master or "local[2]")
     builder = builder.config("spark.ui.enabled", "false").config(
         "spark.ui.showConsoleProgress", "false")
     for key, value in conf.items():
         builder = builder.config(key, value)
-    try:
-        spark = builder.getOrCreate()
-        spark.sparkContext.setLogLevel("ERROR")
-        return spark, active is None
-    except Exception as exc:  # bad master URL, no Java, ...
-        raise UsageError("--master", f"cannot start Spark: {str(exc).splitlines()[0]}") from None
+    # A bad master URL or --conf item, no Java, ...: one line naming the option.
+    spark = start_session(builder, master=master, conf=conf, quiet=True)
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark, active is None
 
 
 def _guarded(fn: Callable[[Any], Any]) -> Callable[[tuple[int, Any]], tuple[int, bool, Any]]:
