@@ -445,6 +445,30 @@ def test_causal_stamp_generated_groups_equal_the_replay(spark: Any, tmp_path: Pa
     assert len({c for _r, c, _kn in expected.values()}) > 1  # counters do move
 
 
+@pytest.mark.spark
+def test_causal_stamp_ties_in_order_go_by_rt_then_type(spark: Any, tmp_path: Path) -> None:
+    """Equal ``order`` (a coarse global clock): a process's events by ``rt``, then a
+    send before a receive."""
+    from timebound.spark import causal_stamp
+
+    rows = [  # (order, type, proc, rt, msg), the replay's order
+        (1, "local", "p0", 3, None), (1, "send", "p0", 4, "m1"), (1, "local", "p1", 5, None),
+        (2, "send", "p1", 6, "m2"), (2, "recv", "p0", 6, "m2"), (2, "recv", "p1", 7, "m1"),
+        (3, "local", "p0", 9, None)]
+    data = [{"run": "x", "seq": o, "event": t, "process": p, "clock": rt, "message": m}
+            for o, t, p, rt, m in rows]
+    out = replayed(tmp_path, "causal", [
+        {"type": t, "proc": p, "rt": rt, **({"msg": m} if m else {})}
+        for _o, t, p, rt, m in rows], ["--epsilon", "2"])
+    expected = Counter((t, p, rt, o["r"], o["c"], tuple(o["kn"]))
+                       for (_o, t, p, rt, _m), o in zip(rows, out, strict=True))
+    got = causal_stamp(spark.createDataFrame(data[::-1], STAMP_SCHEMA.format(id="string")),
+                       type="event", proc="process", rt="clock", msg="message",
+                       order="seq", epsilon=2).collect()
+    assert Counter((r["event"], r["process"], r["clock"], r["r"], r["c"], tuple(r["kn"]))
+                   for r in got) == expected
+
+
 # -- slotted ------------------------------------------------------------------------
 
 SLOT_SCHEMA = "chan string, step long, what string, msg {id}, sort string"
