@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -212,3 +213,28 @@ def test_ctrl_c_while_publishing_puts_the_previous_output_back(
     monkeypatch.undo()
     assert (out / "summary.json").read_text() == "previous"
     assert sorted(os.listdir(tmp_path)) == [".o.tmp-x", "o"]  # run_pipeline removes tmp
+
+
+@pytest.mark.spark
+def test_a_failing_pipeline_leaves_a_callers_session_running(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run_pipeline`` stops on a failure only a session it started itself: one it
+    found running (a caller's, this suite's shared one) only has its jobs cancelled."""
+    from timebound.demo import scaled
+    from timebound.pipeline import job, run_pipeline
+    from timebound.sim import DEMO_PARAMS, run_scenario
+
+    dataset = tmp_path / "ds"
+    run_scenario("slotted", str(dataset), seed=3,
+                 params=scaled(DEMO_PARAMS["slotted"], 0.05))
+
+    def broken(*_args: Any, **_kwargs: Any) -> None:
+        raise RuntimeError("metrics failed")
+
+    monkeypatch.setattr(job, "write_metrics", broken)
+    with pytest.raises(RuntimeError, match="metrics failed"):
+        run_pipeline(str(dataset), str(tmp_path / "out"), progress=lambda _l: None)
+    assert spark.sparkContext._jsc is not None  # noqa: SLF001 -- not stopped
+    assert spark.range(3).count() == 3
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["ds"]  # no temporary folder left

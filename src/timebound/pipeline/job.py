@@ -126,8 +126,11 @@ def run_pipeline(
     manifest = read_manifest(dataset)
     scenario = str(manifest.get("scenario") or os.path.basename(os.path.abspath(dataset)))
     started = time.perf_counter()
-    owned = spark is None
+    owned = False  # a session this run started (stopped on a failure), not a caller's
     if spark is None:
+        from pyspark.sql import SparkSession
+
+        owned = SparkSession.getActiveSession() is None
         spark = build_session(master, dict(conf or {}))
     partitions = size_shuffles(spark, table_bytes(dataset, tables), dict(conf or {}))
     inputs = {table: read_table(spark, dataset, table) for table in tables}
