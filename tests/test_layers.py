@@ -9,7 +9,8 @@
 - leaf helpers ``timebound.storage`` (errors, core), ``timebound.sparkutil`` (errors
   only: the Spark plumbing shared by ``pipeline`` and ``stream``) and
   ``timebound._safety``, ``timebound.claims`` (errors, contract), ``timebound._compiled``
-  (nothing of ours: which build of the compiled core modules is imported);
+  (nothing of ours: which build of the compiled core modules is imported),
+  ``timebound.durations`` (errors: wall-clock durations with their unit);
 - drivers ``replay``, ``sim``, ``pipeline``, ``net``, ``stream``: adapters, contract,
   core, errors and the leaf helpers, and themselves -- never another driver, never
   ``report``, ``cli``, ``demo`` or ``sweep``;
@@ -41,7 +42,7 @@ FORBIDDEN_IN_CORE = {
     "selectors", "uuid", "pathlib", "tempfile", "shutil", "numpy", "signal",
 }
 
-LEAF_HELPERS = {"storage", "sparkutil", "_safety", "claims", "_compiled"}
+LEAF_HELPERS = {"storage", "sparkutil", "_safety", "claims", "_compiled", "durations"}
 DRIVERS = {"replay", "sim", "pipeline", "net", "stream"}
 TOP = {"cli", "demo", "sweep", "__init__"}
 
@@ -53,6 +54,7 @@ ALLOWED: dict[str, set[str]] = {
     "adapters": {"core", "errors", "contract"},
     "storage": {"errors", "core"},
     "sparkutil": {"errors"},
+    "durations": {"errors"},
     "_compiled": set(),
     "_safety": {"errors", "contract"},
     "claims": {"errors", "contract"},

@@ -647,7 +647,7 @@ def test_columns_are_checked_before_any_job(spark: Any, protocol: str, schema: s
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("protocol", ["merge", "stamp", "slotted", "stability"])
+@pytest.mark.parametrize("protocol", ["stamp", "slotted", "stability"])
 def test_a_streaming_dataframe_is_refused_in_one_line(spark: Any, tmp_path: Path,
                                                       protocol: str) -> None:
     df = spark.readStream.schema(SCHEMAS[protocol]).json(str(tmp_path))
@@ -699,14 +699,16 @@ def runnable_examples() -> list[tuple[str, str]]:
 
 def test_docs_mark_the_operator_examples() -> None:
     examples = runnable_examples()
-    assert len(examples) == 4
-    assert "causal_merge(" in examples[0][0] and "causal_stamp(" in examples[1][0]
-    assert "slotted(" in examples[2][0] and "stability(" in examples[3][0]
+    assert len(examples) == 5
+    assert "causal_merge(" in examples[0][0] and "readStream" in examples[1][0]
+    assert "causal_stamp(" in examples[2][0]
+    assert "slotted(" in examples[3][0] and "stability(" in examples[4][0]
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("index", [0, 1, 2, 3],
-                         ids=["causal_merge", "causal_stamp", "slotted", "stability"])
+@pytest.mark.parametrize("index", [0, 1, 2, 3, 4],
+                         ids=["causal_merge", "causal_merge_stream", "causal_stamp",
+                              "slotted", "stability"])
 def test_docs_examples_print_what_the_page_says(spark: Any, index: int) -> None:
     code, printed = runnable_examples()[index]
     out = io.StringIO()

@@ -88,6 +88,23 @@ class MergeAdapter:
         lane = self._lanes[name] = _Lane(name, merger)
         lane.at = clock
 
+    def next_deadline(self, name: str) -> int | None:
+        """The clock value at which merger ``name`` next has something to deliver (the
+        earliest buffered deadline + 1: a deadline ``d`` is delivered once the clock is
+        past it), or None (nothing buffered, or no such merger)."""
+        lane = self._lanes.get(name)
+        due = None if lane is None else lane.merger.next_deadline()
+        return None if due is None else due + 1
+
+    def advance(self, name: str, now: int) -> None:
+        """Merger ``name``'s clock reached ``now`` with no arrival (a timer): it delivers
+        what it would deliver before an arrival at ``now`` (deadline < ``now``). A clock
+        never goes back: ``now`` at or behind it changes nothing."""
+        lane = self._lanes.get(name)
+        if lane is not None and (lane.at is None or now > lane.at):
+            lane.deliver(lane.merger.handle_timer(now=now - 1))
+            lane.at = now
+
     def drain(self, name: str) -> list[dict[str, Any]]:
         """The output rows merger ``name`` has produced so far, removed from it (what
         ``finish`` would yield, without flushing the merger)."""
@@ -114,9 +131,7 @@ class MergeAdapter:
             lane = self._lanes[name] = _Lane(name, Merger(self.epsilon, self.delta))
         elif lane.at is not None and at < lane.at:
             raise row.error("at", f"goes backwards for merger '{name}': {at} after {lane.at}")
-        if lane.at is None or at > lane.at:
-            lane.deliver(lane.merger.handle_timer(now=at - 1))
-            lane.at = at
+        self.advance(name, at)
         verdict = lane.merger.receive(Envelope(proc, msg, stamp), now=at)
         if verdict is not Verdict.BUFFERED:
             lane.rows.append({"merger": name, "msg": msg, "proc": proc,

@@ -110,8 +110,10 @@ def causal_merge(
     delta: int,
     variant: str = "rckn",
     order: str | None = None,
+    timers: str = "processing",
+    tick: str = "1ms",
 ) -> DataFrame:
-    """Causal deterministic merge of the arrivals in ``df`` (a batch DataFrame;
+    """Causal deterministic merge of the arrivals in ``df`` (batch or streaming;
     docs/spark.md), as ``timebound replay merge`` merges them.
 
     Each row is an arrival of message ``msg`` of process ``proc`` (string or integer
@@ -126,22 +128,45 @@ def causal_merge(
     ``late``, ``duplicate``), ``time`` (a delivery's deadline ``r + c + delta +
     epsilon``; the arrival's ``at`` otherwise) and ``position`` (the row's place in its
     merger's output, from 0): ``where action = 'deliver'`` ordered by ``position`` is
-    the merger's deterministic order. Raises ``UsageError`` (an option, or a streaming
-    ``df``) or ``SchemaError`` (a column) before any Spark job.
+    the merger's deterministic order.
+
+    On a streaming ``df`` each row comes out once its fate is known (a buffered arrival
+    when it is delivered) with ``late_arrival`` too, and ``timers`` says what moves a
+    merger's clock between arrivals: ``"processing"`` (default) Spark's processing-time
+    timers, ``tick`` being the wall-clock length of one ``at`` tick (``"1ms"``,
+    ``"250us"``, ``"1s"``), so a buffered message is delivered once its deadline has
+    passed even when no new arrival comes; ``"none"``: only arrivals move it (the batch
+    operator's rows, minus those still buffered). The stream runs as
+    ``transformWithState`` on the RocksDB state store. Raises ``UsageError`` (an option)
+    or ``SchemaError`` (a column) before any Spark job.
     """
     from timebound.adapters.merge import MergeOptions
     from timebound.spark import _groups, _merge
     from timebound.spark._check import keyword
 
-    _groups.refuse_stream(df, "causal_merge")
     try:
         opts = MergeOptions.from_values({"epsilon": epsilon, "delta": delta,
                                          "variant": variant})
     except UsageError as exc:
         raise UsageError(keyword(exc.option), keyword(exc.reason)) from None
     roles = _merge.roles(merger, msg, proc, at, r, c, kn, order, opts.variant)
+    if df.isStreaming:
+        from timebound.spark import _merge_stream
+
+        mode, tick_us = _merge_stream.timer_options(timers, tick)
+        _groups.check_columns(df.schema, "causal_merge", roles,
+                              (*_merge.ADDED, "late_arrival"))
+        return _merge_stream.merge(df, opts, roles, mode, tick_us)
+    _merge_stream_options(timers, tick)
     _groups.check_columns(df.schema, "causal_merge", roles, _merge.ADDED)
     return _groups.run(df, _merge.operator(opts, roles), merger)
+
+
+def _merge_stream_options(timers: object, tick: object) -> None:
+    """``timers`` and ``tick`` are checked on a batch ``df`` too (they are not used)."""
+    from timebound.spark._merge_stream import timer_options
+
+    timer_options(timers, tick)
 
 
 def stability(

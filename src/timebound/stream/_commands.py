@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TextIO
 from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.adapters.merge import MergeOptions
 from timebound.contract import REFUSED_BY_DRIVERS
+from timebound.durations import format_duration
 from timebound.errors import UsageError
 from timebound.stream._lock import lock_query, option_values
 from timebound.stream._run import (
@@ -68,11 +69,13 @@ def _run(table: str, build: Callable[[DataFrame], DataFrame], source: str, check
          trigger: str, max_files: int | None, master: str | None, conf: dict[str, str],
          spark: SparkSession | None, out: TextIO | None, stop: threading.Event | None,
          main: str, derived: list[Derived], count_column: str, protocol: str,
-         options: AtMostOnceOptions | MergeOptions, quiet: bool) -> StreamResult:
+         options: AtMostOnceOptions | MergeOptions, quiet: bool,
+         locked: dict[str, object] | None = None) -> StreamResult:
     parsed = parse_trigger(trigger)
     check_max_files(max_files)
     source, checkpoint, sink = check_folders(source, checkpoint, sink)
-    lock_query(checkpoint, protocol, option_values(options), source, sink)
+    lock_query(checkpoint, protocol, {**option_values(options), **(locked or {})}, source,
+               sink)
     log = os.path.join(checkpoint, SPARK_LOG) if quiet and spark is None else None
     session = spark if spark is not None else build_session(master, conf, log=log)
     try:
@@ -108,15 +111,23 @@ def stream_atmostonce(source: str, checkpoint: str, sink: str, options: AtMostOn
 
 
 def stream_merge(source: str, checkpoint: str, sink: str, options: MergeOptions, *,
+                 timers: str = "none", tick_us: int = 1000,
                  trigger: str = "available-now", max_files: int | None = None,
                  master: str | None = None, conf: dict[str, str] | None = None,
                  spark: SparkSession | None = None, out: TextIO | None = None,
                  stop: threading.Event | None = None, quiet: bool = False) -> StreamResult:
     """Run ``timebound stream merge`` (see the package docstring and ``quiet`` of
-    ``stream_atmostonce``)."""
-    from timebound.stream._merge import merge_order
+    ``stream_atmostonce``). ``timers``: ``none`` or ``processing`` (``_merge``), with
+    ``tick_us`` the wall-clock length of one ``at`` tick."""
+    from timebound.stream._merge import TIMERS, merge_order
 
-    return _run("arrivals", lambda df: merge_order(df, options), source, checkpoint, sink,
+    if timers not in TIMERS:
+        raise UsageError("--timers", f"expected one of {', '.join(TIMERS)}, got {timers!r}")
+    locked: dict[str, object] = {}
+    if timers != "none":  # a checkpoint from before --timers existed ran with none
+        locked = {"--timers": timers, "--tick": format_duration(tick_us)}
+    return _run("arrivals", lambda df: merge_order(df, options, timers, tick_us), source,
+                checkpoint, sink, locked=locked,
                 trigger=trigger, max_files=max_files, master=master, conf=conf or {},
                 spark=spark, out=out, stop=stop, main="order", derived=[],
                 count_column="action", protocol="merge", options=options, quiet=quiet)

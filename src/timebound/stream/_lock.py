@@ -84,7 +84,7 @@ def lock_query(checkpoint: str, protocol: str, options: dict[str, Any], source: 
         if before != value:
             raise UsageError(flag, f"the checkpoint {checkpoint} was started with "
                                    f"{_show(before)}, not {_show(value)}{refuse}")
-    extra = sorted(set(old) - set(options))
+    extra = [flag for flag in old if flag not in options]
     if extra:
         raise UsageError(extra[0], f"the checkpoint {checkpoint} was started with "
                                    f"{_show(old[extra[0]])}, not none{refuse}")

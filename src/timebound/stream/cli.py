@@ -22,7 +22,12 @@ from typing import Any
 from timebound.adapters.atmostonce import AtMostOnceOptions, add_receiver_arguments
 from timebound.adapters.merge import MergeOptions
 from timebound.contract import VARIANTS
+from timebound.durations import parse_duration
 from timebound.errors import MissingExtra
+
+#: ``--timers`` choices (``timebound.stream._merge.TIMERS``; pyspark is not imported
+#: to build the parser).
+TIMERS = ("none", "processing")
 
 _EPILOG_AMO = """\
 example (docs/stream.md):
@@ -40,6 +45,10 @@ example (docs/stream.md):
       --epsilon 2 --delta 3
 output: SINK/order/batch=N/ rows run, merger, seq (position in that merger's output),
 msg, proc, action (deliver | late | duplicate), time.
+live folder, deliveries on time without waiting for the next arrival:
+  timebound stream merge --source arrivals/ --checkpoint ck/ --sink out/ \\
+      --epsilon 2 --delta 3 --timers processing --tick 1ms \\
+      --trigger processing-time=250ms
 """
 
 
@@ -122,6 +131,16 @@ def add_stream_parser(commands: Any) -> None:
                       help="message-delay bound delta, ticks >= 0 (required)")
     opts.add_argument("--variant", choices=VARIANTS, default="rckn",
                       help="rckn: rows carry r, c, kn (default); rc: rows carry r, c")
+    opts.add_argument("--timers", choices=TIMERS, default="none",
+                      help="what moves a merger's clock between arrivals: none (default: "
+                           "only arrivals' at; a buffered message waits for a later "
+                           "arrival, as a replay of a finished trace wants) or processing "
+                           "(Spark's processing-time timers: delivered once its deadline "
+                           "has passed on the wall clock, with or without new arrivals; "
+                           "use with --trigger processing-time=...)")
+    opts.add_argument("--tick", default="1ms", metavar="DURATION",
+                      help="with --timers processing: the wall-clock length of one at "
+                           "tick, with its unit (300us, 1ms, 2s; default 1ms)")
     merge.set_defaults(handler=run_stream_merge)
 
 
@@ -178,9 +197,10 @@ def run_stream_merge(args: argparse.Namespace) -> int:
     from timebound.stream._run import parse_conf
 
     options = MergeOptions.from_args(args)
+    tick_us = parse_duration(args.tick, "--tick")
     conf = parse_conf(args.conf)
     result = stream_merge(args.source, args.checkpoint, args.sink, options,
-                          trigger=args.trigger, max_files=args.max_files_per_trigger,
+                          timers=args.timers, tick_us=tick_us, trigger=args.trigger, max_files=args.max_files_per_trigger,
                           master=args.master, conf=conf, out=sys.stdout,
                           quiet=not getattr(args, "verbose", False))
     return _finish(result)

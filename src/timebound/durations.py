@@ -1,0 +1,41 @@
+"""Wall-clock durations written with their unit: ``300us``, ``250ms``, ``2s``, ``1m``.
+
+One parser for every option that takes a wall-clock duration (trace and simulator
+ticks stay plain integers, named as ticks). A duration is a whole number followed by
+its unit, no space; the value is returned in microseconds, so every unit converts
+exactly.
+"""
+
+from __future__ import annotations
+
+import re
+
+from timebound.errors import UsageError
+
+#: Microseconds per unit.
+UNITS = {"us": 1, "ms": 1_000, "s": 1_000_000, "m": 60_000_000}
+_DURATION = re.compile(r"^(\d{1,15})(us|ms|s|m)$")
+#: The largest duration taken (about 11.6 days): far beyond any timer, still exact.
+MAX_MICROS = 10**12
+
+
+def parse_duration(text: object, option: str, *, minimum_us: int = 1) -> int:
+    """``text`` (``"250ms"``) in microseconds; ``UsageError(option, ...)`` when it is not
+    ``<integer><us|ms|s|m>`` in [``minimum_us``, ``MAX_MICROS``]."""
+    match = _DURATION.match(text) if isinstance(text, str) else None
+    if match is None:
+        raise UsageError(option, f"expected a duration with its unit (300us, 250ms, 2s, 1m), "
+                                 f"got {text!r}")
+    micros = int(match.group(1)) * UNITS[match.group(2)]
+    if not minimum_us <= micros <= MAX_MICROS:
+        raise UsageError(option, f"must be between {format_duration(minimum_us)} and "
+                                 f"{format_duration(MAX_MICROS)}, got {text}")
+    return micros
+
+
+def format_duration(micros: int) -> str:
+    """The shortest exact spelling: ``1500`` -> ``1500us``, ``2000`` -> ``2ms``."""
+    for unit in ("m", "s", "ms"):
+        if micros and micros % UNITS[unit] == 0:
+            return f"{micros // UNITS[unit]}{unit}"
+    return f"{micros}us"
