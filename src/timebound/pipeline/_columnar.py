@@ -1,7 +1,7 @@
 """Column-wise group bodies of the Spark operators (Arrow in, Arrow out).
 
 A group's Arrow table is sorted by ``seq`` in Arrow (C++) unless it arrives in that
-order, decided column-wise by the adapter's receivers (``_fast_atmostonce``: the
+order, decided column-wise by the adapter's receivers (``timebound.columnar``: the
 core's receivers over integer-coded columns, crash and malformed rows on the
 replayer's row path), and the output is the sorted input columns (rows with a
 decision) plus the decision columns: no ``to_pylist`` of whole rows, no per-row dicts.
@@ -15,8 +15,8 @@ import numpy as np
 import pyarrow as pa
 
 from timebound.adapters import Row
+from timebound.columnar import decide_table, misrouted
 from timebound.core.atmostonce import crc32_class
-from timebound.pipeline._fast_atmostonce import decide_table, misrouted
 
 
 def atmostonce_group(replayer: Any, source: str, table: pa.Table, cls: int | None, k: int,

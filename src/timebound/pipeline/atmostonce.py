@@ -47,9 +47,9 @@ from pyspark.sql.types import ByteType, IntegerType, LongType, StructField, Stru
 
 from timebound.adapters import ATMOSTONCE
 from timebound.adapters.atmostonce import AtMostOnceOptions
+from timebound.columnar import NAMES
 from timebound.errors import TimeboundError, TraceError
 from timebound.pipeline import _columnar, _group
-from timebound.pipeline._fast_atmostonce import NAMES
 from timebound.pipeline._group import arrow_schema as arrow_schema
 from timebound.pipeline._partial_metrics import Gathered, Gatherer
 from timebound.pipeline._placement import Survey, label_column, place, survey
@@ -63,7 +63,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
 TABLE = "messages"
-#: How the operator runs in Spark, for benchmark output (with ``_fast_atmostonce.path()``).
+#: How the operator runs in Spark, for benchmark output (with ``timebound.columnar.path()``).
 ENGINE = ("whole receivers evenly placed: an iterator Arrow UDF over partitions in "
           "seq order (only the columns the receivers read go to Python, only the "
           "decisions come back), one replayer per run, type/down/run left in the JVM "

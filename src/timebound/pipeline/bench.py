@@ -92,8 +92,8 @@ def compare(spark: SparkSession, rows: int, connections: Sequence[int], *, repea
             classes: int = 8, report: Callable[[str], None] = print) -> list[dict[str, Any]]:
     """Time both sides at each connection count; report the table; return its rows."""
     from timebound.adapters.atmostonce import AtMostOnceOptions
+    from timebound.columnar import path as decisions_path
     from timebound.pipeline import atmostonce
-    from timebound.pipeline._fast_atmostonce import path as decisions_path
     from timebound.pipeline.datasets import read_table
 
     check_ranges(rows, connections, repeats, classes)

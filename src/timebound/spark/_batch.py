@@ -6,7 +6,7 @@ tie-breaks), and an iterator Arrow UDF (Spark's ``ArrowEvalPython``, as
 ``timebound.pipeline.atmostonce`` decides placed receivers) hands the four columns a
 receiver reads to the pipeline's own decider (``pipeline.atmostonce.Decider``: one
 ``AtMostOnceAdapter`` per partition, every receiver and class of it, decided
-column-wise by the core through ``_fast_atmostonce``). Only those columns cross to
+column-wise by the core through ``timebound.columnar``). Only those columns cross to
 Python and only the decisions come back; the JVM keeps every column of the caller's
 rows and puts the two together, row for row.
 

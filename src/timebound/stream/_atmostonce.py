@@ -2,7 +2,7 @@
 
 The query: trace files -> ``cls = crc32(utf-8 conn) mod K`` (crash rows copied to
 every class, as the batch operator does) -> ``groupBy(run, receiver, cls)`` ->
-``transformWithState(AtMostOnceProcessor, timeMode="None")``.
+``transformWithStateInPandas(ColumnarProcessor, timeMode="None")``.
 
 ``AtMostOnceProcessor`` holds no protocol rule. For each key in a micro-batch it
 loads the key's snapshot from the state store once (a ``ValueState`` holding the
@@ -12,6 +12,17 @@ receiver built from the run's ``ReceiverConfig``, hands it to the shared row ada
 key's rows in ``seq`` order (files without ``seq``: file name, then line), writes the
 snapshot back and emits one verdict row per message row. Timers run inline, as in
 the replay: the adapter fires every timer due at or before a row's ``at`` first.
+
+Columns: ``ColumnarProcessor`` (the command's) takes each key's rows as columns and
+decides them with ``timebound.columnar.decide_table``, the batch operator's column-wise
+path (the core's compiled receiver loop over Arrow/numpy columns, no per-row Python
+object for a well-formed message; crash rows and any malformed row go through the
+adapter's row path, so every error is the replay's own). The late-row rule is applied
+column-wise first: each row's ``at`` becomes the running maximum of the key's clock and
+the ``at`` before it, and the rows it raised are the ``late_arrival`` ones -- what the
+row path does one row at a time. The state (one snapshot per key) is the row
+processor's, so either reads a checkpoint the other wrote. ``AtMostOnceProcessor``,
+the row processor, serves ``timebound.spark``'s streaming ``at_most_once``.
 
 Each class is an independent receiver (the replay's ``--classes``), so a key's adapter
 is built with one class; its clock is the class receiver's. A row whose ``at`` is
@@ -28,11 +39,16 @@ import zlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
 from timebound.adapters import Row
 from timebound.adapters.atmostonce import AtMostOnceAdapter, AtMostOnceOptions
+from timebound.columnar import decide_table
 from timebound.core.atmostonce import (
     ClassifiedReceiver,
     classified_snapshot,
@@ -42,7 +58,7 @@ from timebound.core.atmostonce import (
 from timebound.errors import TimeboundError
 from timebound.stream._adapt import atmostonce_adopt, atmostonce_clock, atmostonce_node
 from timebound.stream._errors import OutRow, grouping_key, marked
-from timebound.stream._schemas import MESSAGES_IN, VERDICTS
+from timebound.stream._schemas import MESSAGES_IN, VERDICTS, source_schema
 from timebound.stream._source import FILE_COLUMN, LINE_COLUMN
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,6 +66,20 @@ if TYPE_CHECKING:  # pragma: no cover
 
 STATE_SCHEMA = "snapshot binary"
 _INPUT_NAMES = [name for name, _ in MESSAGES_IN]
+INT_EXTENSION_DTYPE = "spark.sql.execution.pythonUDF.pandas.preferIntExtensionDtype"
+#: The source's provenance columns under names the adapter's rows do not use.
+_FILE, _LINE = "file", "line"
+_IN_ARROW = pa.schema([pa.field(f.name, to_arrow_type(f.dataType))
+                       for f in source_schema("messages").fields]
+                      + [pa.field("cls", pa.int64())])
+_IN_NAMES = [_FILE if n == FILE_COLUMN else _LINE if n == LINE_COLUMN else n
+             for n in _IN_ARROW.names]
+_VERDICTS_ARROW = pa.schema([pa.field(f.name, to_arrow_type(f.dataType))
+                             for f in VERDICTS.fields])
+#: Decision order: ``seq`` (nulls last), then file name, then line.
+_ORDER = ("seq", _FILE, _LINE)
+#: Below every clock: the first row of a receiver is never late.
+_FLOOR = np.iinfo(np.int64).min
 
 
 def encode(data: object) -> bytes:
@@ -126,6 +156,93 @@ class AtMostOnceProcessor(StatefulProcessor):
         pass
 
 
+class ColumnarProcessor(AtMostOnceProcessor):
+    """``AtMostOnceProcessor`` over ``transformWithStateInPandas``'s column batches
+    (module docstring, "Columns"): the same state, the same verdicts, the same rows."""
+
+    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any
+                        ) -> Iterator[Any]:
+        import pandas as pd
+
+        frames = [frame for frame in rows if len(frame)]
+        if not frames:
+            return
+        frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        try:
+            out = self.decide_columns(grouping_key(key), frame)
+        except TimeboundError as exc:
+            raise marked(exc) from None
+        if out.num_rows:
+            yield out.to_pandas(types_mapper=pd.ArrowDtype)
+
+    def decide_columns(self, key: tuple[Any, ...], frame: Any) -> pa.Table:
+        """The verdict rows of one key's rows in this batch, as an Arrow table of
+        ``VERDICTS``; updates the state. The rows go in ``seq`` order (then file,
+        line); an ``at`` behind the receiver's clock is decided at the clock."""
+        _, name, cls = key
+        table = _arrow_rows(frame)
+        order = pc.sort_indices(table, sort_keys=[(c, "ascending") for c in _ORDER],
+                                null_placement="at_end")
+        table = table.take(order)
+        if not isinstance(name, str) or table.column("at").null_count:
+            rows = [{**row, FILE_COLUMN: row.pop(_FILE), LINE_COLUMN: row.pop(_LINE)}
+                    for row in table.drop_columns(["cls"]).to_pylist()]
+            return pa.Table.from_pylist(self.decide(key, rows), schema=_VERDICTS_ARROW)
+        adapter = AtMostOnceAdapter(self.options)
+        saved = self.state.get()
+        at = table.column("at").to_numpy()
+        clock0 = None
+        if saved is not None:
+            data = decode(saved[0])
+            node = ClassifiedReceiver([self.options.receiver.new_receiver()],
+                                      crc32_classifier(1))
+            atmostonce_adopt(adapter, name, restore_classified(node, data["node"]),
+                             int(data["clock"]))
+            clock0 = int(data["clock"])
+        before = np.maximum.accumulate(np.r_[_FLOOR if clock0 is None else clock0, at])[:-1]
+        late = at < before
+        fed = table.set_column(table.schema.get_field_index("at"), "at",
+                               pa.array(np.maximum(at, before)))
+        files = table.column(_FILE).to_pylist()
+        lines = table.column(_LINE).to_numpy(zero_copy_only=False)
+
+        def row_path(i: int) -> list[Any]:
+            data = {k: v for k, v in fed.slice(i, 1).to_pylist()[0].items()
+                    if v is not None and k not in (_FILE, _LINE, "cls")}
+            return list(adapter.feed(Row(str(files[i]), int(lines[i] or 0), data)))
+
+        decided = decide_table(adapter, str(files[0]), fed, lines, row_path)
+        node_after = atmostonce_node(adapter, name)
+        if node_after is not None:
+            self.state.update((encode({"node": classified_snapshot(node_after),
+                                       "clock": atmostonce_clock(adapter, name)}),))
+        keep = pa.array(decided.keep, type=pa.int64())
+        kept = table.take(keep)
+        n = len(decided.keep)
+        columns = {name_: kept.column(name_) for name_ in _INPUT_NAMES}
+        columns.update(verdict=decided.verdict, rho=decided.rho, entries=decided.entries,
+                       cls=pa.array(np.full(n, cls, dtype=np.int64)),
+                       late_arrival=pa.array(late[decided.keep]),
+                       file=kept.column(_FILE), line=kept.column(_LINE))
+        return pa.Table.from_arrays([columns[f.name].cast(f.type) for f in _VERDICTS_ARROW],
+                                    schema=_VERDICTS_ARROW)
+
+
+def _arrow_rows(frame: Any) -> pa.Table:
+    """A key's pandas rows as Arrow, each column of its declared type (the working
+    names ``_FILE``/``_LINE`` for the source's provenance; nulls kept). Columns are
+    taken by position: Spark rebuilds the frame from ``itertuples``, which renames
+    the source's ``_file`` and ``_line``."""
+    assert len(frame.columns) == len(_IN_ARROW), list(frame.columns)
+    arrays = []
+    for index, field in enumerate(_IN_ARROW):
+        column = frame.iloc[:, index]
+        if field.type == pa.int64() and column.dtype == object:
+            column = column.where(column.notna(), None)
+        arrays.append(pa.array(column, type=field.type, from_pandas=True))
+    return pa.Table.from_arrays(arrays, schema=_IN_ARROW).rename_columns(_IN_NAMES)
+
+
 def with_classes(df: DataFrame, classes: int) -> DataFrame:
     """Add ``cls``: ``crc32(utf-8 conn) mod K`` (Spark's crc32 is the core's: both are
     java.util.zip.CRC32 / zlib.crc32 over the UTF-8 bytes); crash rows go to every
@@ -138,8 +255,17 @@ def with_classes(df: DataFrame, classes: int) -> DataFrame:
 
 def verdicts(messages: DataFrame, options: AtMostOnceOptions) -> DataFrame:
     """The streaming verdict table of a ``messages`` stream."""
+    prefer_exact_integers(messages)
     return with_classes(messages, options.classes).groupBy("run", "receiver", "cls") \
-        .transformWithState(AtMostOnceProcessor(options), VERDICTS, "Append", "None")
+        .transformWithStateInPandas(ColumnarProcessor(options), VERDICTS, "Append", "None")
+
+
+def prefer_exact_integers(df: DataFrame) -> None:
+    """Spark hands ``transformWithStateInPandas`` a nullable long column as float64
+    unless told otherwise, and a float64 holds integers exactly only up to 2**53: ask
+    for pandas' nullable integers instead (a session setting read when the query's
+    Python workers start)."""
+    df.sparkSession.conf.set(INT_EXTENSION_DTYPE, "true")
 
 
 def accepted(verdict_table: DataFrame) -> DataFrame:

@@ -1,0 +1,261 @@
+"""Column-wise at-most-once decisions: the replayer's receivers driven over Arrow columns.
+
+Shared by the Spark drivers (``timebound pipeline``'s operator, ``timebound stream``'s
+processor) and the library (``timebound.spark``): one column-wise path for them all.
+
+The per-row path (``AtMostOnceReplayer.feed``) wraps every record in a ``Row`` dict,
+checks its fields one by one and looks up its receiver and class by name. Over a
+table most of that is column-wide work, done here once per column in Arrow/numpy:
+
+- the checks of a well-formed message row (types, non-null, non-empty strings,
+  ``ts >= 1``) and of the trace rule (``at`` never decreasing per receiver, also
+  across calls, against the replayer's last ``at``) are vectorized; a segment that
+  fails any of them is handed to the row path untouched, which raises the exact
+  ``file:line: field`` error (nothing is decided before every check passed);
+- receivers and connection ids are dictionary-encoded; each distinct id is
+  classified once by the core's own classifier (``crc32_classes``: ``crc32(utf-8
+  conn) mod K``), and checked against the class Spark routed it to, if any;
+- receivers (and their classes) are independent, so the rows of each
+  (receiver, class) run through that one core ``Receiver`` in file order, through
+  the core's ``_drive`` loop of exactly the calls ``decide`` makes (timers, down
+  check, ``estimate``, ``receive``, ``entries``; compiled with the receiver), and
+  the results are scattered back to file order.
+
+Crash rows (any ``type`` other than ``msg``) split a table into segments; they go
+through the row path between the segments, so crashes land at the right place.
+
+Every decision is still the core's: no protocol rule lives here. The differential
+test (tests/test_pipeline_fastpath.py) checks this path equal to the row path over
+generated traces (every estimator, classes, resilient crashes, malformed rows).
+``path()`` names it in benchmark output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from timebound.core.atmostonce import Verdict, crc32_classes
+from timebound.core.atmostonce._drive import CODES, drive, drive_resilient
+
+
+def path() -> str:
+    """Which decision path runs, for benchmark output (the core: see ``_compiled``)."""
+    from timebound._compiled import status
+
+    return f"columnar ({status()}, Arrow/numpy column checks)"
+
+#: Verdict codes (int8) -> output strings.
+NAMES = tuple(v.value for v in Verdict)
+_NAMES_ARRAY = pa.array(NAMES, pa.string())
+_MESSAGE_COLUMNS = ("receiver", "conn", "ts", "at")
+_TYPES = {"receiver": pa.string(), "conn": pa.string(), "ts": pa.int64(), "at": pa.int64()}
+
+
+class Decided:
+    """Outputs of ``decide_table``: the row indexes that produced a decision (in
+    order) and the decision columns, aligned with them."""
+
+    __slots__ = ("keep", "verdict", "rho", "entries", "cls", "fast_rows", "slow_rows")
+
+    def __init__(self, keep: np.ndarray, verdict: pa.Array, rho: pa.Array,
+                 entries: pa.Array, cls: pa.Array, fast_rows: int, slow_rows: int) -> None:
+        self.keep = keep
+        self.verdict = verdict
+        self.rho = rho
+        self.entries = entries
+        self.cls = cls  # the core classifier's class of each decided row's conn
+        self.fast_rows = fast_rows
+        self.slow_rows = slow_rows
+
+
+def decide_table(replayer: Any, source: str, table: pa.Table, lines: np.ndarray,
+                 row_path: Callable[[int], Sequence[Any]], *,
+                 expect_class: int | None = None, all_messages: bool = False) -> Decided:
+    """Decide every row of ``table`` (in row order) with ``replayer``.
+
+    ``lines[i]`` numbers row ``i`` in errors. ``row_path(i)`` feeds row ``i`` to the
+    replayer's row path and returns its output rows (dicts with verdict, rho,
+    entries); it is used for crash rows and for any segment that is not plainly
+    well-formed, so errors are the replay's own. ``expect_class``: every message's
+    connection was routed to this class by someone else (Spark's ``crc32``); each
+    distinct id is checked against the core's classifier before its rows are decided
+    (``AssertionError`` naming it otherwise; ``row_path`` must check its own rows).
+    ``all_messages``: every row is a message row, whatever ``type`` column there is."""
+    n = table.num_rows
+    verdict = np.zeros(n, dtype=np.int8)
+    rho = np.zeros(n, dtype=np.int64)
+    entries = np.zeros(n, dtype=np.int64)
+    classes = np.zeros(n, dtype=np.int64)
+    valid = np.ones(n, dtype=bool)  # False: rho/entries null (down) -- or no output
+    produced = np.zeros(n, dtype=bool)
+    fast = slow = 0
+
+    kinds = table.column("type") if "type" in table.column_names else None
+    if all_messages:
+        is_msg = np.ones(n, dtype=bool)
+    elif kinds is not None and kinds.type == pa.string() and kinds.null_count == 0:
+        is_msg = pc.equal(kinds, "msg").to_numpy(zero_copy_only=False)
+    else:
+        is_msg = np.zeros(n, dtype=bool)
+    other = np.flatnonzero(~is_msg)
+    bounds = [-1, *other.tolist(), n]
+
+    def slow_row(i: int) -> None:
+        outputs = row_path(i)
+        if outputs:
+            out = outputs[0]
+            produced[i] = True
+            verdict[i] = CODES[out["verdict"]]
+            classes[i] = crc32_classes([out["conn"]], replayer.options.classes)[0]
+            if out["rho"] is None:
+                valid[i] = False
+            else:
+                rho[i] = out["rho"]
+                entries[i] = out["entries"]
+
+    for left, right in zip(bounds, bounds[1:]):
+        start, stop = left + 1, right
+        if stop > start:
+            segment = table.slice(start, stop - start)
+            if _decide_segment(replayer, source, segment, lines[start:stop],
+                               verdict[start:stop], rho[start:stop], entries[start:stop],
+                               valid[start:stop], classes[start:stop], expect_class):
+                produced[start:stop] = True
+                fast += stop - start
+            else:
+                for i in range(start, stop):
+                    slow_row(i)
+                slow += stop - start
+        if right < n:
+            slow_row(right)
+            slow += 1
+    keep = np.flatnonzero(produced)
+    mask = ~valid[keep]
+    return Decided(
+        keep,
+        pc.take(_NAMES_ARRAY, pa.array(verdict[keep])),
+        pa.array(rho[keep], pa.int64(), mask=mask),
+        pa.array(entries[keep], pa.int64(), mask=mask),
+        pa.array(classes[keep]),
+        fast, slow,
+    )
+
+
+def misrouted(conn: str, cls: int, classes: int) -> str:
+    """The error of a connection routed to a class the core's classifier disagrees with."""
+    return (f"Spark crc32 class {cls} differs from the core's "
+            f"({crc32_classes([conn], classes)[0]}) for conn {conn!r}")
+
+
+def _well_formed(segment: pa.Table) -> bool:
+    for name in _MESSAGE_COLUMNS:
+        if name not in segment.column_names:
+            return False
+        column = segment.column(name)
+        if column.type != _TYPES[name] or column.null_count:
+            return False
+    for name in ("receiver", "conn"):
+        if pc.min(pc.binary_length(segment.column(name))).as_py() == 0:
+            return False
+    return bool(pc.min(segment.column("ts")).as_py() >= 1)
+
+
+def _decide_segment(replayer: Any, source: str, segment: pa.Table, lines: np.ndarray,
+                    verdict: np.ndarray, rho: np.ndarray, entries: np.ndarray,
+                    valid: np.ndarray, classes_out: np.ndarray,
+                    expect_class: int | None = None) -> bool:
+    """Decide a segment of message rows; False (and nothing changed) when any row is
+    malformed or goes back in time (the caller takes the row path)."""
+    if not _well_formed(segment):
+        return False
+    names_enc = pc.dictionary_encode(segment.column("receiver").combine_chunks())
+    conns_enc = pc.dictionary_encode(segment.column("conn").combine_chunks())
+    names = names_enc.dictionary.to_pylist()
+    conns = conns_enc.dictionary.to_pylist()
+    rcode = names_enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    ccode = conns_enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    at = segment.column("at").to_numpy()
+    ts = segment.column("ts").to_numpy()
+
+    # trace rule: per receiver, `at` never decreases (within, and from the last call)
+    by_receiver = np.argsort(rcode, kind="stable")
+    r_sorted, at_sorted = rcode[by_receiver], at[by_receiver]
+    if np.any((r_sorted[1:] == r_sorted[:-1]) & (at_sorted[1:] < at_sorted[:-1])):
+        return False
+    firsts = np.flatnonzero(np.r_[True, r_sorted[1:] != r_sorted[:-1]])
+    if pc.min(segment.column("at")).as_py() < 0:
+        return False
+    for first in firsts.tolist():
+        last = replayer.clock(names[r_sorted[first]])
+        if last is not None and at_sorted[first] < last:
+            return False
+
+    # every receiver exists (the adapter creates it at its first row, as ``decide``)
+    positions = by_receiver[firsts]
+    for first in positions.tolist():
+        replayer._node(source, int(lines[first]), names[rcode[first]], int(at[first]))
+
+    # (receiver, class) groups, each in file order
+    classes = replayer.options.classes
+    conn_class = np.array(crc32_classes(conns, classes), dtype=np.int64)
+    if expect_class is not None:
+        wrong = np.flatnonzero(conn_class != expect_class)
+        if len(wrong):
+            raise AssertionError(misrouted(conns[int(wrong[0])], expect_class, classes))
+    row_class = conn_class[ccode]
+    key = rcode * classes + row_class
+    order = np.argsort(key, kind="stable")
+    k_sorted = key[order]
+    starts = np.flatnonzero(np.r_[True, k_sorted[1:] != k_sorted[:-1]]).tolist()
+    conn_objects = np.array(conns, dtype=object)
+    counts = replayer._verdicts
+    peak = replayer._peak_entries
+    resilient = replayer.config.resilient
+    tally = [0] * len(NAMES)
+    for g, begin in enumerate(starts):
+        end = starts[g + 1] if g + 1 < len(starts) else len(order)
+        idx = order[begin:end]
+        first = int(idx[0])
+        name = names[rcode[first]]
+        node = replayer.node(name)
+        receiver = node.receiver_for(conns[ccode[first]])
+        codes, rhos, sizes, ok = _loop(receiver, conn_objects[ccode[idx]].tolist(),
+                                       ts[idx].tolist(), at[idx].tolist(), resilient)
+        verdict[idx] = codes
+        rho[idx] = rhos
+        entries[idx] = sizes
+        valid[idx] = ok
+        peak = max(peak, int(sizes.max()))
+        for code, count in enumerate(np.bincount(codes, minlength=len(NAMES)).tolist()):
+            tally[code] += count
+    classes_out[:] = row_class
+    lasts = np.r_[firsts[1:] - 1, len(at_sorted) - 1]
+    for first, last in zip(firsts.tolist(), lasts.tolist()):
+        name = names[r_sorted[first]]
+        replayer.adopt(name, replayer.node(name), int(at_sorted[last]))
+    # the adapter's summary counters, as ``decide`` keeps them
+    replayer._peak_entries = peak
+    for code, count in enumerate(tally):
+        if count:
+            counts[NAMES[code]] += count
+    return True
+
+
+def _loop(receiver: Any, conns: list[str], stamps: list[int], times: list[int],
+          resilient: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | bool]:
+    """One core receiver over its rows in order (``core.atmostonce.drive``: exactly
+    ``decide``'s calls). The last item is the per-row "not down" mask, or True when
+    the receiver is not resilient (never down)."""
+    if resilient:
+        codes, rhos, sizes, up = drive_resilient(receiver, conns, stamps, times)
+        ok: np.ndarray | bool = np.array(up, dtype=bool)
+    else:
+        codes, rhos, sizes = drive(receiver, conns, stamps, times)
+        ok = True
+    return (np.array(codes, dtype=np.int8), np.array(rhos, dtype=np.int64),
+            np.array(sizes, dtype=np.int64), ok)
