@@ -77,9 +77,9 @@ One table row per side per (connections, batch rows) cell:
   p50 ms        median micro-batch duration (query progress durationMs.triggerExecution)
                 over the micro-batches that read rows
   p99 ms        99th percentile of the same
-  state rows    stateOperators.numRowsTotal after the last micro-batch; peak: the most
-                over the run
-  state MB      stateOperators.memoryUsedBytes after the last micro-batch; peak: the most
+  state rows    stateOperators.numRowsTotal after the last micro-batch that read rows;
+                peak: the most over the run
+  state MB      stateOperators.memoryUsedBytes, the same way
   let through   resent copies let through: rows output as new beyond one per distinct
                 (receiver, conn, ts) -- at-most-once violations (ours: 0)
   ratio line    ours / built-in for rows/s and state rows (end, peak)
@@ -116,7 +116,8 @@ def _add_stream(which: Any) -> None:
                         help="Spark setting, repeatable")
     stream.add_argument("--smoke", action="store_true",
                         help="tiny sizes: 3,000 rows, 100 connections, 3 micro-batches, "
-                             "1 repeat, 1,000 merge arrivals (the other sizes are ignored)")
+                             "1 repeat, 1,000 merge arrivals, 1 shuffle partition unless --conf "
+                             "sets it (the other sizes are ignored)")
     stream.set_defaults(handler=run_bench_stream)
 
 

@@ -23,7 +23,7 @@ shows the median run of each side (by wall time). Columns:
 - ``p50 ms`` / ``p99 ms``: the micro-batch durations (query progress
   ``durationMs.triggerExecution``) of the batches that read rows;
 - ``state rows`` / ``peak``: ``stateOperators.numRowsTotal`` after the last micro-batch
-  and its largest value over the run; ``state MB`` / ``peak``: the same for
+  that read rows and its largest value over the run; ``state MB`` / ``peak``: the same for
   ``memoryUsedBytes``;
 - ``let through``: resent copies let through, i.e. rows written as new beyond one per
   distinct (receiver, conn, ts) -- at-most-once violations; ours must show 0;
@@ -78,7 +78,7 @@ SMOKE_BATCH_ROWS = (1_000,)
 MERGE_PUBLISHERS = 4
 MERGE_EPSILON = 4  # ticks
 MERGE_DELTA = 10  # ticks
-MERGE_ROWS = 20_000  # arrivals (smoke: SMOKE_MERGE_ROWS), two micro-batches
+MERGE_ROWS = 20_000  # arrivals, two micro-batches (smoke: SMOKE_MERGE_ROWS in one)
 SMOKE_MERGE_ROWS = 1_000
 
 SIDES = ("ours", "builtin")
@@ -252,11 +252,20 @@ def run_query(output: DataFrame, sink: str, checkpoint: str) -> tuple[float, lis
 
 
 def state_of(progress: Sequence[Any]) -> dict[str, int]:
-    """State rows and bytes after the last micro-batch, and the most over the run."""
-    rows = [sum(int(op["numRowsTotal"]) for op in p["stateOperators"]) for p in progress]
-    size = [sum(int(op["memoryUsedBytes"]) for op in p["stateOperators"]) for p in progress]
-    return {"state_rows": rows[-1] if rows else 0, "state_bytes": size[-1] if size else 0,
-            "peak_state_rows": max(rows, default=0), "peak_state_bytes": max(size, default=0)}
+    """State rows and bytes after the last micro-batch that read rows (the built-in's
+    closing no-data micro-batch evicts everything once the source is drained: an end
+    of 0 would say nothing), and the most over the run (every micro-batch)."""
+    def rows(p: Any) -> int:
+        return sum(int(op["numRowsTotal"]) for op in p["stateOperators"])
+
+    def size(p: Any) -> int:
+        return sum(int(op["memoryUsedBytes"]) for op in p["stateOperators"])
+
+    last = [p for p in progress if p["numInputRows"]][-1:]
+    return {"state_rows": rows(last[0]) if last else 0,
+            "state_bytes": size(last[0]) if last else 0,
+            "peak_state_rows": max(map(rows, progress), default=0),
+            "peak_state_bytes": max(map(size, progress), default=0)}
 
 
 def percentile(values: Sequence[float], share: float) -> float:
@@ -330,7 +339,8 @@ def measure_cell(spark: SparkSession, workdir: str, rows: int, connections: int,
     return cell
 
 
-def measure_merge(spark: SparkSession, workdir: str, rows: int) -> dict[str, Any]:
+def measure_merge(spark: SparkSession, workdir: str, rows: int,
+                  conf: dict[str, str] | None = None) -> dict[str, Any]:
     """``stream_merge`` on generated arrivals: rows/s and the largest delivery delay."""
     from pyspark.sql import functions as F
 
@@ -339,11 +349,11 @@ def measure_merge(spark: SparkSession, workdir: str, rows: int) -> dict[str, Any
 
     base = os.path.join(workdir, "merge")
     source, sink = os.path.join(base, "in"), os.path.join(base, "out")
-    written = generate_arrivals(source, rows)
+    written = generate_arrivals(source, rows, files=1 if rows <= SMOKE_MERGE_ROWS else 2)
     options = MergeOptions(MERGE_EPSILON, MERGE_DELTA, "rckn")
     started = time.perf_counter()
     stream_merge(source, os.path.join(base, "ck"), sink, options, spark=spark, quiet=True,
-                 out=sys.stderr)
+                 max_files=1, conf=conf, out=sys.stderr)
     seconds = time.perf_counter() - started
     arrivals = spark.read.parquet(source).select("msg", (F.col("r") + F.col("c")).alias("rc"))
     delivered = spark.read.parquet(os.path.join(sink, "order")) \
@@ -415,7 +425,7 @@ def compare(spark: SparkSession, workdir: str, rows: int, connections: Sequence[
     merge = None
     if merge_rows:
         progress(f"bench stream: merge, {merge_rows:,} arrivals")
-        merge = measure_merge(spark, workdir, merge_rows)
+        merge = measure_merge(spark, workdir, merge_rows, conf)
     report(f"{rows:,} message rows per stream, {RECEIVERS} receivers, "
            f"{spark.sparkContext.master}, RocksDB state store, foreachBatch Parquet sink, "
            f"median of {repeats} (sides alternate)")
@@ -441,6 +451,8 @@ def run(args: argparse.Namespace) -> int:
     check_ranges(rows, connections, batch_rows, repeats)
     check_master(args.master)
     conf = parse_conf(args.conf)
+    if args.smoke:  # one Python worker per stateful stage instead of one per core
+        conf.setdefault("spark.sql.shuffle.partitions", "1")
 
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
