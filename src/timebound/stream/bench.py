@@ -43,13 +43,16 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import signal
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from timebound._safety import Terminated
 from timebound.errors import UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -82,6 +85,11 @@ MERGE_ROWS = 20_000  # arrivals, two micro-batches (smoke: SMOKE_MERGE_ROWS in o
 SMOKE_MERGE_ROWS = 1_000
 
 SIDES = ("ours", "builtin")
+
+
+class Stopped(BaseException):
+    """A signal asked the bench to stop (``args[0]``: its name, when known); raised at
+    a safe point -- between Spark calls, after the running query was stopped."""
 
 
 # -- the generated streams -------------------------------------------------------------
@@ -230,9 +238,11 @@ def builtin(spark: SparkSession, folder: str, watermark: int) -> DataFrame:
         .dropDuplicatesWithinWatermark(["receiver", "conn", "ts"])
 
 
-def run_query(output: DataFrame, sink: str, checkpoint: str) -> tuple[float, list[Any]]:
+def run_query(output: DataFrame, sink: str, checkpoint: str,
+              stop: threading.Event | None = None) -> tuple[float, list[Any]]:
     """Drain the source through ``output`` into ``sink`` (one Parquet folder per
-    micro-batch); the wall seconds and every progress record."""
+    micro-batch); the wall seconds and every progress record. ``stop`` set: the query
+    is stopped and ``Stopped`` raised."""
     def write(df: DataFrame, batch_id: int) -> None:
         df.write.mode("overwrite").parquet(f"{sink}/batch={batch_id}")
 
@@ -240,10 +250,14 @@ def run_query(output: DataFrame, sink: str, checkpoint: str) -> tuple[float, lis
     query = output.writeStream.foreachBatch(write).option("checkpointLocation", checkpoint) \
         .trigger(availableNow=True).start()
     try:
-        query.awaitTermination()
+        while query.isActive and not (stop is not None and stop.is_set()):
+            query.awaitTermination(1)
     except BaseException:
         query.stop()
         raise
+    if stop is not None and stop.is_set():
+        query.stop()
+        raise Stopped(None)
     elapsed = time.perf_counter() - started
     exc = query.exception()
     if exc is not None:
@@ -290,17 +304,24 @@ def let_through(spark: SparkSession, sink: str, where: str | None) -> tuple[int,
     return total, total - df.select("receiver", "conn", "ts").distinct().count()
 
 
+def _checked(stop: threading.Event | None) -> None:
+    if stop is not None and stop.is_set():
+        raise Stopped(None)
+
+
 def _side(spark: SparkSession, side: str, source: str, base: str, run: int,
-          watermark: int, rows: int, with_counts: bool) -> dict[str, Any]:
+          watermark: int, rows: int, with_counts: bool,
+          stop: threading.Event | None = None) -> dict[str, Any]:
     sink = os.path.join(base, f"{side}-{run}")
     checkpoint = os.path.join(base, f"ck-{side}-{run}")
     output = ours(spark, source) if side == "ours" else builtin(spark, source, watermark)
-    seconds, progress = run_query(output, sink, checkpoint)
+    seconds, progress = run_query(output, sink, checkpoint, stop)
     ms = batch_ms(progress)
     result: dict[str, Any] = {"seconds": seconds, "rows_per_s": rows / seconds,
                               "batches": len(ms), "p50_ms": percentile(ms, 0.5),
                               "p99_ms": percentile(ms, 0.99), **state_of(progress)}
     if with_counts:
+        _checked(stop)
         result["out_rows"], result["let_through"] = let_through(
             spark, sink, "verdict = 'accepted'" if side == "ours" else None)
         if side == "ours":  # the largest connection table any receiver held
@@ -311,7 +332,8 @@ def _side(spark: SparkSession, side: str, source: str, base: str, run: int,
 
 def measure_cell(spark: SparkSession, workdir: str, rows: int, connections: int,
                  batch_rows: int, repeats: int, watermark: int,
-                 progress: Callable[[str], None]) -> dict[str, Any]:
+                 progress: Callable[[str], None],
+                 stop: threading.Event | None = None) -> dict[str, Any]:
     """Both sides on one generated stream, alternately, ``repeats`` times each."""
     base = os.path.join(workdir, f"c{connections}-b{batch_rows}")
     source = os.path.join(base, "in")
@@ -323,8 +345,9 @@ def measure_cell(spark: SparkSession, workdir: str, rows: int, connections: int,
     for run in range(repeats):
         order = SIDES if run % 2 == 0 else SIDES[::-1]
         for side in order:
+            _checked(stop)
             result = _side(spark, side, source, base, run, watermark, truth["rows"],
-                           with_counts=run == 0)
+                           with_counts=run == 0, stop=stop)
             runs[side].append(result)
             progress(f"bench stream: {connections:,} connections, {batch_rows:,}-row "
                      f"batches, {side} run {run + 1}/{repeats}: {result['seconds']:.1f} s, "
@@ -340,7 +363,8 @@ def measure_cell(spark: SparkSession, workdir: str, rows: int, connections: int,
 
 
 def measure_merge(spark: SparkSession, workdir: str, rows: int,
-                  conf: dict[str, str] | None = None) -> dict[str, Any]:
+                  conf: dict[str, str] | None = None,
+                  stop: threading.Event | None = None) -> dict[str, Any]:
     """``stream_merge`` on generated arrivals: rows/s and the largest delivery delay."""
     from pyspark.sql import functions as F
 
@@ -352,9 +376,11 @@ def measure_merge(spark: SparkSession, workdir: str, rows: int,
     written = generate_arrivals(source, rows, files=1 if rows <= SMOKE_MERGE_ROWS else 2)
     options = MergeOptions(MERGE_EPSILON, MERGE_DELTA, "rckn")
     started = time.perf_counter()
-    stream_merge(source, os.path.join(base, "ck"), sink, options, spark=spark, quiet=True,
-                 max_files=1, conf=conf, out=sys.stderr)
+    result = stream_merge(source, os.path.join(base, "ck"), sink, options, spark=spark,
+                          quiet=True, max_files=1, conf=conf, out=sys.stderr, stop=stop)
     seconds = time.perf_counter() - started
+    if stop is not None and stop.is_set():  # its own handlers saw the signal
+        raise Stopped(result.summary.stopped_by)
     arrivals = spark.read.parquet(source).select("msg", (F.col("r") + F.col("c")).alias("rc"))
     delivered = spark.read.parquet(os.path.join(sink, "order")) \
         .where(F.col("action") == "deliver").join(arrivals, "msg")
@@ -409,7 +435,8 @@ def compare(spark: SparkSession, workdir: str, rows: int, connections: Sequence[
             batch_rows: Sequence[int], repeats: int, *, watermark: int = WATERMARK_TICKS,
             merge_rows: int = MERGE_ROWS, report: Callable[[str], None] = print,
             progress: Callable[[str], None] = print,
-            conf: dict[str, str] | None = None) -> dict[str, Any]:
+            conf: dict[str, str] | None = None,
+            stop: threading.Event | None = None) -> dict[str, Any]:
     """Every cell, then the merge line (none for ``merge_rows=0``); reports the table;
     returns its numbers.
     ``conf``: the user's Spark settings (RocksDB and the shuffle partitions as the
@@ -420,12 +447,12 @@ def compare(spark: SparkSession, workdir: str, rows: int, connections: Sequence[
     # registers the source, selects RocksDB, sets the shuffle partitions every fresh
     # checkpoint below freezes (the directory need not exist)
     prepare_session(spark, os.path.join(workdir, "no-checkpoint"), conf or {})
-    cells = [measure_cell(spark, workdir, rows, c, b, repeats, watermark, progress)
+    cells = [measure_cell(spark, workdir, rows, c, b, repeats, watermark, progress, stop)
              for c in connections for b in batch_rows]
     merge = None
     if merge_rows:
         progress(f"bench stream: merge, {merge_rows:,} arrivals")
-        merge = measure_merge(spark, workdir, merge_rows, conf)
+        merge = measure_merge(spark, workdir, merge_rows, conf, stop)
     report(f"{rows:,} message rows per stream, {RECEIVERS} receivers, "
            f"{spark.sparkContext.master}, RocksDB state store, foreachBatch Parquet sink, "
            f"median of {repeats} (sides alternate)")
@@ -457,14 +484,37 @@ def run(args: argparse.Namespace) -> int:
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
+    # Ctrl-C or SIGTERM while Spark runs: recorded, acted on at the next safe point (a
+    # KeyboardInterrupt inside a Py4J call prints the JVM's traces), then the session
+    # stops, the folder goes, and the CLI's own handling says "interrupted"/"terminated".
+    stop = threading.Event()
+    received: list[str] = []
+
+    def on_signal(signum: int, frame: Any) -> None:
+        received.append(signal.Signals(signum).name)
+        stop.set()
+
     with tempfile.TemporaryDirectory(prefix="timebound-bench-stream-") as workdir:
         log = None if getattr(args, "verbose", False) else os.path.join(workdir, "spark.log")
         progress(f"bench stream: starting Spark ({args.master})")
         spark = build_session(args.master, conf, app_name="timebound-bench-stream", log=log)
+        previous: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, on_signal)
         try:
             compare(spark, workdir, rows, connections, batch_rows, repeats,
-                    watermark=watermark, merge_rows=merge_rows, conf=conf,
+                    watermark=watermark, merge_rows=merge_rows, conf=conf, stop=stop,
                     report=lambda line: print(line, flush=True), progress=progress)
+        except Stopped as stopped:
+            if stopped.args and stopped.args[0]:
+                received.append(str(stopped.args[0]))
         finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
             spark.stop()
+    if stop.is_set():
+        if "SIGTERM" in received[:1]:
+            raise Terminated()
+        raise KeyboardInterrupt()
     return 0
