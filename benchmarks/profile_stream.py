@@ -9,8 +9,10 @@ every key's state written), then, restarted from the same checkpoint, file 1: th
 second micro-batch is the one profiled (its keys load and store a real snapshot).
 
 The processor is ``ProfiledProcessor``, a subclass of
-``timebound.stream.processors.AtMostOnceProcessor`` defined here that changes no
-decision: in each Python worker it wraps the module functions the processor calls
+``timebound.stream.processors.AtMostOnceProcessor`` (the row-at-a-time path run by
+``transformWithState``; since commit 48bc342 the query ``timebound stream`` runs is the
+column-wise ``ColumnarProcessor`` under ``transformWithStateInPandas``, which this script
+does not split) defined here that changes no decision: in each Python worker it wraps the module functions the processor calls
 (``decode``/``restore_classified``, ``classified_snapshot``/``encode``, the adapter's
 ``feed``) and the state handle's ``get``/``update`` with timers, times its own
 ``handleInputRows`` (row objects in, the decisions, the hand-back of output rows) and
