@@ -76,8 +76,6 @@ _IN_NAMES = [_FILE if n == FILE_COLUMN else _LINE if n == LINE_COLUMN else n
              for n in _IN_ARROW.names]
 _VERDICTS_ARROW = pa.schema([pa.field(f.name, to_arrow_type(f.dataType))
                              for f in VERDICTS.fields])
-#: Decision order: ``seq`` (nulls last), then file name, then line.
-_ORDER = ("seq", _FILE, _LINE)
 #: Below every clock: the first row of a receiver is never late.
 _FLOOR = np.iinfo(np.int64).min
 
@@ -172,8 +170,9 @@ class ColumnarProcessor(AtMostOnceProcessor):
             out = self.decide_columns(grouping_key(key), frame)
         except TimeboundError as exc:
             raise marked(exc) from None
-        if out.num_rows:
-            yield out.to_pandas(types_mapper=pd.ArrowDtype)
+        if out.num_rows:  # nullable integers stay exact integers (not float64)
+            yield out.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype(),
+                                              pa.bool_(): pd.BooleanDtype()}.get)
 
     def decide_columns(self, key: tuple[Any, ...], frame: Any) -> pa.Table:
         """The verdict rows of one key's rows in this batch, as an Arrow table of
@@ -181,9 +180,7 @@ class ColumnarProcessor(AtMostOnceProcessor):
         line); an ``at`` behind the receiver's clock is decided at the clock."""
         _, name, cls = key
         table = _arrow_rows(frame)
-        order = pc.sort_indices(table, sort_keys=[(c, "ascending") for c in _ORDER],
-                                null_placement="at_end")
-        table = table.take(order)
+        table = table.take(_row_order(table))
         if not isinstance(name, str) or table.column("at").null_count:
             rows = [{**row, FILE_COLUMN: row.pop(_FILE), LINE_COLUMN: row.pop(_LINE)}
                     for row in table.drop_columns(["cls"]).to_pylist()]
@@ -228,6 +225,15 @@ class ColumnarProcessor(AtMostOnceProcessor):
                                     schema=_VERDICTS_ARROW)
 
 
+def _row_order(table: pa.Table) -> pa.Array:
+    """``row_order`` column-wise: ``seq`` (nulls last), then file name, then line."""
+    seq = table.column("seq")
+    keys = pa.table({"a": pc.is_null(seq), "b": pc.fill_null(seq, 0),
+                     "c": pc.fill_null(table.column(_FILE), ""),
+                     "d": pc.fill_null(table.column(_LINE), 0)})
+    return pc.sort_indices(keys, sort_keys=[(k, "ascending") for k in "abcd"])
+
+
 def _arrow_rows(frame: Any) -> pa.Table:
     """A key's pandas rows as Arrow, each column of its declared type (the working
     names ``_FILE``/``_LINE`` for the source's provenance; nulls kept). Columns are
@@ -247,6 +253,8 @@ def with_classes(df: DataFrame, classes: int) -> DataFrame:
     """Add ``cls``: ``crc32(utf-8 conn) mod K`` (Spark's crc32 is the core's: both are
     java.util.zip.CRC32 / zlib.crc32 over the UTF-8 bytes); crash rows go to every
     class."""
+    if classes == 1:  # one class: every row, crash rows too, is class 0
+        return df.withColumn("cls", F.lit(0).cast("long"))
     k = F.lit(classes).cast("long")
     cls = F.when(F.col("type") == "crash", F.sequence(F.lit(0).cast("long"), k - 1)) \
         .otherwise(F.array(F.pmod(F.crc32(F.col("conn")), k)))

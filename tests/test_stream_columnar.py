@@ -1,0 +1,145 @@
+"""``timebound stream atmostonce``'s column-wise processor (issue 29) decides as the row
+processor does: the same verdict rows, the same state, the same errors.
+
+The differential part runs without Spark: each key's micro-batches go to both
+processors (each with its own copy of the state), as ``transformWithStateInPandas``
+hands them over (a pandas frame rebuilt from ``itertuples``: the source's ``_file`` and
+``_line`` renamed, nullable integers as objects). The stream part checks that integers
+beyond 2**53 in a nullable column cross to the workers exactly.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_stream_atmostonce import SHUFFLE, amo_trace, options, read_table
+from timebound.errors import TraceError
+
+COLUMNS = ("run", "seq", "type", "receiver", "conn", "ts", "at", "down", "original",
+           "_file", "_line", "cls")
+
+
+class State:
+    """A ``ValueState`` in memory."""
+
+    def __init__(self) -> None:
+        self.value: tuple[Any, ...] | None = None
+
+    def get(self) -> tuple[Any, ...] | None:
+        return self.value
+
+    def update(self, value: tuple[Any, ...]) -> None:
+        self.value = value
+
+
+def as_spark_frame(rows: list[dict[str, Any]]) -> Any:
+    """The frame ``transformWithStateInPandas`` gives: rebuilt from ``itertuples``, so
+    ``_file``/``_line`` lose their names and a nullable integer column is objects."""
+    import pandas as pd
+
+    tuples = [tuple(row.get(c) for c in COLUMNS) for row in rows]
+    frame = pd.DataFrame(tuples)
+    frame.columns = [c if not c.startswith("_") else f"_{i}" for i, c in enumerate(COLUMNS)]
+    return frame
+
+
+def batches(seed: int, args: list[str]) -> tuple[list[list[dict[str, Any]]], Any]:
+    """One key's rows in 4 micro-batches (shuffled within each, some files late)."""
+    rng = random.Random(seed)
+    rows = [r for r in amo_trace(seed, 160, crashes="--resilient" in args,
+                                 receivers=("s1",))]
+    for i, row in enumerate(rows):
+        row.update(original=None, _file=f"f{i // 40:02d}.jsonl", _line=i % 40 + 1, cls=0)
+    parts = [rows[i:i + 40] for i in range(0, len(rows), 40)]
+    if seed % 2:  # a late file: its rows' `at` behind the clock of the batch before
+        parts[1], parts[2] = parts[2], parts[1]
+    for part in parts:
+        rng.shuffle(part)
+    return parts, options(args)
+
+
+ARGS = [
+    ["--estimator", "fixed", "--rho", "30", "--gc-every", "20"],
+    ["--estimator", "unlimited", "--gc-every", "16", "--resilient", "--beta", "60",
+     "--latest-every", "25"],
+    ["--estimator", "limited", "--window", "6", "--spikes", "1", "--p", "2"],
+]
+
+
+@pytest.mark.parametrize("args", ARGS, ids=["fixed", "unlimited-crashes", "limited"])
+@pytest.mark.parametrize("seed", range(6))
+def test_columnar_processor_equals_the_row_processor(seed: int, args: list[str]) -> None:
+    from timebound.stream._atmostonce import AtMostOnceProcessor, ColumnarProcessor
+
+    parts, opts = batches(seed, args)
+    rows_p, cols_p = AtMostOnceProcessor(opts), ColumnarProcessor(opts)
+    rows_p.state, cols_p.state = State(), State()  # type: ignore[assignment]
+    key = ("r1", "s1", 0)
+    late = decided = 0
+    for part in parts:
+        try:
+            expected: Any = rows_p.decide(key, part)
+        except TraceError as exc:  # a late file may crash a receiver still down
+            expected = str(exc)
+        try:
+            got: Any = cols_p.decide_columns(key, as_spark_frame(part)).to_pylist()
+        except TraceError as exc:
+            got = str(exc)
+        assert got == expected
+        if isinstance(got, str):
+            break
+        assert cols_p.state.value == rows_p.state.value  # the same snapshot
+        late += sum(r["late_arrival"] for r in got)
+        decided += len(got)
+    assert decided >= 40
+    if "--resilient" not in args:
+        assert (late > 0) == bool(seed % 2)  # the late file is marked late, only it
+
+
+def test_a_malformed_row_fails_as_in_the_row_processor() -> None:
+    from timebound.stream._atmostonce import AtMostOnceProcessor, ColumnarProcessor
+
+    parts, opts = batches(0, ARGS[0])
+    part = parts[0]
+    part[7] = {**part[7], "conn": None}
+    errors = []
+    for processor in (AtMostOnceProcessor(opts), ColumnarProcessor(opts)):
+        processor.state = State()  # type: ignore[assignment]
+        with pytest.raises(TraceError) as raised:
+            if isinstance(processor, ColumnarProcessor):
+                processor.decide_columns(("r1", "s1", 0), as_spark_frame(part))
+            else:
+                processor.decide(("r1", "s1", 0), part)
+        errors.append(str(raised.value))
+    assert errors[0] == errors[1] and "field 'conn'" in errors[0]
+
+
+@pytest.mark.spark
+def test_integers_beyond_2_to_the_53_cross_exactly(spark: Any, tmp_path: Path) -> None:
+    """``seq`` 2**60 + 1 and 2**60 + 2 (the column has nulls, so without pandas'
+    nullable integers they would both be the float 2**60) decide which copy is the
+    accepted one."""
+    from timebound.stream import stream_atmostonce
+
+    big = 2**60
+    rows = [{"run": "r", "seq": big + 2, "type": "msg", "receiver": "s", "conn": "c",
+             "ts": big + 5, "at": 10},
+            {"run": "r", "seq": big + 1, "type": "msg", "receiver": "s", "conn": "c",
+             "ts": big + 5, "at": 10},
+            {"run": "r", "seq": None, "type": "msg", "receiver": "s", "conn": "d",
+             "ts": 1, "at": 11}]
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    stream_atmostonce(str(tmp_path / "in"), str(tmp_path / "ck"), str(tmp_path / "sink"),
+                      options(["--rho", "100", "--gc-every", "50"]), spark=spark,
+                      conf=SHUFFLE, out=io.StringIO())
+    got = {r["line"]: (r["seq"], r["ts"], r["verdict"])
+           for r in read_table(tmp_path / "sink" / "verdicts")}
+    assert got == {1: (big + 2, big + 5, "duplicate"), 2: (big + 1, big + 5, "accepted"),
+                   3: (None, 1, "accepted")}
