@@ -33,13 +33,15 @@ __all__ = ["SMOKE_WATERMARK_TICKS", "generate", "main", "report", "run"]
 
 
 def run(spark: Any, rows: int, connections: list[int], files: int,
-        watermark: int = WATERMARK_TICKS, repeats: int = 1) -> list[dict[str, Any]]:
+        watermark: int = WATERMARK_TICKS, repeats: int = 1, warm_up: bool = False
+        ) -> list[dict[str, Any]]:
     """Both sides at each connection count, ``rows / files`` rows per micro-batch (no
-    merge line); prints the table; returns one result per connection count."""
+    merge line; ``warm_up``: one untimed run of each side first); prints the table;
+    returns one result per connection count."""
     partitions = spark.conf.get("spark.sql.shuffle.partitions")
     with tempfile.TemporaryDirectory(prefix="bench-stream-") as workdir:
         results = compare(spark, workdir, rows, connections, [-(-rows // files)], repeats,
-                          watermark=watermark, merge_rows=0,
+                          watermark=watermark, merge_rows=0, warm_up=warm_up,
                           conf={"spark.sql.shuffle.partitions": partitions},
                           progress=lambda line: print(line, file=sys.stderr, flush=True))
     cells: list[dict[str, Any]] = results["cells"]
@@ -73,7 +75,8 @@ def main() -> None:
     spark = build_session(args.master, {"spark.sql.shuffle.partitions": "2"},
                           app_name="bench-stream")
     try:
-        results = run(spark, args.rows, connections, args.files, watermark, args.repeats)
+        results = run(spark, args.rows, connections, args.files, watermark, args.repeats,
+                      warm_up=not args.smoke)
     finally:
         spark.stop()
     if args.json:

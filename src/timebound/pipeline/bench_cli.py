@@ -70,7 +70,9 @@ Our streaming at-most-once (timebound.stream, transformWithState, RocksDB) again
 withWatermark(...).dropDuplicatesWithinWatermark(["receiver","conn","ts"]) on the same
 generated streams, same trace-file source (one file per micro-batch), same foreachBatch
 Parquet sink, same RocksDB state store; each repeat runs both sides, alternately, on fresh
-checkpoints; the table shows each side's median run. Progress lines go to stderr.
+checkpoints, after one untimed warm-up run of each side (the first stateful query of a
+session starts its Python workers; no warm-up with --smoke); the table shows each side's
+median run. Progress lines go to stderr.
 
 One table row per side per (connections, batch rows) cell:
   rows/s        input rows / wall time of the query (session already up), median of R

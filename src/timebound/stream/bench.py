@@ -14,7 +14,9 @@ driver's trace-file source, one file per trigger), write each micro-batch with t
 - built-in: ``event_time = at`` (1 tick = 1 ms), ``withWatermark(event_time, W)``,
   ``dropDuplicatesWithinWatermark(["receiver", "conn", "ts"])``.
 
-Each repeat runs ours then the built-in (the next repeat the other way round), each on
+Before the first cell both sides run once, untimed, on a small stream (the first
+stateful query of a session starts its Python workers; not with ``--smoke``). Each
+repeat runs ours then the built-in (the next repeat the other way round), each on
 a fresh checkpoint, so load changes on a busy machine hit both sides alike; the table
 shows the median run of each side (by wall time). Columns:
 
@@ -436,7 +438,7 @@ def compare(spark: SparkSession, workdir: str, rows: int, connections: Sequence[
             merge_rows: int = MERGE_ROWS, report: Callable[[str], None] = print,
             progress: Callable[[str], None] = print,
             conf: dict[str, str] | None = None,
-            stop: threading.Event | None = None) -> dict[str, Any]:
+            stop: threading.Event | None = None, warm_up: bool = True) -> dict[str, Any]:
     """Every cell, then the merge line (none for ``merge_rows=0``); reports the table;
     returns its numbers.
     ``conf``: the user's Spark settings (RocksDB and the shuffle partitions as the
@@ -447,6 +449,15 @@ def compare(spark: SparkSession, workdir: str, rows: int, connections: Sequence[
     # registers the source, selects RocksDB, sets the shuffle partitions every fresh
     # checkpoint below freezes (the directory need not exist)
     prepare_session(spark, os.path.join(workdir, "no-checkpoint"), conf or {})
+    if warm_up:
+        # The first stateful query of a session starts its Python workers (10-20 s
+        # here); neither side's first timed run should pay for that.
+        progress("bench stream: warming up (both sides once on 2,000 rows, not timed)")
+        base = os.path.join(workdir, "warm-up")
+        generate(os.path.join(base, "in"), 2_000, 100, 2, watermark)
+        for side in SIDES:
+            _side(spark, side, os.path.join(base, "in"), base, 0, watermark, 2_000,
+                  with_counts=False, stop=stop)
     cells = [measure_cell(spark, workdir, rows, c, b, repeats, watermark, progress, stop)
              for c in connections for b in batch_rows]
     merge = None
@@ -505,6 +516,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             compare(spark, workdir, rows, connections, batch_rows, repeats,
                     watermark=watermark, merge_rows=merge_rows, conf=conf, stop=stop,
+                    warm_up=not args.smoke,
                     report=lambda line: print(line, flush=True), progress=progress)
         except Stopped as stopped:
             if stopped.args and stopped.args[0]:
