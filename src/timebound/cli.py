@@ -79,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     from timebound.sim.cli import add_simulate_parser
     add_simulate_parser(commands)
     __import__("timebound.sweep", fromlist=["x"]).add_sweep_parser(commands)
-    __import__("timebound.pipeline.bench_cli", fromlist=["x"]).add_bench_parser(commands)
+    benchmarks = __import__("timebound.pipeline.bench_cli",
+                            fromlist=["x"]).add_bench_parser(commands)
+    __import__("timebound.stream.bench_cli", fromlist=["x"]).add_bench_stream_parser(benchmarks)
     from timebound.net.cli import add_net_parser, add_rpc_parser
     add_rpc_parser(commands)
     add_net_parser(commands)

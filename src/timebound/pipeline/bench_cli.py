@@ -1,5 +1,6 @@
-"""``timebound bench``: the side-by-side tables of ``timebound.pipeline.bench``
-(``bench pipeline``) and ``timebound.stream.bench`` (``bench stream``).
+"""``timebound bench``: the benchmark commands' group and ``bench pipeline``, the
+side-by-side table of ``timebound.pipeline.bench`` (``bench stream`` is
+``timebound.stream.bench_cli``'s, added to the group by ``timebound.cli``).
 
 ``timebound bench pipeline [--rows N] [--connections 1000,100000] [--repeats R]
 [--classes K] [--master URL] [--conf k=v ...]`` generates the traces in a temporary
@@ -12,7 +13,6 @@ claim on their own cluster.
 from __future__ import annotations
 
 import argparse
-import importlib
 from typing import Any
 
 from timebound.errors import UsageError
@@ -33,7 +33,7 @@ def _counts(text: str) -> list[int]:
             from None
 
 
-def add_bench_parser(commands: Any) -> None:
+def add_bench_parser(commands: Any) -> Any:
     bench = commands.add_parser(
         "bench", help="benchmarks a user can run on their own machine or cluster",
         description="Benchmarks that print a comparison table.")
@@ -59,73 +59,7 @@ def add_bench_parser(commands: Any) -> None:
     pipe.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                       help="Spark setting, repeatable")
     pipe.set_defaults(handler=run_bench_pipeline)
-    _add_stream(which)
-
-
-#: ``bench stream``'s range limits, mirrored from ``timebound.stream.bench`` for the help
-#: text (this module belongs to ``pipeline``, which may not import ``stream``; the
-#: handler loads it by name, as ``timebound.cli`` loads the commands).
-_STREAM_HELP = """\
-Our streaming at-most-once (timebound.stream, transformWithState, RocksDB) against
-withWatermark(...).dropDuplicatesWithinWatermark(["receiver","conn","ts"]) on the same
-generated streams, same trace-file source (one file per micro-batch), same foreachBatch
-Parquet sink, same RocksDB state store; each repeat runs both sides, alternately, on fresh
-checkpoints, after one untimed warm-up run of each side (the first stateful query of a
-session starts its Python workers; no warm-up with --smoke); the table shows each side's
-median run. Progress lines go to stderr.
-
-One table row per side per (connections, batch rows) cell:
-  rows/s        input rows / wall time of the query (session already up), median of R
-  p50 ms        median micro-batch duration (query progress durationMs.triggerExecution)
-                over the micro-batches that read rows
-  p99 ms        99th percentile of the same
-  state rows    stateOperators.numRowsTotal after the last micro-batch that read rows;
-                peak: the most over the run
-  state MB      stateOperators.memoryUsedBytes, the same way
-  let through   resent copies let through: rows output as new beyond one per distinct
-                (receiver, conn, ts) -- at-most-once violations (ours: 0)
-  ratio line    ours / built-in for rows/s and state rows (end, peak)
-  stream line   the generated stream: rows, micro-batches, resent copies, copies later
-                than the built-in's watermark delay
-The merge line: timebound.stream.stream_merge on generated arrivals (4 publishers, one
-merger): rows/s and the largest delivery delay in ticks (a deliver row's time minus its
-message's r + c) against Lemma 4.2's bound delta + 3*epsilon.
-
-Every generated file, checkpoint and sink lives in one temporary folder, removed on every
-exit path (Ctrl-C included).
-"""
-
-
-def _add_stream(which: Any) -> None:
-    stream = which.add_parser(
-        "stream",
-        help="our streaming at-most-once vs dropDuplicatesWithinWatermark, side by side",
-        description=_STREAM_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    stream.add_argument("--rows", type=int, default=400_000, metavar="N",
-                        help="message rows per generated stream (default 400,000; "
-                             "1,000..100,000,000)")
-    stream.add_argument("--connections", default="1000,100000", metavar="A,B",
-                        help="connection counts, one stream each (default 1000,100000; "
-                             "each 1..10,000,000)")
-    stream.add_argument("--batch-rows", default="10000,100000", metavar="A,B",
-                        help="rows per micro-batch, one stream each (default "
-                             "10000,100000; each 100..10,000,000 and at most --rows)")
-    stream.add_argument("--repeats", type=int, default=3, metavar="R",
-                        help="runs per side, alternating, median shown (default 3; 1..20)")
-    stream.add_argument("--master", default="local[2]", metavar="URL",
-                        help="Spark master (default local[2])")
-    stream.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="Spark setting, repeatable")
-    stream.add_argument("--smoke", action="store_true",
-                        help="tiny sizes: 3,000 rows, 100 connections, 3 micro-batches, "
-                             "1 repeat, 1,000 merge arrivals, 1 shuffle partition unless --conf "
-                             "sets it (the other sizes are ignored)")
-    stream.set_defaults(handler=run_bench_stream)
-
-
-def run_bench_stream(args: argparse.Namespace) -> int:
-    handler = importlib.import_module("timebound.stream.bench").run
-    return int(handler(args))
+    return which
 
 
 def run_bench_pipeline(args: argparse.Namespace) -> int:
