@@ -118,14 +118,7 @@ class AtMostOnceProcessor(StatefulProcessor):
                ) -> list[dict[str, Any]]:
         """The verdict rows of one key's rows in this batch; updates the state."""
         _, name, cls = key
-        adapter = AtMostOnceAdapter(self.options)
-        saved = self.state.get()
-        if saved is not None:
-            data = decode(saved[0])
-            node = ClassifiedReceiver([self.options.receiver.new_receiver()],
-                                      crc32_classifier(1))
-            atmostonce_adopt(adapter, name, restore_classified(node, data["node"]),
-                             int(data["clock"]))
+        adapter = self.restored(name)
         out: list[dict[str, Any]] = []
         for row in sorted(rows, key=row_order):
             source = str(row.get(FILE_COLUMN))
@@ -143,12 +136,28 @@ class AtMostOnceProcessor(StatefulProcessor):
                                entries=produced["entries"], cls=cls, late_arrival=late,
                                file=source, line=line)
                 out.append(decided)
-        node_after = atmostonce_node(adapter, name) if isinstance(name, str) else None
-        if node_after is not None:
-            clock = atmostonce_clock(adapter, name)
-            self.state.update((encode({"node": classified_snapshot(node_after),
-                                       "clock": clock}),))
+        if isinstance(name, str):
+            self.save(adapter, name)
         return out
+
+    def restored(self, name: Any) -> AtMostOnceAdapter:
+        """A fresh adapter holding the key's receiver and clock from the state, if any."""
+        adapter = AtMostOnceAdapter(self.options)
+        saved = self.state.get()
+        if saved is not None:
+            data = decode(saved[0])
+            node = ClassifiedReceiver([self.options.receiver.new_receiver()],
+                                      crc32_classifier(1))
+            atmostonce_adopt(adapter, name, restore_classified(node, data["node"]),
+                             int(data["clock"]))
+        return adapter
+
+    def save(self, adapter: AtMostOnceAdapter, name: str) -> None:
+        """The key's receiver and clock back into the state (once the receiver exists)."""
+        node = atmostonce_node(adapter, name)
+        if node is not None:
+            self.state.update((encode({"node": classified_snapshot(node),
+                                       "clock": atmostonce_clock(adapter, name)}),))
 
     def close(self) -> None:
         pass
@@ -185,17 +194,9 @@ class ColumnarProcessor(AtMostOnceProcessor):
             rows = [{**row, FILE_COLUMN: row.pop(_FILE), LINE_COLUMN: row.pop(_LINE)}
                     for row in table.drop_columns(["cls"]).to_pylist()]
             return pa.Table.from_pylist(self.decide(key, rows), schema=_VERDICTS_ARROW)
-        adapter = AtMostOnceAdapter(self.options)
-        saved = self.state.get()
+        adapter = self.restored(name)
         at = table.column("at").to_numpy()
-        clock0 = None
-        if saved is not None:
-            data = decode(saved[0])
-            node = ClassifiedReceiver([self.options.receiver.new_receiver()],
-                                      crc32_classifier(1))
-            atmostonce_adopt(adapter, name, restore_classified(node, data["node"]),
-                             int(data["clock"]))
-            clock0 = int(data["clock"])
+        clock0 = atmostonce_clock(adapter, name)
         before = np.maximum.accumulate(np.r_[_FLOOR if clock0 is None else clock0, at])[:-1]
         late = at < before
         fed = table.set_column(table.schema.get_field_index("at"), "at",
@@ -209,10 +210,7 @@ class ColumnarProcessor(AtMostOnceProcessor):
             return list(adapter.feed(Row(str(files[i]), int(lines[i] or 0), data)))
 
         decided = decide_table(adapter, str(files[0]), fed, lines, row_path)
-        node_after = atmostonce_node(adapter, name)
-        if node_after is not None:
-            self.state.update((encode({"node": classified_snapshot(node_after),
-                                       "clock": atmostonce_clock(adapter, name)}),))
+        self.save(adapter, name)
         keep = pa.array(decided.keep, type=pa.int64())
         kept = table.take(keep)
         n = len(decided.keep)
