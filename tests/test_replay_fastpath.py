@@ -120,7 +120,7 @@ def test_malformed_row_in_a_big_file_same_error(tmp_path: Path,
 
 
 def test_sigterm_during_the_batch_path_leaves_no_temporary_file(tmp_path: Path) -> None:
-    n = 600_000
+    n = 2_000_000  # several seconds of work: SIGTERM lands before the end
     src = tmp_path / "big.parquet"
     pq.write_table(pa.table({
         "type": pa.array(["msg"] * n), "receiver": pa.array(["s1"] * n),
