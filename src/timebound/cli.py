@@ -117,7 +117,26 @@ def build_parser() -> argparse.ArgumentParser:
     _add_verbose(demo)
     demo.set_defaults(handler=_run_demo)
     _add_pipeline_commands(commands)
+    verbose_everywhere(parser)
     return parser
+
+
+def subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parsers of ``parser``'s subcommands (one level)."""
+    found: list[argparse.ArgumentParser] = []
+    for action in parser._actions:  # argparse keeps them only here
+        if isinstance(action, argparse._SubParsersAction):
+            found.extend(dict.fromkeys(action.choices.values()))
+    return found
+
+
+def verbose_everywhere(parser: argparse.ArgumentParser) -> None:
+    """``--verbose`` after any command and subcommand, not only before them (it sets the
+    same flag as the top-level one)."""
+    for sub in subparsers(parser):
+        if "--verbose" not in sub._option_string_actions:
+            _add_verbose(sub)
+        verbose_everywhere(sub)
 
 
 def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
