@@ -3,7 +3,7 @@
 Shared by the Spark drivers (``timebound pipeline``'s operator, ``timebound stream``'s
 processor) and the library (``timebound.spark``): one column-wise path for them all.
 
-The per-row path (``AtMostOnceReplayer.feed``) wraps every record in a ``Row`` dict,
+The per-row path (``AtMostOnceAdapter.feed``) wraps every record in a ``Row`` dict,
 checks its fields one by one and looks up its receiver and class by name. Over a
 table most of that is column-wide work, done here once per column in Arrow/numpy:
 

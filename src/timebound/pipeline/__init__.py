@@ -2,7 +2,7 @@
 
 ``run_pipeline(dataset, out)`` (``timebound pipeline``) reads every input table present
 (validated against ``schemas.py``), runs each protocol's operator -- the replay's own
-``Replayer`` inside each Spark group -- and writes decision tables and ``metrics``.
+row adapter inside each Spark group -- and writes decision tables and ``metrics``.
 """
 
 from typing import Any

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 
 from timebound.adapters import Row
-from timebound.replay._framework import ReplayCommand, Replayer, replay_rows
+from timebound.replay._framework import ReplayCommand, replay_rows
 
 #: protocol name -> module that defines ``COMMAND``.
 REGISTRY: dict[str, str] = {
@@ -26,4 +26,4 @@ def load_commands() -> list[ReplayCommand]:
     return [importlib.import_module(module).COMMAND for module in REGISTRY.values()]
 
 
-__all__ = ["REGISTRY", "ReplayCommand", "Replayer", "Row", "load_commands", "replay_rows"]
+__all__ = ["REGISTRY", "ReplayCommand", "Row", "load_commands", "replay_rows"]

@@ -23,9 +23,6 @@ from timebound.errors import TraceError
 from timebound.replay import _batch
 from timebound.replay._io import OutputWriter, read_rows
 
-#: The old name of ``RowAdapter``.
-Replayer = RowAdapter
-
 
 @dataclass(frozen=True)
 class ReplayCommand:

@@ -22,9 +22,6 @@ from timebound.contract import REPLAY_OUTPUTS
 from timebound.core.atmostonce import ReceiverConfig
 from timebound.replay._framework import ReplayCommand, add_io_arguments
 
-#: The old name of the adapter.
-AtMostOnceReplayer = AtMostOnceAdapter
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_io_arguments(parser)
@@ -77,5 +74,5 @@ example:
                   "--beta", "400", "--latest-every", "100"),
 )
 
-__all__ = ["COMMAND", "ROW_TYPES", "AtMostOnceReplayer", "add_arguments", "build",
+__all__ = ["COMMAND", "ROW_TYPES", "add_arguments", "build",
            "receiver_config", "well_formed"]

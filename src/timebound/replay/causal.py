@@ -13,9 +13,7 @@ from timebound.adapters.causal import ROW_TYPES, CausalAdapter, CausalOptions
 from timebound.contract import REPLAY_OUTPUTS, VARIANTS
 from timebound.replay._framework import ReplayCommand, add_io_arguments
 
-#: The old name of the adapter.
-CausalReplayer = CausalAdapter
-__all__ = ["COMMAND", "ROW_TYPES", "VARIANTS", "CausalReplayer", "add_arguments", "build"]
+__all__ = ["COMMAND", "ROW_TYPES", "VARIANTS", "add_arguments", "build"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,9 +13,7 @@ from timebound.adapters.merge import MergeAdapter, MergeOptions
 from timebound.contract import REPLAY_OUTPUTS, VARIANTS
 from timebound.replay._framework import ReplayCommand, add_io_arguments
 
-#: The old name of the adapter.
-MergeReplayer = MergeAdapter
-__all__ = ["COMMAND", "VARIANTS", "MergeReplayer", "add_arguments", "build"]
+__all__ = ["COMMAND", "VARIANTS", "add_arguments", "build"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

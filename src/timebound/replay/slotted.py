@@ -13,9 +13,7 @@ from timebound.adapters.slotted import KINDS, SlottedAdapter, SlottedOptions
 from timebound.contract import REPLAY_OUTPUTS
 from timebound.replay._framework import ReplayCommand, add_io_arguments
 
-#: The old name of the adapter.
-SlottedReplayer = SlottedAdapter
-__all__ = ["COMMAND", "KINDS", "SlottedReplayer"]
+__all__ = ["COMMAND", "KINDS"]
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:

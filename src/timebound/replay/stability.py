@@ -13,10 +13,8 @@ from timebound.adapters.stability import ROW_TYPES, StabilityAdapter, StabilityO
 from timebound.contract import REPLAY_OUTPUTS
 from timebound.replay._framework import ReplayCommand, add_io_arguments
 
-#: The old names.
-StabilityReplayer = StabilityAdapter
 OUTPUT_TYPES: dict[str, str] = dict(REPLAY_OUTPUTS["stability"])
-__all__ = ["COMMAND", "OUTPUT_TYPES", "ROW_TYPES", "StabilityReplayer"]
+__all__ = ["COMMAND", "OUTPUT_TYPES", "ROW_TYPES"]
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
