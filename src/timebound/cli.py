@@ -78,16 +78,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     from timebound.sim.cli import add_simulate_parser
     add_simulate_parser(commands)
-    __import__("timebound.sweep", fromlist=["x"]).add_sweep_parser(commands)
-    benchmarks = __import__("timebound.pipeline.bench_cli",
-                            fromlist=["x"]).add_bench_parser(commands)
-    __import__("timebound.stream.bench_cli", fromlist=["x"]).add_bench_stream_parser(benchmarks)
-    from timebound.net.cli import add_net_parser, add_rpc_parser
+    from timebound.sweep import add_sweep_parser
+    add_sweep_parser(commands)
+    from timebound.pipeline.bench_cli import add_bench_parser
+    from timebound.stream.bench_cli import add_bench_stream_parser
+    add_bench_stream_parser(add_bench_parser(commands))
+    from timebound.net.cli import (
+        add_key_parser,
+        add_net_parser,
+        add_rpc_parser,
+        add_service_parsers,
+    )
     add_rpc_parser(commands)
     add_net_parser(commands)
-    __import__("timebound.net._cli_services", fromlist=["x"]).add_service_parsers(commands)
-    __import__("timebound.net._keygen", fromlist=["x"]).add_key_parser(commands)
-    __import__("timebound.stream.cli", fromlist=["x"]).add_stream_parser(commands)
+    add_service_parsers(commands)
+    add_key_parser(commands)
+    from timebound.stream.cli import add_stream_parser
+    add_stream_parser(commands)
 
     demo = commands.add_parser(
         "demo",

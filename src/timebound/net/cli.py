@@ -141,6 +141,21 @@ def add_rpc_parser(commands: Any) -> None:
     bench.set_defaults(handler=run_bench)
 
 
+def add_service_parsers(commands: Any) -> None:
+    """``channel``, ``group`` and ``pubsub`` (``_cli_services``, which builds on this
+    module's helpers, so it is imported here lazily)."""
+    from timebound.net._cli_services import add_service_parsers as add
+
+    add(commands)
+
+
+def add_key_parser(commands: Any) -> None:
+    """``timebound key`` (``_keygen``)."""
+    from timebound.net._keygen import add_key_parser as add
+
+    add(commands)
+
+
 def add_net_parser(commands: Any) -> None:
     sub = _command_group(
         commands, "net", help="network tooling: a fault-injecting UDP proxy")
