@@ -76,3 +76,42 @@ def test_reproduce_with_spark_gives_the_local_table(
     assert local == remote
     causal = next(r for r in local if "causal delivery" in r.claim)
     assert causal.verdict == "agrees" and causal.seeds == 3
+
+
+@pytest.mark.parametrize(("grid", "reason"), [
+    ("deltas=5,,10", "--grid: an empty value in 'deltas=5,,10' (value 2 of 3)"),
+    ("deltas=5,10,", "--grid: an empty value in 'deltas=5,10,' (value 3 of 3)"),
+    ("deltas=5,10,5", "--grid: value '5' given twice in 'deltas=5,10,5'"),
+])
+def test_an_empty_or_repeated_grid_value_is_refused(tmp_path: pathlib.Path, capsys: Any,
+                                                    grid: str, reason: str) -> None:
+    assert main(["sweep", "merge", "--grid", grid, "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err == f"timebound: error: {reason}\n"
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(("args", "command"), [
+    (["sweep", "merge", "--grid", "deltas=5,10", "--seeds", "1", "--out"],
+     "timebound sweep"),
+    (["simulate", "--spark", "--quick", "--reproduce"], "timebound simulate --spark"),
+])
+def test_without_pyspark_the_line_names_the_command_and_the_extra(
+        tmp_path: pathlib.Path, args: list[str], command: str) -> None:
+    """Not '--spark: PySpark is not installed' for a sweep, which has no --spark."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "class Blocker:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] in ('pyspark', 'py4j'):\n"
+            "            raise ImportError(name)\n"
+            "sys.meta_path.insert(0, Blocker())\n"
+            "from timebound.cli import main\n"
+            f"sys.exit(main({[*args, str(tmp_path / 'o')]!r}))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (f"timebound: error: {command} needs pyspark, which is not "
+                           "installed: pip install 'timebound[spark]'\n")
+    assert not (tmp_path / "o").exists()

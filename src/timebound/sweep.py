@@ -72,9 +72,15 @@ def parse_grid(items: list[str], scenario: str) -> list[tuple[str, list[str]]]:
     for item in items:
         key, sep, values = item.partition("=")
         key = key.strip()
-        parts = [v.strip() for v in values.split(",") if v.strip()] if sep else []
+        parts = [v.strip() for v in values.split(",")] if sep else []
         if not key or not parts:
             raise UsageError("--grid", f"expected KEY=V1,V2,..., got {item!r}")
+        if "" in parts:
+            raise UsageError("--grid", f"an empty value in {item!r} (value "
+                                       f"{parts.index('') + 1} of {len(parts)})")
+        if len(set(parts)) < len(parts):
+            twice = next(v for v in parts if parts.count(v) > 1)
+            raise UsageError("--grid", f"value {twice!r} given twice in {item!r}")
         if any(k == key for k, _ in grid):
             raise UsageError("--grid", f"key '{key}' given twice")
         param = SCENARIOS[scenario].param(key)
@@ -210,7 +216,8 @@ def run_sweep(scenario: str, grid_items: list[str], *, seeds: int, out: str,
         pts = points(scenario, grid, seeds, staging)
         started = time.perf_counter()
         with stopped_after(spark, owned):  # stopped before the staging folder goes
-            results = map_tasks(run_point, pts, [p.name for p in pts], progress=progress)
+            results = map_tasks(run_point, pts, [p.name for p in pts], progress=progress,
+                                command="timebound sweep")
             counts = merge(out, scenario, pts, results, grid, seeds)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from timebound.errors import UsageError
+from timebound.errors import MissingExtra, UsageError
 from timebound.sparkutil import check_master, start_session, stopped_after
 
 T = TypeVar("T")
@@ -25,14 +25,14 @@ class TaskFailed(UsageError):
     """A job failed inside a Spark task (names the job)."""
 
 
-def _session(master: str | None, conf: dict[str, str]) -> tuple[Any, bool]:
+def _session(master: str | None, conf: dict[str, str], command: str
+             ) -> tuple[Any, bool]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import timebound
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     try:
         from pyspark.sql import SparkSession
     except ImportError:
-        raise UsageError("--spark", "PySpark is not installed; install the extra: "
-                         "pip install 'timebound[spark]'") from None
+        raise MissingExtra(command, "spark", "pyspark") from None
     active = SparkSession.getActiveSession()
     if active is not None and master is None and not conf:
         return active, False
@@ -60,9 +60,11 @@ def _guarded(fn: Callable[[Any], Any]) -> Callable[[tuple[int, Any]], tuple[int,
 
 def map_tasks(fn: Callable[[Any], T], jobs: Sequence[Any], names: Sequence[str], *,
               master: str | None = None, conf: dict[str, str] | None = None,
-              progress: Callable[[str, int, int], None] | None = None) -> list[T]:
-    """``[fn(job) for job in jobs]``, one Spark task per job, in job order."""
-    spark, owned = _session(master, dict(conf or {}))
+              progress: Callable[[str, int, int], None] | None = None,
+              command: str = "timebound simulate --spark") -> list[T]:
+    """``[fn(job) for job in jobs]``, one Spark task per job, in job order. ``command``
+    names what needs PySpark when it is not installed."""
+    spark, owned = _session(master, dict(conf or {}), command)
     with stopped_after(spark, owned):
         rdd = spark.sparkContext.parallelize(list(enumerate(jobs)), max(1, len(jobs)))
         results: list[Any] = [None] * len(jobs)
