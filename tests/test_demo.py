@@ -36,3 +36,14 @@ def test_demo_without_simulator_fails_clearly(tmp_path: pathlib.Path, capsys: An
     assert main(["demo", "--out", str(tmp_path / "d")]) == 2
     err = capsys.readouterr().err
     assert "the simulator (timebound.sim) is not available" in err
+
+
+def test_demo_refuses_a_folder_of_the_users_files(tmp_path: pathlib.Path,
+                                                  capsys: pytest.CaptureFixture[str]
+                                                  ) -> None:
+    (tmp_path / "mythesis.tex").write_text("my own work\n")
+    assert main(["demo", "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"timebound: error: --out: '{tmp_path}' holds files the demo did not write "
+        "('mythesis.tex'); give a new or empty folder\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mythesis.tex"]

@@ -115,3 +115,11 @@ def test_without_pyspark_the_line_names_the_command_and_the_extra(
     assert done.stderr == (f"timebound: error: {command} needs pyspark, which is not "
                            "installed: pip install 'timebound[spark]'\n")
     assert not (tmp_path / "o").exists()
+
+
+def test_an_unwritable_out_names_the_option(capsys: Any) -> None:
+    """``--out /proc/x`` named the hidden staging folder it could not create."""
+    assert main(["sweep", "merge", "--seeds", "1", "--out", "/proc/x"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("timebound: error: --out: cannot write '/proc/x': ")
+    assert ".sweep-" not in err and err.count("\n") == 1

@@ -100,6 +100,23 @@ def choose_scenarios(scenarios: str | None, available: dict[str, Any]) -> list[s
     return list(dict.fromkeys(names))
 
 
+#: What the demo writes in its folder (a folder holding anything else is refused).
+DEMO_NAMES = ("examples", "datasets", "pipeline", "report.html")
+
+
+def check_demo_folder(out: str) -> None:
+    """``out`` is new, empty, or a demo folder (only ``DEMO_NAMES``): the demo never
+    writes among a user's own files (as ``sweep`` and ``pipeline`` refuse to)."""
+    if not os.path.isdir(out):
+        return
+    foreign = sorted(name for name in os.listdir(out) if name not in DEMO_NAMES)
+    if foreign:
+        raise UsageError("--out", f"'{out}' holds files the demo did not write "
+                                  f"({', '.join(repr(n) for n in foreign[:3])}"
+                                  f"{', ...' if len(foreign) > 3 else ''}); give a new or "
+                                  f"empty folder")
+
+
 def run_demo(out_dir: str | None = None, *, scale: float = 1.0,
              scenarios: str | None = None, master: str | None = None, seed: int = 0,
              verbose: bool = False) -> int:
@@ -118,6 +135,7 @@ def run_demo(out_dir: str | None = None, *, scale: float = 1.0,
 
     check_master(master)
     check_writable_folder(out, "--out")
+    check_demo_folder(out)
     os.makedirs(out, exist_ok=True)
     print("== 1. bundled examples through timebound replay ==\n")
     replay_examples(os.path.join(out, "examples"))

@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from timebound._safety import require_extra
+from timebound._safety import check_writable_folder, require_extra
 from timebound.errors import UsageError
 from timebound.sparkutil import check_master, start_session, stopped_after
 
@@ -199,6 +199,7 @@ def run_sweep(scenario: str, grid_items: list[str], *, seeds: int, out: str,
     if os.path.exists(out) and (not os.path.isdir(out) or (
             os.listdir(out) and not os.path.exists(os.path.join(out, "manifest.json")))):
         raise UsageError("--out", f"'{out}' exists and is not a timebound dataset")
+    check_writable_folder(out, "--out")  # '/proc/x': name the option, not a temp folder
     total = len(points(scenario, grid, seeds, ""))
     if total > MAX_RUNS:  # before Spark starts
         raise UsageError("--grid", f"{total} runs; at most {MAX_RUNS}")

@@ -11,6 +11,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from timebound._safety import atomic_write_text, check_writable
+from timebound.contract import METRICS
 from timebound.errors import UsageError
 from timebound.report import _figures as fig
 
@@ -46,6 +47,11 @@ def _load(output: str) -> tuple[pd.DataFrame, dict[str, Any]]:
         metrics = pq.read_table(table).to_pandas()
     except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError: truncated file
         raise UsageError("DIR", f"cannot read '{table}' as Parquet: {exc}") from None
+    missing = [c.name for c in METRICS.columns if c.name not in metrics.columns]
+    if missing or metrics.empty:
+        what = f"no column {missing[0]!r}" if missing else "no rows"
+        raise UsageError("DIR", f"'{table}' has {what}: not the metrics table of a "
+                                f"timebound pipeline output")
     manifest: dict[str, Any] = {}
     path = os.path.join(output, "manifest.json")
     if os.path.exists(path):
