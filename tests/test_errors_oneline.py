@@ -332,3 +332,21 @@ def test_unwritable_output_folder_before_any_work(tmp_path: Path, argv: list[str
                                "No such file or directory"
     assert time.perf_counter() - started < 5  # before the simulation / Spark / step 1
     assert visible(tmp_path) == ["DS"]
+
+
+def test_stats_values_line_up_in_one_column(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """``replay slotted --stats`` has labels longer than 28 characters: every value still
+    starts in the same column."""
+    from importlib import resources
+
+    src = tmp_path / "slotted.jsonl"
+    src.write_text(resources.files("timebound.examples").joinpath("slotted.jsonl")
+                   .read_text())
+    assert main(["replay", "slotted", "-i", str(src), "-o", str(tmp_path / "o.jsonl"),
+                 "--stats"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) > 5 and any(len(line.split("  ")[0].strip()) > 28 for line in lines)
+    starts = {len(line) - len(line.lstrip()) + len(line.lstrip().split("  ")[0])
+              for line in lines}
+    assert len(starts) == 1

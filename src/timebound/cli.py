@@ -250,8 +250,10 @@ def _run_report(args: argparse.Namespace) -> int:
 def _run_replay(args: argparse.Namespace) -> int:
     replayer = replay_rows(args.replay_command, args)
     if getattr(args, "stats", False):  # stderr, so also with --output -
-        for label, value in replayer.summary():
-            print(f"{label:>28}  {value}", file=sys.stderr)
+        summary = replayer.summary()
+        width = max([28, *(len(label) for label, _ in summary)])  # one column of values
+        for label, value in summary:
+            print(f"{label:>{width}}  {value}", file=sys.stderr)
     return 0
 
 
