@@ -55,6 +55,8 @@ __all__ = ["MARK", "check_master", "marked", "parse_conf", "rebuild", "spark_fai
            "spark_reason", "start_session", "stop_quietly", "stopped_after",
            "translate_errors"]
 
+#: The Spark master a command uses without ``--master``.
+DEFAULT_MASTER = "local[*]"
 MARK = "@@timebound-error@@"
 _MARKED = re.compile(re.escape(MARK) + r"(.*?)" + re.escape(MARK), re.S)
 

@@ -15,15 +15,14 @@ import sys
 from typing import TYPE_CHECKING
 
 from timebound.errors import UsageError
+from timebound.sparkutil import DEFAULT_MASTER, start_session
 from timebound.sparkutil import check_master as check_master
 from timebound.sparkutil import parse_conf as parse_conf  # the pipeline's --conf
-from timebound.sparkutil import start_session
 from timebound.sparkutil import stopped_after as stopped_after
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-DEFAULT_MASTER = "local[*]"
 #: Bytes of input Parquet per shuffle partition when sizing shuffles to the data.
 BYTES_PER_PARTITION = 32 * 1024 * 1024
 MAX_PARTITIONS = 2000

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from timebound.errors import TimeboundError, UsageError
+from timebound.sparkutil import DEFAULT_MASTER
 from timebound.sparkutil import parse_conf as parse_conf  # the stream's --conf
 from timebound.stream._errors import QueryFailed, translate_errors
 from timebound.stream._sink import BatchSink
@@ -43,7 +44,6 @@ from timebound.stream._sink import BatchSink
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-DEFAULT_MASTER = "local[*]"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 SESSION_CONF = {
     "spark.ui.enabled": "false",
