@@ -67,6 +67,8 @@ if TYPE_CHECKING:  # pragma: no cover
 STATE_SCHEMA = "snapshot binary"
 _INPUT_NAMES = [name for name, _ in MESSAGES_IN]
 INT_EXTENSION_DTYPE = "spark.sql.execution.pythonUDF.pandas.preferIntExtensionDtype"
+#: ``verdicts``' engine for a new checkpoint.
+COLUMNAR = "columnar"
 #: The source's provenance columns under names the adapter's rows do not use.
 _FILE, _LINE = "file", "line"
 _IN_ARROW = pa.schema([pa.field(f.name, to_arrow_type(f.dataType))
@@ -259,11 +261,19 @@ def with_classes(df: DataFrame, classes: int) -> DataFrame:
     return df.withColumn("cls", F.explode_outer(cls))
 
 
-def verdicts(messages: DataFrame, options: AtMostOnceOptions) -> DataFrame:
-    """The streaming verdict table of a ``messages`` stream."""
+def verdicts(messages: DataFrame, options: AtMostOnceOptions,
+             engine: str | None = COLUMNAR) -> DataFrame:
+    """The streaming verdict table of a ``messages`` stream. ``engine``: ``columnar``
+    (``transformWithStateInPandas``) or ``row`` (``transformWithState`` and the row
+    processor: what a checkpoint started before the column-wise path runs, since Spark
+    restarts a query's state only under the operator that wrote it)."""
+    grouped = with_classes(messages, options.classes).groupBy("run", "receiver", "cls")
+    if engine == "row":
+        return grouped.transformWithState(AtMostOnceProcessor(options), VERDICTS, "Append",
+                                          "None")
     prefer_exact_integers(messages)
-    return with_classes(messages, options.classes).groupBy("run", "receiver", "cls") \
-        .transformWithStateInPandas(ColumnarProcessor(options), VERDICTS, "Append", "None")
+    return grouped.transformWithStateInPandas(ColumnarProcessor(options), VERDICTS,
+                                              "Append", "None")
 
 
 def prefer_exact_integers(df: DataFrame) -> None:

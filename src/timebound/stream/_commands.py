@@ -65,24 +65,26 @@ def _source(spark: SparkSession, table: str, folder: str, max_files: int | None
     return reader.load()
 
 
-def _run(table: str, build: Callable[[DataFrame], DataFrame], source: str, checkpoint: str, sink: str, *,
+def _run(table: str, build: Callable[[DataFrame, str | None], DataFrame], source: str,
+         checkpoint: str, sink: str, *,
          trigger: str, max_files: int | None, master: str | None, conf: dict[str, str],
          spark: SparkSession | None, out: TextIO | None, stop: threading.Event | None,
          main: str, derived: list[Derived], count_column: str, protocol: str,
          options: AtMostOnceOptions | MergeOptions, quiet: bool,
-         locked: dict[str, object] | None = None) -> StreamResult:
+         locked: dict[str, object] | None = None, engine: str | None = None
+         ) -> StreamResult:
     parsed = parse_trigger(trigger)
     check_max_files(max_files)
     source, checkpoint, sink = check_folders(source, checkpoint, sink)
-    lock_query(checkpoint, protocol, {**option_values(options), **(locked or {})}, source,
-               sink)
+    engine = lock_query(checkpoint, protocol, {**option_values(options), **(locked or {})},
+                        source, sink, engine)
     log = os.path.join(checkpoint, SPARK_LOG) if quiet and spark is None else None
     session = spark if spark is not None else build_session(master, conf, log=log)
     try:
         partitions = prepare_session(session, checkpoint, conf)
         if out is not None:
             print(partitions, file=out, flush=True)
-        output = build(_source(session, table, source, max_files))
+        output = build(_source(session, table, source, max_files), engine)
         batch_sink = BatchSink(session, sink, main, derived, count_column)
         summary = run_query(session, output, batch_sink, checkpoint, parsed, out=out,
                             stop=stop, log=log)
@@ -101,9 +103,10 @@ def stream_atmostonce(source: str, checkpoint: str, sink: str, options: AtMostOn
     """Run ``timebound stream atmostonce`` (see the package docstring). ``quiet``: the
     session this call starts writes Spark's log to ``CHECKPOINT/timebound-spark.log``
     instead of stderr."""
-    from timebound.stream._atmostonce import accepted, verdicts
+    from timebound.stream._atmostonce import COLUMNAR, accepted, verdicts
 
-    return _run("messages", lambda df: verdicts(df, options), source, checkpoint, sink,
+    return _run("messages", lambda df, engine: verdicts(df, options, engine), source,
+                checkpoint, sink, engine=COLUMNAR,
                 trigger=trigger, max_files=max_files, master=master, conf=conf or {},
                 spark=spark, out=out, stop=stop, main="verdicts",
                 derived=[("accepted", accepted)], count_column="verdict",
@@ -126,7 +129,7 @@ def stream_merge(source: str, checkpoint: str, sink: str, options: MergeOptions,
     locked: dict[str, object] = {}
     if timers != "none":  # a checkpoint from before --timers existed ran with none
         locked = {"--timers": timers, "--tick": format_duration(tick_us)}
-    return _run("arrivals", lambda df: merge_order(df, options, timers, tick_us), source,
+    return _run("arrivals", lambda df, _: merge_order(df, options, timers, tick_us), source,
                 checkpoint, sink, locked=locked,
                 trigger=trigger, max_files=max_files, master=master, conf=conf or {},
                 spark=spark, out=out, stop=stop, main="order", derived=[],

@@ -35,6 +35,9 @@ from timebound.adapters.merge import MergeOptions
 from timebound.errors import UsageError
 
 LOCK_NAME = "timebound-options.json"
+#: The stateful operator of a checkpoint whose lock names none (written before there
+#: was a choice).
+LEGACY_ENGINE = "row"
 #: Bumped if the lock's layout changes; a lock of another version is refused.
 LOCK_VERSION = 1
 
@@ -59,17 +62,26 @@ def _show(value: Any) -> str:
 
 
 def lock_query(checkpoint: str, protocol: str, options: dict[str, Any], source: str,
-               sink: str) -> None:
+               sink: str, engine: str | None = None) -> str | None:
     """Write the lock of a fresh checkpoint, or refuse a start that differs from it
-    (module docstring). ``checkpoint``, ``source`` and ``sink`` are absolute paths."""
+    (module docstring). ``checkpoint``, ``source`` and ``sink`` are absolute paths.
+
+    ``engine``: the stateful operator a fresh checkpoint gets (atmostonce: ``columnar``,
+    ``transformWithStateInPandas``). Returns the one the checkpoint was started with --
+    a checkpoint whose lock does not name one (or that has no lock) was started by the
+    row-at-a-time operator, ``row``, and keeps it: Spark refuses to restart a query's
+    state under another operator."""
     wanted: dict[str, Any] = {"version": LOCK_VERSION, "protocol": protocol,
                               "options": options, "--source": source, "--sink": sink}
     path = os.path.join(checkpoint, LOCK_NAME)
     started = os.path.isdir(os.path.join(checkpoint, "offsets"))
     saved = _read(path) if started else None
     if saved is None:
+        chosen = None if engine is None else engine if not started else LEGACY_ENGINE
+        if chosen is not None:
+            wanted["engine"] = chosen
         _write(checkpoint, path, wanted)
-        return
+        return chosen
     refuse = "; use a new --checkpoint or the same options"
     if saved.get("version") != LOCK_VERSION or not isinstance(saved.get("options"), dict):
         raise UsageError("--checkpoint", f"{path} was not written by this version of "
@@ -88,6 +100,7 @@ def lock_query(checkpoint: str, protocol: str, options: dict[str, Any], source: 
     if extra:
         raise UsageError(extra[0], f"the checkpoint {checkpoint} was started with "
                                    f"{_show(old[extra[0]])}, not none{refuse}")
+    return None if engine is None else str(saved.get("engine", LEGACY_ENGINE))
 
 
 def _read(path: str) -> dict[str, Any] | None:
