@@ -402,22 +402,26 @@ def test_docs_examples_print_what_the_page_says(spark: Any, index: int) -> None:
     assert out.getvalue() == printed
 
 
-def test_without_pyspark_the_import_names_the_extra(tmp_path: Path) -> None:
+def without_pyspark(code: str, folder: Path) -> Any:
+    """Run Python ``code`` in a subprocess in which pyspark and py4j cannot be imported."""
     import subprocess
     import sys
 
-    code = ("import sys\n"
-            "class Blocker:\n"
-            "    def find_spec(self, name, path=None, target=None):\n"
-            "        if name.split('.')[0] in ('pyspark', 'py4j'):\n"
-            "            raise ImportError(name)\n"
-            "sys.meta_path.insert(0, Blocker())\n"
-            "from timebound.errors import MissingExtra\n"
-            "try:\n"
-            "    import timebound.spark\n"
-            "except MissingExtra as exc:\n"
-            "    print(exc)\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120)
+    blocker = ("import sys\n"
+               "class Blocker:\n"
+               "    def find_spec(self, name, path=None, target=None):\n"
+               "        if name.split('.')[0] in ('pyspark', 'py4j'):\n"
+               "            raise ImportError(name)\n"
+               "sys.meta_path.insert(0, Blocker())\n")
+    return subprocess.run([sys.executable, "-c", blocker + code], cwd=folder,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_without_pyspark_the_import_names_the_extra(tmp_path: Path) -> None:
+    done = without_pyspark("from timebound.errors import MissingExtra\n"
+                           "try:\n"
+                           "    import timebound.spark\n"
+                           "except MissingExtra as exc:\n"
+                           "    print(exc)\n", tmp_path)
     assert done.stdout.strip() == ("timebound.spark needs pyspark, which is not installed: "
                                    "pip install 'timebound[spark]'"), done.stderr[-2000:]

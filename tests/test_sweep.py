@@ -97,20 +97,12 @@ def test_an_empty_or_repeated_grid_value_is_refused(tmp_path: pathlib.Path, caps
 ])
 def test_without_pyspark_the_line_names_the_command_and_the_extra(
         tmp_path: pathlib.Path, args: list[str], command: str) -> None:
-    """Not '--spark: PySpark is not installed' for a sweep, which has no --spark."""
-    import subprocess
-    import sys
+    """One line naming the command and the extra (simulate --spark said '--spark:
+    PySpark is not installed')."""
+    from tests.test_spark_library import without_pyspark
 
-    code = ("import sys\n"
-            "class Blocker:\n"
-            "    def find_spec(self, name, path=None, target=None):\n"
-            "        if name.split('.')[0] in ('pyspark', 'py4j'):\n"
-            "            raise ImportError(name)\n"
-            "sys.meta_path.insert(0, Blocker())\n"
-            "from timebound.cli import main\n"
-            f"sys.exit(main({[*args, str(tmp_path / 'o')]!r}))\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120)
+    done = without_pyspark("from timebound.cli import main\n"
+                           f"sys.exit(main({[*args, str(tmp_path / 'o')]!r}))\n", tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr == (f"timebound: error: {command} needs pyspark, which is not "
                            "installed: pip install 'timebound[spark]'\n")

@@ -30,7 +30,15 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from timebound.errors import SchemaError, TimeboundError, TraceError, UsageError
-from timebound.spark._check import PREFIX, TABLE, _hashable, col
+from timebound.spark._check import (
+    PREFIX,
+    TABLE,
+    _hashable,
+    _integral,
+    _orderable,
+    _string,
+    col,
+)
 from timebound.sparkutil import marked
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,35 +50,10 @@ if TYPE_CHECKING:  # pragma: no cover
 TIE, GROUP = PREFIX + "tie", PREFIX + "group"
 
 
-def _integral(kind: DataType) -> bool:
-    from pyspark.sql.types import IntegralType
-
-    return isinstance(kind, IntegralType)
-
-
-def _string(kind: DataType) -> bool:
-    from pyspark.sql.types import StringType
-
-    return isinstance(kind, StringType)
-
-
 def _integers(kind: DataType) -> bool:
     from pyspark.sql.types import ArrayType
 
     return isinstance(kind, ArrayType) and _integral(kind.elementType)
-
-
-def _orderable(kind: DataType) -> bool:
-    from pyspark.sql.types import (
-        BooleanType,
-        DateType,
-        DecimalType,
-        TimestampNTZType,
-        TimestampType,
-    )
-
-    return _integral(kind) or _string(kind) or isinstance(
-        kind, BooleanType | DateType | DecimalType | TimestampType | TimestampNTZType)
 
 
 #: kind -> (what it accepts, in the error; the test). ``id`` values reach the adapter
