@@ -193,3 +193,25 @@ def test_a_failed_spark_stop_never_hides_what_ended_the_command() -> None:
     with stopped_after(spark, owned=False):  # a caller's session is left running
         pass
     assert spark.stops == 4
+
+
+def test_a_failed_spark_stop_prints_no_warning_after_an_interruption() -> None:
+    """PySpark's ``SparkContext.stop`` warns "Unable to cleanly shutdown Spark JVM
+    process" when the Py4J connection was cut (Ctrl-C inside a call); after an
+    interruption the user's one line is "timebound: interrupted", nothing before it."""
+    import warnings
+
+    from timebound.sparkutil import stop_quietly, stopped_after
+
+    class CutConnection:
+        def stop(self) -> None:
+            warnings.warn("Unable to cleanly shutdown Spark JVM process.", RuntimeWarning,
+                          stacklevel=1)
+            raise RuntimeError("Py4JError: the connection was cut")
+
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")  # as a fresh interpreter shows a first warning
+        with pytest.raises(KeyboardInterrupt), stopped_after(CutConnection()):
+            raise KeyboardInterrupt()
+        stop_quietly(CutConnection(), owned=True)
+    assert [str(w.message) for w in shown] == []

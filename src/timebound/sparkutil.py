@@ -46,6 +46,7 @@ import signal
 import sys
 import tempfile
 import threading
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any
 
@@ -125,8 +126,7 @@ def stopped_after(spark: Any, owned: bool = True) -> Iterator[Any]:
         yield spark
     except BaseException:
         if owned:
-            with contextlib.suppress(Exception):
-                spark.stop()
+            stop_quietly(spark, owned)
         raise
     if owned:
         spark.stop()
@@ -317,8 +317,11 @@ def start_session(builder: Any, *, master: str | None, conf: Mapping[str, str],
 def stop_quietly(spark: Any, owned: bool) -> None:
     """After an interruption or a failure: stop ``spark`` (``owned``) or cancel its jobs,
     so that no task still writes where the caller is about to clean up. A failure to do
-    so (the JVM already gone, a connection cut by Ctrl-C) is ignored."""
-    with contextlib.suppress(Exception):
+    so (the JVM already gone, a connection cut by Ctrl-C) is ignored, and so is the
+    RuntimeWarning PySpark prints then ("Unable to cleanly shutdown Spark JVM
+    process"): the user's one line is the interruption or the failure."""
+    with contextlib.suppress(Exception), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         if owned:
             spark.stop()
         else:

@@ -20,6 +20,7 @@ from timebound.adapters.merge import MergeOptions
 from timebound.contract import REFUSED_BY_DRIVERS
 from timebound.durations import format_duration
 from timebound.errors import UsageError
+from timebound.sparkutil import stopped_after
 from timebound.stream._lock import lock_query, option_values
 from timebound.stream._run import (
     MAX_FILES_RANGE,
@@ -80,7 +81,7 @@ def _run(table: str, build: Callable[[DataFrame, str | None], DataFrame], source
                         source, sink, engine)
     log = os.path.join(checkpoint, SPARK_LOG) if quiet and spark is None else None
     session = spark if spark is not None else build_session(master, conf, log=log)
-    try:
+    with stopped_after(session, owned=spark is None):
         partitions = prepare_session(session, checkpoint, conf)
         if out is not None:
             print(partitions, file=out, flush=True)
@@ -89,9 +90,6 @@ def _run(table: str, build: Callable[[DataFrame, str | None], DataFrame], source
         summary = run_query(session, output, batch_sink, checkpoint, parsed, out=out,
                             stop=stop, log=log)
         return StreamResult(summary, partitions)
-    finally:
-        if spark is None:
-            session.stop()
 
 
 def stream_atmostonce(source: str, checkpoint: str, sink: str, options: AtMostOnceOptions,

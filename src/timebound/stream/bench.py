@@ -474,7 +474,7 @@ def compare(spark: SparkSession, workdir: str, rows: int, connections: Sequence[
 
 def run(args: argparse.Namespace) -> int:
     """The ``timebound bench stream`` handler (options: ``timebound.pipeline.bench_cli``)."""
-    from timebound.sparkutil import check_master, parse_conf
+    from timebound.sparkutil import check_master, parse_conf, stopped_after
     from timebound.stream._run import build_session
 
     if args.smoke:
@@ -514,17 +514,17 @@ def run(args: argparse.Namespace) -> int:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 previous[sig] = signal.signal(sig, on_signal)
         try:
-            compare(spark, workdir, rows, connections, batch_rows, repeats,
-                    watermark=watermark, merge_rows=merge_rows, conf=conf, stop=stop,
-                    warm_up=not args.smoke,
-                    report=lambda line: print(line, flush=True), progress=progress)
+            with stopped_after(spark):
+                compare(spark, workdir, rows, connections, batch_rows, repeats,
+                        watermark=watermark, merge_rows=merge_rows, conf=conf, stop=stop,
+                        warm_up=not args.smoke,
+                        report=lambda line: print(line, flush=True), progress=progress)
         except Stopped as stopped:
             if stopped.args and stopped.args[0]:
                 received.append(str(stopped.args[0]))
         finally:
             for number, handler in previous.items():
                 signal.signal(number, handler)
-            spark.stop()
     if stop.is_set():
         if "SIGTERM" in received[:1]:
             raise Terminated()
