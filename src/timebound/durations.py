@@ -8,7 +8,9 @@ exactly.
 
 from __future__ import annotations
 
+import argparse
 import re
+from collections.abc import Callable
 
 from timebound.errors import UsageError
 
@@ -39,3 +41,41 @@ def format_duration(micros: int) -> str:
         if micros and micros % UNITS[unit] == 0:
             return f"{micros // UNITS[unit]}{unit}"
     return f"{micros}us"
+
+
+#: A bare number (the spelling before units): digits, an optional fraction.
+_BARE = re.compile(r"^\d{1,15}(\.\d{1,6})?$")
+
+
+def duration_type(option: str, bare_unit: str, *, minimum_us: int = 1
+                  ) -> Callable[[str], int]:
+    """An argparse ``type`` for a wall-clock duration option: ``"250ms"`` -> 250000
+    (microseconds). A bare number keeps the option's meaning from before units
+    (``bare_unit``: ``"us"``, ``"ms"`` or ``"s"``; a fraction is rounded to the
+    microsecond) and is deprecated (say so in the option's help: ``duration_help``).
+    A bad value is argparse's one-line error naming ``option``."""
+    factor = UNITS[bare_unit]
+
+    def parse(text: str) -> int:
+        if _BARE.match(text):
+            micros = round(float(text) * factor) if "." in text else int(text) * factor
+            if not minimum_us <= micros <= MAX_MICROS:
+                raise argparse.ArgumentTypeError(
+                    f"must be between {format_duration(minimum_us)} and "
+                    f"{format_duration(MAX_MICROS)}, got {text} ({text}{bare_unit})")
+            return micros
+        try:
+            return parse_duration(text, option, minimum_us=minimum_us)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(exc.reason) from None
+
+    parse.__name__ = "duration"  # argparse names the type in its messages
+    return parse
+
+
+def duration_help(what: str, default_us: int | None, bare_unit: str) -> str:
+    """Help text of a duration option: what it is, its default with its unit, and the
+    deprecated bare-number form."""
+    default = "none" if default_us is None else format_duration(default_us)
+    return (f"{what} (a duration: 300us, 250ms, 2s, 1m; default {default}; "
+            f"a bare number is in {bare_unit}, deprecated)")
