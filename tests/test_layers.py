@@ -46,7 +46,7 @@ FORBIDDEN_IN_CORE = {
 
 LEAF_HELPERS = {"storage", "sparkutil", "_safety", "claims", "_compiled", "durations"}
 DRIVERS = {"replay", "sim", "pipeline", "net", "stream"}
-TOP = {"cli", "demo", "sweep", "__init__"}
+TOP = {"cli", "demo", "sweep", "examples_cli", "__init__"}
 
 #: layer -> the timebound layers it may import (besides itself).
 ALLOWED: dict[str, set[str]] = {
