@@ -23,7 +23,11 @@ Verdicts, honest by construction:
 
 Tests run with ``-x -q -p no:cacheprovider`` under ``HYPOTHESIS_PROFILE=mutation``
 (``tests/conftest.py``: 100 derandomized examples, no shrinking), ``--jobs`` mutants
-at a time.
+at a time, and always on the pure-Python build (``TIMEBOUND_PURE_PYTHON=1``): a
+mutant of a compiled module (``core/rpc/*``, ``core/atmostonce/*``,
+``core/wire/_frame.py``) is a ``.py`` edit the mypyc build does not contain, so the
+baseline and every mutant run the same, pure, modules (``timebound/_compiled.py``
+would also fall back to them on the stale hash; this makes it explicit).
 
     .venv/bin/python scripts/mutate.py                       # every mutant
     .venv/bin/python scripts/mutate.py merge rpc             # only those protocols
@@ -247,7 +251,7 @@ def run_pass(tests: list[str], marker: str, src: Path, timeout: float) -> tuple[
     """('failed', test) | ('passed', '') | ('timeout', '') | ('broken', why)."""
     env = dict(os.environ, PYTHONPATH=f"{src}{os.pathsep}{ROOT}",
                HYPOTHESIS_PROFILE=os.environ.get("HYPOTHESIS_PROFILE", "mutation"),
-               PYTHONDONTWRITEBYTECODE="1")
+               PYTHONDONTWRITEBYTECODE="1", TIMEBOUND_PURE_PYTHON="1")
     cmd = [str(PYTHON), "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
            "-o", "addopts=", "-m", marker, *tests]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,

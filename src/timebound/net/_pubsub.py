@@ -224,6 +224,7 @@ class SubscriberClient(_Endpoint, QueueIterator[SubscriberDelivery]):
         self._on_timer()  # subscribes at once
 
     def close(self) -> None:
+        self.core.leave()  # no renewal after this (the merger's lease lapses)
         super().close()
         if self._queue is not None:
             self._queue.put_nowait(None)

@@ -187,6 +187,26 @@ class GroupStatistics:
     unanswered: int = 0  # NACKs not from their member's configured address
 
 
+@dataclass(slots=True)
+class _Counters:
+    """A member's own counters (the stability node's are read from it)."""
+
+    delivered: int = 0
+    ignored: int = 0
+    duplicates: int = 0
+    skipped: int = 0
+    nulls: int = 0
+    ack_frame_bytes: int = 0
+    nacks: int = 0
+    retransmissions: int = 0
+    joins: int = 0
+    leaves: int = 0
+    strangers: int = 0
+    malformed: int = 0
+    out_of_range: int = 0
+    unanswered: int = 0
+
+
 class _Peer:
     __slots__ = ("name", "inc", "expect", "ahead", "known_next", "heard", "nack_due",
                  "member", "answered")
@@ -247,10 +267,7 @@ class GroupMember:
         self._frames: dict[int, bytes] = {}  # seq -> sealed MSG (the send buffer)
         self._by_ts: dict[int, tuple[int, int]] = {}  # ts -> (seq, sent at)
         self._next_ack = (now // ack_every + 1) * ack_every
-        self._c = dict.fromkeys(("delivered", "ignored", "duplicates", "skipped", "nulls",
-                                 "ack_frame_bytes", "nacks", "retransmissions", "joins",
-                                 "leaves", "strangers", "malformed", "out_of_range",
-                                 "unanswered"), 0)
+        self._c = _Counters()
 
     # -- queries -----------------------------------------------------------------
 
@@ -285,18 +302,18 @@ class GroupMember:
         assert s.sender is not None and s.receiver is not None
         c = self._c
         return GroupStatistics(
-            members=len(self.members()), sent=s.sender.sent, delivered=c["delivered"],
-            ignored=c["ignored"], duplicates=c["duplicates"], skipped=c["skipped"],
-            nulls=c["nulls"], stable=s.sender.stable, buffered=len(self._frames),
+            members=len(self.members()), sent=s.sender.sent, delivered=c.delivered,
+            ignored=c.ignored, duplicates=c.duplicates, skipped=c.skipped,
+            nulls=c.nulls, stable=s.sender.stable, buffered=len(self._frames),
             max_buffered=s.sender.max_buffered, buffer_area=s.sender.buffer_area,
             stability_latency_sum=s.sender.latency_sum,
             stability_latency_max=s.sender.max_latency, acks_sent=s.receiver.acks_sent,
-            ack_bytes=s.receiver.ack_bytes, ack_frame_bytes=c["ack_frame_bytes"],
-            nacks_sent=c["nacks"], retransmissions=c["retransmissions"], joins=c["joins"],
-            leaves=c["leaves"], strangers=c["strangers"],
-            malformed=self.codec.malformed + c["malformed"],
-            unauthenticated=self.codec.unauthenticated, out_of_range=c["out_of_range"],
-            unanswered=c["unanswered"],
+            ack_bytes=s.receiver.ack_bytes, ack_frame_bytes=c.ack_frame_bytes,
+            nacks_sent=c.nacks, retransmissions=c.retransmissions, joins=c.joins,
+            leaves=c.leaves, strangers=c.strangers,
+            malformed=self.codec.malformed + c.malformed,
+            unauthenticated=self.codec.unauthenticated, out_of_range=c.out_of_range,
+            unanswered=c.unanswered,
         )
 
     # -- inputs ------------------------------------------------------------------
@@ -320,7 +337,7 @@ class GroupMember:
         self._by_ts[ts] = (seq, now)
         events: list[Event] = []
         if sent.self_delivered:
-            self._c["delivered"] += 1
+            self._c.delivered += 1
             events.append(Delivered(self.name, seq, ts, data, now))
         self._stable(sent.stable, events)
         return GroupOutput(tuple((p, frame) for p in self.peers), tuple(events))
@@ -334,20 +351,20 @@ class GroupMember:
         if opened is None:
             return GroupOutput()
         if opened.kind != KIND_GROUP:
-            self._c["malformed"] += 1
+            self._c.malformed += 1
             return GroupOutput()
         try:
             msg = decode(opened.body)
         except MalformedDatagram:
-            self._c["malformed"] += 1
+            self._c.malformed += 1
             return GroupOutput()
         head = msg.head
         peer = self.peers.get(head.member)
         if head.group != self.group or peer is None:
-            self._c["strangers"] += 1
+            self._c.strangers += 1
             return GroupOutput()
         if not self._in_range(msg, now):
-            self._c["out_of_range"] += 1
+            self._c.out_of_range += 1
             return GroupOutput()
         sends: list[tuple[str, bytes]] = []
         events: list[Event] = []
@@ -370,13 +387,13 @@ class GroupMember:
             elif ((self.check_sources and source != peer.name)
                   or (peer.answered is not None
                       and now < peer.answered + self.nack_every // 2)):
-                self._c["unanswered"] += 1
+                self._c.unanswered += 1
             else:
                 peer.answered = now
                 for seq in range(msg.first, msg.first + msg.count):
                     frame = self._frames.get(seq)
                     if frame is not None:
-                        self._c["retransmissions"] += 1
+                        self._c.retransmissions += 1
                         sends.append((peer.name, frame))
         if self._gap(peer) and peer.nack_due <= now:
             self._nack(peer, now, sends)
@@ -444,7 +461,7 @@ class GroupMember:
             return True
         if p.inc is None:
             p.inc = inc  # first heard: a static member (entry 0 from start-up)
-            self._c["joins"] += 1
+            self._c.joins += 1
             events.append(Joined(p.name, inc))
             return True
         if inc < p.inc:
@@ -466,7 +483,7 @@ class GroupMember:
         assert self.node.receiver is not None and self.node.sender is not None
         self.node.receiver.add_sender(p.name)
         self.node.sender.add_receiver(p.name)
-        self._c["joins"] += 1
+        self._c.joins += 1
         assert p.inc is not None
         events.append(Joined(p.name, p.inc))
         self._ack(now, sends, events)
@@ -476,17 +493,17 @@ class GroupMember:
         assert self.node.receiver is not None and self.node.sender is not None
         self.node.receiver.remove_sender(p.name)
         released = self.node.sender.remove_receiver(p.name, now=now)
-        self._c["leaves"] += 1
+        self._c.leaves += 1
         events.append(Left(p.name, reason))
         self._stable(released, events)
 
     def _message(self, p: _Peer, msg: Msg, now: int, events: list[Event]) -> None:
         seq = msg.seq
         if seq < p.expect or seq in p.ahead:
-            self._c["duplicates"] += 1
+            self._c.duplicates += 1
             return
         if seq >= p.expect + MAX_AHEAD:
-            self._c["out_of_range"] += 1
+            self._c.out_of_range += 1
             return
         if seq + 1 > p.known_next:
             p.known_next = seq + 1
@@ -500,10 +517,10 @@ class GroupMember:
                  events: list[Event]) -> None:
         p.expect = seq + 1
         if self.node.receive(p.name, ts, now=now):
-            self._c["delivered"] += 1
+            self._c.delivered += 1
             events.append(Delivered(p.name, seq, ts, data, now))
         else:
-            self._c["ignored"] += 1
+            self._c.ignored += 1
 
     def _drain(self, p: _Peer, now: int, events: list[Event]) -> None:
         ahead = p.ahead
@@ -515,7 +532,7 @@ class GroupMember:
 
     def _heartbeat(self, p: _Peer, hb: Heartbeat, now: int, events: list[Event]) -> None:
         if hb.base > p.expect:
-            self._c["skipped"] += hb.base - p.expect
+            self._c.skipped += hb.base - p.expect
             for seq in [s for s in p.ahead if s < hb.base]:
                 del p.ahead[seq]
             p.expect = hb.base
@@ -527,7 +544,7 @@ class GroupMember:
         last = receiver.last(p.name)
         if p.expect >= hb.next and last is not None and hb.promise > last:
             self.node.receive(p.name, hb.promise, now=now)
-            self._c["nulls"] += 1
+            self._c.nulls += 1
         self._stable(self.node.receive_ack(hb.ack, now=now), events)
 
     def _ack(self, now: int, sends: list[tuple[str, bytes]], events: list[Event]) -> None:
@@ -544,7 +561,7 @@ class GroupMember:
         base = min(self._frames) if self._frames else self._seq
         frame = self.codec.seal(KIND_GROUP, encode_heartbeat(
             self.head, self._seq, base, promise, acked.ack))
-        self._c["ack_frame_bytes"] += len(frame) * len(self.peers)
+        self._c.ack_frame_bytes += len(frame) * len(self.peers)
         sends.extend((p, frame) for p in self.peers)
 
     def _nack(self, p: _Peer, now: int, sends: list[tuple[str, bytes]]) -> None:
@@ -557,7 +574,7 @@ class GroupMember:
             return
         frame = self.codec.seal(KIND_GROUP, encode_nack(self.head, p.name, p.inc, first,
                                                         count))
-        self._c["nacks"] += 1
+        self._c.nacks += 1
         p.nack_due = now + self.nack_every
         sends.append((p.name, frame))
 

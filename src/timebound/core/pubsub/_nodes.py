@@ -27,9 +27,11 @@ bounds in ms (G1, G2).
   A copy delayed beyond δ decodes to its true ``r`` (``_wire.MODULUS_FACTOR``) and is
   ``late``, so it is never placed differently by two mergers.
 - ``Subscriber``: takes one merger's FWDs in their ``seq`` order (a reordered
-  datagram waits for the gap at most ``gap_wait`` ms; a lost one is skipped) and
-  keeps a running SHA-256 digest of the ``(proc, msg)`` order it delivered, so two
-  subscribers can be compared line by line.
+  datagram waits for the gap at most ``gap_wait`` ms; a lost one is skipped and
+  counted, ``skipped``) and keeps a running SHA-256 digest of the ``(proc, msg)``
+  order it delivered, so two subscribers can be compared line by line. It renews its
+  lease every ``LEASE_RENEW`` ms until ``leave()``; ``next_deadline()`` is None when
+  no renewal and no gap wait is pending.
 
 On a hostile network (issue 26):
 
@@ -56,7 +58,7 @@ On a hostile network (issue 26):
   use only) every SUB takes a lease, as before.
 
 Verbs: ``publish``/``receive(datagram, peer, *, now)``, ``handle_timer(*, now)``,
-``next_deadline()``, ``statistics()``. A merger's ``receive`` and ``handle_timer``
+``next_deadline()``, ``statistics()``, a subscriber's ``leave()``. A merger's ``receive`` and ``handle_timer``
 return a ``MergerOutput``, a subscriber's a ``SubscriberOutput`` (frames for its
 merger, deliveries), as every other core returns its output record; the answer to a
 CHAL is in the output of the ``receive`` that took it.
@@ -172,6 +174,20 @@ class MergerNodeStatistics:
     refused: int = 0  # validated SUBs refused: max_subscribers leases held
 
 
+@dataclass(slots=True)
+class _MergerCounters:
+    """A merger's own counters (the ``Merger``'s are read from it)."""
+
+    mismatched: int = 0
+    early: int = 0
+    malformed: int = 0
+    out_of_range: int = 0
+    overflow: int = 0
+    challenges: int = 0
+    unvalidated: int = 0
+    refused: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class MergerOutput(Generic[P]):
     sends: tuple[tuple[P, bytes], ...] = ()
@@ -200,9 +216,7 @@ class MergerNode(Generic[P]):
         self._messages: dict[tuple[str, str], Published] = {}
         self._tokens: dict[P, bytes] = {}  # upstream peer -> its latest token to us
         self._seq = 0
-        self._mismatched = self._malformed = self._early = 0
-        self._c = dict.fromkeys(("out_of_range", "overflow", "challenges", "unvalidated",
-                                 "refused"), 0)
+        self._c = _MergerCounters()
 
     def next_deadline(self) -> int | None:
         due = self.merger.next_deadline()
@@ -213,14 +227,16 @@ class MergerNode(Generic[P]):
 
     def statistics(self) -> MergerNodeStatistics:
         s = self.merger.statistics()
+        c = self._c
         return MergerNodeStatistics(
             received=s.received, delivered=s.delivered, late=s.late,
             duplicates=s.duplicates, buffered=s.buffered, max_buffered=s.max_buffered,
             total_buffering=s.total_buffering, max_buffering=s.max_buffering,
-            forwarded=self._seq, subscribers=len(self._subs), mismatched=self._mismatched,
-            early=self._early,
-            malformed=self.codec.malformed + self._malformed,
-            unauthenticated=self.codec.unauthenticated, **self._c,
+            forwarded=self._seq, subscribers=len(self._subs), mismatched=c.mismatched,
+            early=c.early, malformed=self.codec.malformed + c.malformed,
+            unauthenticated=self.codec.unauthenticated, out_of_range=c.out_of_range,
+            overflow=c.overflow, challenges=c.challenges, unvalidated=c.unvalidated,
+            refused=c.refused,
         )
 
     def token(self, peer: P, *, now: int) -> bytes:
@@ -247,16 +263,16 @@ class MergerNode(Generic[P]):
     def _subscribe(self, body: Subscribe, size: int, peer: P, now: int
                    ) -> MergerOutput[P]:
         if self.secret is not None and not self._valid(body.token, peer, now):
-            self._c["unvalidated"] += 1
+            self._c.unvalidated += 1
             frame = self.codec.seal(KIND_PUBSUB, encode_challenge(self.token(peer, now=now)))
             if len(frame) > 3 * size:
                 return MergerOutput()  # would amplify: a real SUB is never this short
-            self._c["challenges"] += 1
+            self._c.challenges += 1
             return MergerOutput(((peer, frame),))
         if peer in self._subs or len(self._subs) < self.max_subscribers:
             self._subs[peer] = now + LEASE
         else:
-            self._c["refused"] += 1
+            self._c.refused += 1
         return MergerOutput()
 
     def receive(self, datagram: bytes, peer: P, *, now: int) -> MergerOutput[P]:
@@ -264,34 +280,34 @@ class MergerNode(Generic[P]):
         if opened is None:
             return MergerOutput()
         if opened.kind != KIND_PUBSUB:
-            self._malformed += 1
+            self._c.malformed += 1
             return MergerOutput()
         try:
             body = decode(opened.body, now=now)
         except MalformedDatagram:
-            self._malformed += 1
+            self._c.malformed += 1
             return MergerOutput()
         if isinstance(body, Subscribe):
             return self._subscribe(body, len(datagram), peer, now)
         if isinstance(body, Challenge):
             if peer not in self.upstream:
-                self._c["unvalidated"] += 1
+                self._c.unvalidated += 1
                 return MergerOutput()
             self._tokens[peer] = body.token
             return MergerOutput(((peer, self.upstream_subscription(peer)),))
         if out_of_range(body) is not None:
-            self._c["out_of_range"] += 1
+            self._c.out_of_range += 1
             return MergerOutput()
         message = body.message if isinstance(body, Forwarded) else body
         if (message.epsilon, message.delta, message.n) != (self.epsilon, self.delta, self.n):
-            self._mismatched += 1
+            self._c.mismatched += 1
             return MergerOutput()
         if message.stamp.r > now + self.epsilon:
-            self._early += 1  # from the future: G1 broken, or a late copy (see _wire)
+            self._c.early += 1  # from the future: G1 broken, or a late copy (see _wire)
             return MergerOutput()
         key = (message.proc, str(message.msg))
         if len(self._messages) >= self.max_pending and key not in self._messages:
-            self._c["overflow"] += 1
+            self._c.overflow += 1
             return MergerOutput()
         verdict = self.merger.receive(Envelope(message.proc, key[1], message.stamp), now=now)
         if verdict.value == "buffered":
@@ -343,6 +359,17 @@ class SubscriberOutput:
 _NO_OUTPUT = SubscriberOutput()
 
 
+@dataclass(slots=True)
+class _SubscriberCounters:
+    delivered: int = 0
+    skipped: int = 0
+    duplicates: int = 0
+    foreign: int = 0
+    malformed: int = 0
+    out_of_range: int = 0
+    challenges: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class SubscriberStatistics:
     delivered: int
@@ -369,10 +396,9 @@ class Subscriber:
         self._next = 0
         self._waiting: dict[int, tuple[Published, int]] = {}
         self._hash = hashlib.sha256()
-        self._renew = now
+        self._renew: int | None = now  # the next SUB; None once it has left
         self._token = b""
-        self._c = dict.fromkeys(("delivered", "skipped", "duplicates", "foreign",
-                                 "malformed", "out_of_range", "challenges"), 0)
+        self._c = _SubscriberCounters()
 
     @property
     def digest(self) -> str:
@@ -385,37 +411,45 @@ class Subscriber:
                                                        self._token))
 
     def next_deadline(self) -> int | None:
-        """The next renewal, or the end of the oldest gap wait if sooner (a
-        subscriber always has a renewal due: never None in practice)."""
+        """The next renewal, or the end of the oldest gap wait if sooner; None when
+        neither is pending (after ``leave``, with no FWD waiting for a gap)."""
         due = self._renew
         if self._waiting:
-            due = min(due, min(at for _, at in self._waiting.values()) + self.gap_wait)
+            gap = min(at for _, at in self._waiting.values()) + self.gap_wait
+            due = gap if due is None else min(due, gap)
         return due
+
+    def leave(self) -> None:
+        """Stop renewing the subscription (there is no unsubscribe frame: the merger
+        drops the lease ``LEASE`` ms after the last renewal). FWDs that still come are
+        delivered as before; a CHAL is no longer answered."""
+        self._renew = None
 
     def statistics(self) -> SubscriberStatistics:
         c = self._c
-        return SubscriberStatistics(c["delivered"], c["skipped"], c["duplicates"],
-                                    c["foreign"], len(self._waiting),
-                                    self.codec.malformed + c["malformed"],
-                                    self.codec.unauthenticated, c["out_of_range"],
-                                    c["challenges"])
+        return SubscriberStatistics(c.delivered, c.skipped, c.duplicates, c.foreign,
+                                    len(self._waiting), self.codec.malformed + c.malformed,
+                                    self.codec.unauthenticated, c.out_of_range,
+                                    c.challenges)
 
     def receive(self, datagram: bytes, *, now: int) -> SubscriberOutput:
         opened = self.codec.open(datagram, now=now)
         if opened is None:
             return _NO_OUTPUT
         if opened.kind != KIND_PUBSUB:
-            self._c["malformed"] += 1
+            self._c.malformed += 1
             return _NO_OUTPUT
         try:
             body = decode(opened.body, now=now)
         except MalformedDatagram:
-            self._c["malformed"] += 1
+            self._c.malformed += 1
             return _NO_OUTPUT
         if isinstance(body, Challenge):
+            if self._renew is None:
+                return _NO_OUTPUT  # left: no subscription to validate
             # the driver's socket is connected to the merger: only it (or a spoofer,
             # whose token the merger then refuses) reaches here; answer at once
-            self._c["challenges"] += 1
+            self._c.challenges += 1
             self._token = body.token
             self._renew = now + LEASE_RENEW
             return SubscriberOutput((self.subscription(),))
@@ -423,16 +457,16 @@ class Subscriber:
             return _NO_OUTPUT
         if out_of_range(body) is not None or (
                 self.merger is not None and body.seq >= self._next + self.max_waiting):
-            self._c["out_of_range"] += 1
+            self._c.out_of_range += 1
             return _NO_OUTPUT
         if self.merger is None:
             self.merger = body.merger
             self._next = body.seq  # join the stream where it is
         if body.merger != self.merger:
-            self._c["foreign"] += 1
+            self._c.foreign += 1
             return _NO_OUTPUT
         if body.seq < self._next or body.seq in self._waiting:
-            self._c["duplicates"] += 1
+            self._c.duplicates += 1
             return _NO_OUTPUT
         if len(self._waiting) >= self.max_waiting:
             return _NO_OUTPUT
@@ -443,7 +477,7 @@ class Subscriber:
     def handle_timer(self, *, now: int) -> SubscriberOutput:
         """Deliveries past expired gaps, and the SUB renewal when it is due."""
         sends: tuple[bytes, ...] = ()
-        if now >= self._renew:
+        if self._renew is not None and now >= self._renew:
             self._renew = now + LEASE_RENEW
             sends = (self.subscription(),)
         delivered = self._drain(now, skip=True)
@@ -461,12 +495,12 @@ class Subscriber:
                 if oldest + self.gap_wait > now:
                     break
                 first = min(waiting)
-                self._c["skipped"] += first - self._next
+                self._c.skipped += first - self._next
                 self._next = first
                 continue
             message, _ = item
             self._hash.update(f"{message.proc}\x00{message.msg}\n".encode())
-            self._c["delivered"] += 1
+            self._c.delivered += 1
             assert self.merger is not None
             out.append(SubscriberDelivery(self.merger, self._next, message.proc, message.msg,
                                           message.stamp, message.data, self.digest, now))
