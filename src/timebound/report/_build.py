@@ -238,8 +238,11 @@ def _sim_metrics(output: str, manifest: dict[str, Any]) -> tuple[pd.DataFrame | 
 
 def _seed_sources(frame: pd.DataFrame, manifest: dict[str, Any],
                   scenario: str) -> tuple[list[dict[str, Any]], str]:
-    """Per seed ``{scenario: {run: {measure: value}}}``; a sweep contributes its first
-    grid point (its seeds), named in the returned note."""
+    """Per seed ``{scenario: {run: {measure: value}}}``. A sweep contributes, per seed,
+    the runs of the grid points along one swept key (the other keys at their first
+    value) when their names inside the scenario never repeat -- a sweep of ``deltas``
+    gives runs delta=5, delta=10, ...: a trend over the grid; else its first grid
+    point's runs only. The returned note names which."""
     scal = frame[frame.t.isna()]
     runs: dict[str, dict[str, float]] = {}
     for run, measure, value in zip(scal.run, scal.measure, scal.value, strict=True):
@@ -247,14 +250,76 @@ def _seed_sources(frame: pd.DataFrame, manifest: dict[str, Any],
     sweep = manifest.get("sweep")
     if not sweep:
         return [{scenario: runs}], f"seed {manifest.get('seed', '?')}"
-    grid = sweep.get("grid", {})
-    first = ",".join(f"{k}={vs[0]}" for k, vs in grid.items()) or "default"
-    out = []
-    for seed in sweep.get("seeds", []):
-        prefix = f"{first}/seed={seed}/"
-        out.append({scenario: {r[len(prefix):]: v for r, v in runs.items()
-                               if r.startswith(prefix)}})
-    return out, f"grid point {first}, seeds {', '.join(map(str, sweep.get('seeds', [])))}"
+    seeds = sweep.get("seeds", [])
+    grid: dict[str, list[Any]] = sweep.get("grid", {})
+
+    def of(label: str) -> list[dict[str, dict[str, float]]]:
+        return [{r[len(f"{label}/seed={seed}/"):]: v for r, v in runs.items()
+                 if r.startswith(f"{label}/seed={seed}/")} for seed in seeds]
+
+    seed_text = ", ".join(map(str, seeds))
+    for key, values in grid.items():
+        if len(values) < 2:
+            continue
+        line = {k: (values if k == key else vs[:1]) for k, vs in grid.items()}
+        labels = _grid_points(line)
+        per_point = [of(label) for label in labels]
+        names = [name for point in per_point for name in (point or [{}])[0]]
+        if len(names) == len(set(names)):
+            fixed = ", ".join(f"{k}={vs[0]}" for k, vs in grid.items() if k != key)
+            where = f"grid points {key}={', '.join(map(str, values))}" + (
+                f" at {fixed}" if fixed else "")
+            return ([{scenario: {k: v for point in per_point for k, v in point[i].items()}}
+                     for i in range(len(seeds))], f"{where}, seeds {seed_text}")
+    first = _grid_points(grid)[0]
+    return ([{scenario: one} for one in of(first)],
+            f"grid point {first} only, seeds {seed_text}")
+
+
+def _grid_points(grid: dict[str, list[Any]]) -> list[str]:
+    """The sweep's grid point labels, as in its run names (``k1=v1,k2=v2``)."""
+    import itertools
+
+    keys = list(grid)
+    combos = list(itertools.product(*[grid[k] for k in keys])) if keys else [()]
+    return [",".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True)) or "default"
+            for combo in combos]
+
+
+def _one_value_trend(claim: Any, per_seed: list[Any]) -> str | None:
+    """Why a trend claim (its check: increasing or decreasing) cannot fail on this
+    data: fewer than two distinct values measured. None when it can."""
+    check = getattr(claim, "check", None)
+    if getattr(check, "__name__", "") not in ("_increasing", "_decreasing"):
+        return None
+    labels = {str(label) for values in per_seed for label, _, _ in values}
+    if len(labels) >= 2:
+        return None
+    what = ", ".join(sorted(labels)) or "none"
+    return (f"not measured here (a trend needs at least two distinct values; "
+            f"this data has {what} only)")
+
+
+def _trend_row(row: Any, seeds: list[dict[str, Any]]) -> Any:
+    """``row``, or the same row marked "not measured here" when its claim is a trend
+    measured at fewer than two distinct values (a verdict that could not fail)."""
+    import dataclasses
+
+    from timebound.claims import CLAIMS
+
+    if row.verdict.startswith("not measured here"):
+        return row
+    for claim in CLAIMS:
+        if (claim.paper, claim.claim) != (row.paper, row.claim) or claim.measure is None:
+            continue
+        try:
+            per_seed = [claim.measure(sources) for sources in seeds]
+        except Exception:  # noqa: BLE001 -- evaluate measured it; keep its verdict
+            return row
+        why = _one_value_trend(claim, per_seed)
+        if why is not None:
+            return dataclasses.replace(row, verdict=why)
+    return row
 
 
 def _verdicts(output: str, manifest: dict[str, Any], scenario: str) -> str:
@@ -275,6 +340,7 @@ def _verdicts(output: str, manifest: dict[str, Any], scenario: str) -> str:
     rows = evaluate(seeds, only=list(papers))
     body = []
     for row in rows:
+        row = _trend_row(row, seeds)
         kind = ("agrees" if row.verdict == "agrees" else
                 "differs" if row.verdict.startswith("differs") else "other")
         cells = "".join(f"<td>{html.escape(x)}</td>" for x in (
@@ -289,10 +355,43 @@ def _verdicts(output: str, manifest: dict[str, Any], scenario: str) -> str:
             + "".join(body) + "</table>")
 
 
+def sweep_lines(joined: pd.DataFrame, key: str, grid: list[str]) -> pd.Series | None:
+    """Each run's line in a plot against the swept ``key``: the values of the settings
+    the sweep did not sweep -- the parameters (other grid keys included) whose set of
+    values is the same at every value of ``key`` and has more than one value (a
+    parameter derived from ``key``, such as a run's delta under ``deltas``, is not
+    one), less those the others determine (a run's delta under another grid key
+    ``deltas``: the grid keys are kept). Runs still sharing a line, a grid point and a
+    seed are told apart by their name inside the scenario with the key's value
+    replaced by ``*``. None: one line."""
+    x = joined[f"p:{key}"].astype(str)
+    skip = {f"p:{key}", "p:seed", "p:base_run"}
+    split = []
+    for column in (c for c in joined.columns if c.startswith("p:") and c not in skip):
+        values = joined[column].astype(str)
+        sets = {frozenset(values[x == v]) for v in x.unique()}
+        if len(sets) == 1 and len(next(iter(sets))) > 1:
+            split.append(column)
+    for column in sorted(split, key=lambda c: c[2:] in grid):  # grid keys last
+        rest = [c for c in split if c != column]
+        if rest and (joined.groupby(rest)[column].nunique(dropna=False) <= 1).all():
+            split.remove(column)
+    label = (joined[split].astype(str).apply(
+        lambda row: ", ".join(f"{n[2:]}={_word(v)}" for n, v in row.items()), axis=1)
+        if split else pd.Series("", index=joined.index))
+    seed = joined["p:seed"].astype(str) if "p:seed" in joined else pd.Series(
+        "", index=joined.index)
+    if "p:base_run" in joined and (label + "|" + x + "|" + seed).duplicated().any():
+        base = [str(b).replace(f"={v}", "=*") for b, v in zip(joined["p:base_run"], x,
+                                                              strict=True)]
+        label = label.str.cat(pd.Series(base, index=joined.index), sep=", ").str.strip(", ")
+    return label if label.nunique() > 1 else None
+
+
 def _sweep_figures(manifest: dict[str, Any], table: pd.DataFrame,
                    params: pd.DataFrame) -> list[tuple[str, str | None]]:
-    """A sweep: each headline measure against each numeric swept key, one line per
-    run of the scenario, with the min-max band across seeds."""
+    """A sweep: each headline measure against each numeric swept key (x), one line per
+    setting the sweep did not sweep, the band over seeds."""
     grid = (manifest.get("sweep") or {}).get("grid") or {}
     if not grid or table.empty or params.empty:
         return []
@@ -303,10 +402,11 @@ def _sweep_figures(manifest: dict[str, Any], table: pd.DataFrame,
         x = _numeric(joined, f"p:{key}")
         if x is None or x.nunique() < 2:
             continue
+        lines = sweep_lines(joined, key, list(grid))
+        points = joined.assign(_x=x, _line=lines if lines is not None else "")
         for y in measures:
             out.append((f"{y} against {key} (spread across seeds)",
-                        fig.spread(joined.assign(_x=x), "_x", y, "p:base_run"
-                                   if "p:base_run" in joined else None,
+                        fig.spread(points, "_x", y, "_line" if lines is not None else None,
                                    f"{y} vs {key}", key, y)))
     return out
 
@@ -321,15 +421,68 @@ def _fmt(value: Any) -> str:
     return str(int(number)) if number.is_integer() else f"{number:.4g}"
 
 
-def _frame_html(frame: pd.DataFrame) -> str:
+#: a table with more columns than this (and than rows) is shown transposed
+WIDE = 10
+
+
+def _frame_html(frame: pd.DataFrame, corner: str = "run") -> str:
+    """A table in a horizontally scrolling box; cells never wrap. More than ``WIDE``
+    columns and more columns than rows: transposed (one row per column)."""
     if frame.empty:
         return "<p class='note'>(none)</p>"
+    kind = "data"
+    if len(frame.columns) > WIDE and len(frame.columns) > len(frame.index):
+        frame = frame.T
+        corner, kind = "", "data transposed"
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
     body = "".join(
         f"<tr><th>{html.escape(str(index))}</th>" +
         "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>"
         for index, row in zip(frame.index, frame.itertuples(index=False), strict=True))
-    return (f"<div class='wide'><table><tr><th>run</th>{head}</tr>{body}</table></div>")
+    return (f"<div class='wide'><table class='{kind}'><tr><th>{corner}</th>{head}</tr>"
+            f"{body}</table></div>")
+
+
+def _params_html(params: pd.DataFrame) -> str:
+    """The runs' parameters: those equal on every run in one line, the others as a
+    table (see ``_frame_html``)."""
+    if params.empty:
+        return "<p class='note'>(none)</p>"
+    text = params.astype(str)
+    same = [c for c in params.columns if text[c].nunique(dropna=False) == 1]
+    varying = params[[c for c in params.columns if c not in same]]
+    line = ""
+    if same:
+        shown = ", ".join(f"{c}={_fmt(params[c].iloc[0])}" for c in same)
+        line = f"<p class='params'>the same on every run: {html.escape(shown)}</p>"
+    return line + (_frame_html(varying) if not varying.empty else "")
+
+
+def _header(output: str, scenario: str, manifest: dict[str, Any], runs: int) -> str:
+    """Scenario, seed(s) and parameters; a sweep names its grid and seeds, and its
+    parameters line leaves out the swept keys."""
+    sweep = manifest.get("sweep") or {}
+    grid: dict[str, list[Any]] = sweep.get("grid") or {}
+    params = {k: v for k, v in (manifest.get("params") or {}).items() if k not in grid}
+    if sweep:
+        swept = "; ".join(f"{k} = {', '.join(map(str, vs))}" for k, vs in grid.items())
+        seeds = ", ".join(map(str, sweep.get("seeds", [])))
+        points = len(_grid_points(grid))
+        text = (f"scenario <b>{html.escape(scenario)}</b>, a sweep: "
+                f"<span class='swept'>{html.escape(swept or 'no key')}</span> "
+                f"({points} grid point(s)) x seeds {html.escape(seeds)}, {runs} run(s); "
+                f"output {html.escape(output)}")
+        label = "parameters not swept"
+    else:
+        text = (f"scenario <b>{html.escape(scenario)}</b>, seed "
+                f"<b>{html.escape(str(manifest.get('seed', '?')))}</b>, {runs} run(s); "
+                f"output {html.escape(output)}")
+        label = "parameters"
+    line = f"<p class='note'>{text}</p>"
+    if params:
+        shown = ", ".join(f"{k}={v}" for k, v in params.items())
+        line += f"<p class='params'>{label}: {html.escape(shown)}</p>"
+    return line
 
 
 def _section(output: str, metrics: pd.DataFrame, manifest: dict[str, Any]) -> list[str]:
@@ -342,12 +495,7 @@ def _section(output: str, metrics: pd.DataFrame, manifest: dict[str, Any]) -> li
         parts.append(f"<section id='{html.escape(anchor)}'>")
         parts.append(f"<h2>{html.escape(str(scenario))}: "
                      f"{html.escape(PROTOCOL_TITLES.get(protocol, protocol))}</h2>")
-        parts.append(f"<p class='note'>scenario <b>{html.escape(str(scenario))}</b>, seed "
-                     f"<b>{html.escape(str(manifest.get('seed', '?')))}</b>, "
-                     f"{len(table)} run(s); output {html.escape(output)}</p>")
-        if manifest.get("params"):
-            shown = ", ".join(f"{k}={v}" for k, v in manifest["params"].items())
-            parts.append(f"<p class='params'>parameters: {html.escape(shown)}</p>")
+        parts.append(_header(output, str(scenario), manifest, len(table)))
         if not parts or not any("class='claims'" in x for x in parts):
             parts.append("<h3>The papers' claims: measured, with a verdict</h3>")
             parts.append(_verdicts(output, manifest, str(scenario)))
@@ -359,8 +507,8 @@ def _section(output: str, metrics: pd.DataFrame, manifest: dict[str, Any]) -> li
                          f"<figcaption>{html.escape(title)}</figcaption></figure>")
         if not params.empty:
             parts.append("<h3>Runs and their parameters</h3>")
-            parts.append(_frame_html(params.loc[[i for i in params.index if i in table.index]
-                                                or list(params.index)]))
+            parts.append(_params_html(params.loc[[i for i in params.index
+                                                  if i in table.index] or list(params.index)]))
         parts.append("<h3>Measures per run</h3>")
         parts.append(_frame_html(table))
         parts.append("</section>")
@@ -370,7 +518,7 @@ def _section(output: str, metrics: pd.DataFrame, manifest: dict[str, Any]) -> li
 STYLE = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
 table{border-collapse:collapse;font-size:12px;margin:.5em 0;max-width:100%}
 td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;overflow-wrap:anywhere}
-.wide{overflow-x:auto;max-width:100%}figure{display:inline-block;margin:.5em}
+.wide{overflow-x:auto;max-width:100%}.wide td,.wide th{white-space:nowrap;overflow-wrap:normal}figure{display:inline-block;margin:.5em}
 figcaption{font-size:12px;color:#555}.note,.params{font-size:13px;color:#555}
 td.verdict{font-weight:bold}td.agrees{color:#17692b}td.differs{color:#a33}
 td.other{color:#555}table.claims{width:100%;table-layout:fixed}

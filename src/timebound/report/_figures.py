@@ -1,11 +1,20 @@
-"""Matplotlib figures (Agg, PNG, base64) for each protocol's section."""
+"""Matplotlib figures (Agg, PNG, base64) for each protocol's section.
+
+Every figure: constrained layout (axis labels never cut off), legends outside the axes
+(right of them, or below for two y axes), and no colour used twice within a figure
+(``palette``: 10 colours, 20 for more series; more than 20 series are cut to 20 and
+the legend says so). ``recording()`` collects each drawn figure's ``Layout`` (bounding
+boxes and line colours), which the report's tests check.
+"""
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import matplotlib
@@ -14,7 +23,46 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-FIGSIZE = (6.4, 3.6)
+FIGSIZE = (7.2, 3.6)
+#: the most series one figure draws (the larger palette's size)
+MAX_SERIES = 20
+
+Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in display pixels
+
+
+@dataclass
+class Layout:
+    """What a drawn figure looks like: the boxes of its parts and its series' colours."""
+
+    title: str
+    figure: Box
+    axes: list[Box]
+    legends: list[Box]
+    labels: list[Box]  # axis labels and tick labels of every axes
+    colours: list[str] = field(default_factory=list)  # one per labelled line
+    #: each labelled line: its legend label and its x values
+    lines: list[tuple[str, list[float]]] = field(default_factory=list)
+
+
+_RECORDS: list[list[Layout]] = []
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[Layout]]:
+    """Collect the ``Layout`` of every figure drawn inside the block."""
+    found: list[Layout] = []
+    _RECORDS.append(found)
+    try:
+        yield found
+    finally:
+        _RECORDS.remove(found)
+
+
+def palette(n: int) -> list[str]:
+    """``n`` distinct colours (n <= MAX_SERIES): tab10, or tab20 beyond 10."""
+    name = "tab10" if n <= 10 else "tab20"
+    colours = plt.get_cmap(name).colors  # type: ignore[attr-defined]
+    return [matplotlib.colors.to_hex(c) for c in colours][:max(n, 0)]
 
 
 def natural(text: Any) -> tuple[Any, ...]:
@@ -25,16 +73,43 @@ def natural(text: Any) -> tuple[Any, ...]:
 
 def png(draw: Callable[[Any], None]) -> str:
     """Run ``draw(ax)`` on a fresh figure; the PNG as base64 text."""
-    fig, ax = plt.subplots(figsize=FIGSIZE, dpi=90)
+    fig, ax = plt.subplots(figsize=FIGSIZE, dpi=90, layout="constrained")
     try:
         draw(ax)
         ax.grid(alpha=0.3)
-        fig.tight_layout()
         buf = io.BytesIO()
-        fig.savefig(buf, format="png")
+        fig.savefig(buf, format="png")  # draws: the boxes below are final
+        if _RECORDS:
+            _RECORDS[-1].append(_layout(fig, ax))
     finally:
         plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _box(artist: Any, renderer: Any) -> Box:
+    b = artist.get_window_extent(renderer)
+    return (float(b.x0), float(b.y0), float(b.x1), float(b.y1))
+
+
+def _layout(fig: Any, ax: Any) -> Layout:
+    renderer = fig.canvas.get_renderer()
+    axes = list(fig.axes)
+    legends = [a.get_legend() for a in axes if a.get_legend() is not None] + list(
+        fig.legends)
+    labels = []  # each axis with its drawn tick labels and its label
+    for a in axes:
+        for axis in (a.xaxis, a.yaxis):
+            box = axis.get_tightbbox(renderer)
+            if box is not None and box.width > 0:
+                labels.append((float(box.x0), float(box.y0), float(box.x1), float(box.y1)))
+    drawn = [line for a in axes for line in a.get_lines()
+             if not str(line.get_label()).startswith("_")]
+    return Layout(str(ax.get_title()), _box(fig, renderer),
+                  [_box(a, renderer) for a in axes],
+                  [_box(legend, renderer) for legend in legends], labels,
+                  [matplotlib.colors.to_hex(line.get_color()) for line in drawn],
+                  [(str(line.get_label()), [float(v) for v in line.get_xdata()])
+                   for line in drawn])
 
 
 def series(df: pd.DataFrame, measure: str, title: str, ylabel: str,
@@ -44,19 +119,20 @@ def series(df: pd.DataFrame, measure: str, title: str, ylabel: str,
     rows = df[(df.measure == measure) & df.t.notna()]
     if rows.empty:
         return None
-    runs = sorted(rows.run.unique(), key=natural)
+    every = sorted(rows.run.unique(), key=natural)
+    runs = every[:MAX_SERIES]
 
     def draw(ax: Any) -> None:
-        for run in runs:
+        for run, colour in zip(runs, palette(len(runs)), strict=True):
             part = rows[rows.run == run].sort_values("t")
             seconds = (part.t - part.t.min()) * tick_seconds
-            ax.plot(seconds, part.value, label=str(run), linewidth=1)
+            ax.plot(seconds, part.value, label=str(run), linewidth=1, color=colour)
         ax.set_title(title)
         ax.set_xlabel("time since the run's first sample (s)")
         ax.set_ylabel(ylabel)
         if log:
             ax.set_yscale("symlog")
-        _legend(ax, len(runs))
+        _legend(ax, len(every))
 
     return png(draw)
 
@@ -75,43 +151,46 @@ def against(points: pd.DataFrame, x: str, y: str, group: str | None, title: str,
             groups = [(name, points[points[group] == name]) for name in names]
         else:
             groups = [("", points)]
-        for name, part in groups:
-            part = part.sort_values(x)
-            style = "o" if logx and part[x].nunique() <= 2 else "o-"
-            ax.plot(part[x], part[y], style, label=str(name) if group else None)
+        shown = groups[:MAX_SERIES]
+        for (name, part), colour in zip(shown, palette(len(shown)), strict=True):
+            mean = part.groupby(x)[y].mean().sort_index()  # one point per x (seeds)
+            style = "o" if logx and len(mean) <= 2 else "o-"
+            ax.plot(mean.index, mean.values, style, color=colour,
+                    label=str(name) if group else "_")
         ax.set_title(title)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         if logx:
             ax.set_xscale("log")
         if group:
-            _legend(ax, points[group].nunique())
+            _legend(ax, len(groups))
 
     return png(draw)
 
 
 def spread(points: pd.DataFrame, x: str, y: str, group: str | None, title: str,
            xlabel: str, ylabel: str) -> str | None:
-    """Mean of ``y`` over seeds against ``x``, with the min-max band across seeds."""
+    """One line per ``group`` value (a setting the sweep did not sweep): the mean of
+    ``y`` over seeds against the swept ``x``, with the min-max band across seeds."""
     points = points.dropna(subset=[x, y])
     if points.empty:
         return None
 
     def draw(ax: Any) -> None:
         if group:
-            names = sorted(points[group].unique(), key=natural)[:8]
-            groups = [(name, points[points[group] == name]) for name in names]
+            names = sorted(points[group].unique(), key=natural)
+            groups = [(str(name), points[points[group] == name]) for name in names]
         else:
-            groups = [("", points)]
-        for name, part in groups:
+            groups = [("mean over seeds", points)]
+        shown = groups[:MAX_SERIES]
+        for (name, part), colour in zip(shown, palette(len(shown)), strict=True):
             stats = part.groupby(x)[y].agg(["mean", "min", "max"]).sort_index()
-            line = ax.plot(stats.index, stats["mean"], "o-" if len(stats) > 2 else "o",
-                           label=str(name) if group else "mean over seeds")
+            ax.plot(stats.index, stats["mean"], "o-", label=name, color=colour)
             ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.2,
-                            color=line[0].get_color())
+                            color=colour, linewidth=0)
         ax.set_title(title)
         ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel + " (mean; band: min-max over seeds)")
+        ax.set_ylabel(f"{ylabel}\n(mean; band: min-max over seeds)", fontsize=9)
         _legend(ax, len(groups))
 
     return png(draw)
@@ -143,7 +222,7 @@ def reorder_window(points: pd.DataFrame) -> str | None:
         ax.set_title("Reorder window (ours): refused genuine messages vs table bytes")
         lines = rate + size
         ax.legend(lines, [str(line.get_label()) for line in lines], fontsize=7,
-                  loc="center right")
+                  loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2)
 
     return png(draw)
 
@@ -164,5 +243,9 @@ def bars(values: pd.Series, title: str, ylabel: str) -> str | None:
 
 
 def _legend(ax: Any, n: int) -> None:
-    if n <= 16:
-        ax.legend(fontsize=7, ncol=2 if n > 6 else 1)
+    """The legend right of the axes, outside the data; ``n`` series in all (those past
+    ``MAX_SERIES`` are not drawn, and the legend's title says so)."""
+    title = f"first {MAX_SERIES} of {n}" if n > MAX_SERIES else None
+    ax.legend(fontsize=7, ncol=2 if n > 12 else 1, loc="upper left",
+              bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, title=title,
+              title_fontsize=7)
