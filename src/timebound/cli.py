@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"timebound {__version__}")
     parser.add_argument("--verbose", action="store_true",
                         help="show the full traceback (and Spark's log) on an error")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress lines (results and errors are still printed)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     replay = commands.add_parser(
@@ -118,13 +120,14 @@ def build_parser() -> argparse.ArgumentParser:
                       help="only these simulator scenarios, a non-empty comma list "
                            "(default: all)")
     demo.add_argument("--master", default=None, metavar="URL",
-                      help="Spark master (default local[*])")
+                      help="Spark master: local[*] (default), spark://..., yarn, k8s://...")
     demo.add_argument("--seed", type=int_range(0, 2**63 - 1), default=0,
                       help="scenario seed in [0, 2^63-1] (default 0)")
     _add_verbose(demo)
     demo.set_defaults(handler=_run_demo)
     _add_pipeline_commands(commands)
     verbose_everywhere(parser)
+    quiet_everywhere(parser)
     return parser
 
 
@@ -144,6 +147,26 @@ def verbose_everywhere(parser: argparse.ArgumentParser) -> None:
         if "--verbose" not in sub._option_string_actions:
             _add_verbose(sub)
         verbose_everywhere(sub)
+
+
+def quiet_everywhere(parser: argparse.ArgumentParser) -> None:
+    """``--quiet`` after any command and subcommand, as ``--verbose``: it sets the same
+    flag as the top-level one. A command with its own ``--quiet`` keeps its help, but
+    its default no longer resets the top-level flag (``timebound --quiet simulate ...``).
+    Where a command prints no progress lines, it is accepted and changes nothing."""
+    for sub in subparsers(parser):
+        own = sub._option_string_actions.get("--quiet")
+        if own is None:
+            _add_quiet(sub)
+        else:
+            own.default = argparse.SUPPRESS
+        quiet_everywhere(sub)
+
+
+def _add_quiet(parser: argparse.ArgumentParser) -> None:
+    # SUPPRESS: the top-level --quiet is not reset by the subcommand's default
+    parser.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS,
+                        help="no progress lines (results and errors are still printed)")
 
 
 def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -167,24 +190,35 @@ def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:  # typ
                           help="Spark master: local[*] (default), spark://..., yarn, k8s://...")
     pipeline.add_argument("--conf", action="append", default=[], metavar="K=V",
                           help="Spark setting, passed through (repeatable)")
-    at = pipeline.add_argument_group("atmostonce (as timebound replay atmostonce)")
-    at.add_argument("--estimator", choices=("fixed", "unlimited", "limited"), default=None)
-    for flag in ("--rho", "--gc-every", "--window", "--spikes", "--p", "--beta",
-                 "--latest-every", "--classes"):
-        _limited(at, flag)
-    at.add_argument("--resilient", action="store_true", default=None)
-    ca = pipeline.add_argument_group("causal and merge (as their replay commands)")
-    _limited(ca, "--epsilon")
-    _limited(ca, "--delta")
-    ca.add_argument("--variant", choices=("rckn", "rc"), default=None)
-    _limited(ca, "--n")
+    at = pipeline.add_argument_group(
+        "atmostonce (as timebound replay atmostonce; times in trace ticks)")
+    at.add_argument("--estimator", choices=("fixed", "unlimited", "limited"), default=None,
+                    help="lifetime estimator: fixed rho, unlimited horizon (adaptive Fig. 2) "
+                         "or limited horizon (adaptive Fig. 3) (default: the run's, else "
+                         "fixed)")
+    for flag, what in _ATMOSTONCE_HELP:
+        _limited(at, flag, what)
+    at.add_argument("--resilient", action="store_true", default=None,
+                    help="keep latest on (simulated) stable storage, so the trace's crash "
+                         "rows are allowed (default: the run's, else off)")
+    ca = pipeline.add_argument_group(
+        "causal and merge (as their replay commands; times in trace ticks)")
+    _limited(ca, "--epsilon", "clock-difference bound epsilon (G1), ticks")
+    _limited(ca, "--delta", "merge: message-delay bound delta (G2), ticks")
+    ca.add_argument("--variant", choices=("rckn", "rc"), default=None,
+                    help="rckn: rows carry r, c, kn; rc: rows carry r, c (default: the "
+                         "run's, else rckn)")
+    _limited(ca, "--n", "causal rckn: the process bound of Lemma 3.4")
     st = pipeline.add_argument_group("stability (as timebound replay stability)")
     st.add_argument("--acks", default=None, metavar="timestamp|vector",
-                    help="default timestamp")
+                    help="acknowledgment scheme: one scalar (timestamp) or a vector "
+                         "(default timestamp)")
     st.add_argument("--senders", default=None, metavar="S1,S2",
-                    help="default: the run's nodes with send rows")
+                    help="comma-separated sender nodes (default: the run's nodes with "
+                         "send rows)")
     st.add_argument("--receivers", default=None, metavar="R1,R2",
-                    help="default: the run's nodes with recv or ack rows")
+                    help="comma-separated receiver nodes (default: the run's nodes with "
+                         "recv or ack rows)")
     _add_verbose(pipeline)
     pipeline.set_defaults(handler=_run_pipeline)
 
@@ -197,7 +231,8 @@ def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:  # typ
             "protocol, with the papers' claims beside them."
         ),
     )
-    report.add_argument("dir", metavar="DIR", help="pipeline output folder")
+    report.add_argument("dir", metavar="DIR",
+                        help="pipeline output folder (report.html is written into it)")
     report.set_defaults(handler=_run_report)
 
 
@@ -207,15 +242,35 @@ def _add_verbose(parser: argparse.ArgumentParser) -> None:
                         help="show the full traceback and Spark's log on an error")
 
 
-def _limited(group: argparse._ArgumentGroup, flag: str) -> None:
+#: The pipeline's atmostonce options and what each sets (as the replay's help says).
+_ATMOSTONCE_HELP = (
+    ("--rho", "fixed: the lifetime rho, ticks"),
+    ("--gc-every", "fixed, unlimited: GC at every multiple of this many ticks"),
+    ("--window", "limited: lifetimes per GC period"),
+    ("--spikes", "limited: spikes ignored per period (below --window)"),
+    ("--p", "limited: lost/accepted target 1/P"),
+    ("--beta", "resilient: latest = time + beta, ticks"),
+    ("--latest-every", "resilient: refresh latest at every multiple of this many ticks"),
+    ("--recovery-grace", "after a recovery, GC forgets nothing for this many ticks "
+                         "(SCMP 2.4; 0 is the figures' behaviour)"),
+    ("--reorder-window", "accept a genuine message overtaken on its connection if it is "
+                         "among this many most recent timestamps the connection keeps (1 "
+                         "is SCMP's rule)"),
+    ("--classes", "hash classes per receiver: crc32(utf-8 conn) mod K"),
+)
+
+
+def _limited(group: argparse._ArgumentGroup, flag: str, what: str) -> None:
     low, high = OPTION_LIMITS[flag[2:].replace("-", "_")]
     group.add_argument(flag, type=int_range(low, high), default=None,
-                       help=f"in [{low}, {high}]")
+                       help=f"{what}; in [{low}, {high}] (default: the run's option "
+                            f"column, else the replay's default)")
 
 
 PIPELINE_OPTIONS = ("estimator", "rho", "gc_every", "window", "spikes", "p", "beta",
-                    "latest_every", "classes", "resilient", "epsilon", "delta", "variant",
-                    "n", "acks", "senders", "receivers")
+                    "latest_every", "recovery_grace", "reorder_window", "classes",
+                    "resilient", "epsilon", "delta", "variant", "n", "acks", "senders",
+                    "receivers")
 
 
 def _run_pipeline(args: argparse.Namespace) -> int:
@@ -229,11 +284,16 @@ def _run_pipeline(args: argparse.Namespace) -> int:
         conf.setdefault("timebound.logLevel", "OFF")
     options = {dest: getattr(args, dest) for dest in PIPELINE_OPTIONS
                if getattr(args, dest) is not None}
+    quiet = {"progress": _silent} if getattr(args, "quiet", False) else {}
     summary = run_pipeline(args.dataset, args.out, options=options, master=args.master,
-                           conf=conf)
+                           conf=conf, **quiet)
     print(format_summary(summary))
     print(f"output: {args.out}")
     return 0
+
+
+def _silent(line: str) -> None:
+    """Progress lines under ``--quiet``: dropped."""
 
 
 def _run_report(args: argparse.Namespace) -> int:

@@ -39,21 +39,32 @@ def add_receiver_arguments(parser: argparse.ArgumentParser, *, classes: bool = T
     est.add_argument("--estimator", choices=ESTIMATORS, default="fixed",
                      help="fixed rho (default), unlimited horizon (adaptive Fig. 2) or "
                           "limited horizon (adaptive Fig. 3)")
-    est.add_argument("--rho", type=int, metavar="R", help="fixed: the lifetime rho, ticks >= 1")
+    est.add_argument("--rho", type=int, metavar="R",
+                     help="fixed: the lifetime rho, ticks >= 1 (no default in a trace: "
+                          "required; rpc serve has its own)")
     est.add_argument("--window", type=int, metavar="S",
-                     help="limited: lifetimes per GC period (S >= 1)")
+                     help="limited: lifetimes per GC period, a count >= 1 (required "
+                          "with --estimator limited)")
     est.add_argument("--spikes", type=int, metavar="H",
-                     help="limited: spikes ignored per period (0 <= H < S)")
+                     help="limited: spikes ignored per period, a count 0 <= H < S "
+                          "(required with --estimator limited)")
     est.add_argument("--p", type=int, metavar="P",
-                     help="limited: lost/accepted target 1/P (P >= 1)")
+                     help="limited: lost/accepted target 1/P, P >= 1 (required with "
+                          "--estimator limited)")
     est.add_argument("--gc-every", type=int, metavar="G",
-                     help="fixed, unlimited: GC at every multiple of G ticks (G >= 1)")
+                     help="fixed, unlimited: GC at every multiple of G ticks, G >= 1 "
+                          "(no default in a trace: required; rpc serve has its own)")
     res = parser.add_argument_group("resilient receivers (SCMP Fig. 2-2)")
     res.add_argument("--resilient", action="store_true",
-                     help="keep latest on (simulated) stable storage; allows crash rows")
-    res.add_argument("--beta", type=int, metavar="B", help="latest = time + B (B >= 0)")
+                     help="keep latest on stable storage (SCMP Fig. 2-2), so a crash "
+                          "accepts no message twice; a trace may then hold crash rows "
+                          "(default off)")
+    res.add_argument("--beta", type=int, metavar="B",
+                     help="resilient: latest = time + B, ticks >= 0 (no default in a "
+                          "trace: required; rpc serve has its own)")
     res.add_argument("--latest-every", type=int, metavar="L",
-                     help="refresh latest at every multiple of L ticks (L >= 1)")
+                     help="resilient: refresh latest at every multiple of L ticks, "
+                          "L >= 1 (no default in a trace: required; rpc serve has its own)")
     res.add_argument("--recovery-grace", type=int, metavar="T",
                      help="optional: after a recovery, GC forgets nothing for T ticks "
                           "(SCMP 2.4; default 0, the figures' behaviour)")

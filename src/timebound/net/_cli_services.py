@@ -25,6 +25,7 @@ import sys
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
+from timebound.durations import duration_help, duration_type, format_duration
 from timebound.errors import StorageError, UsageError
 from timebound.net._endpoint import on_signals, until_signal
 from timebound.net.cli import (
@@ -74,6 +75,41 @@ def _seconds_in(value: float | None, option: str, low: float = 0.0,
     return value
 
 
+def _whole_ms(micros: int | None, option: str, low: int, high: int) -> int | None:
+    """A duration option's microseconds as the whole milliseconds the pub-sub services
+    take (their clock ticks in ms), in [``low``, ``high``] ms."""
+    if micros is None:
+        return None
+    if micros % 1000:
+        raise UsageError(option, f"must be a whole number of milliseconds, got "
+                                 f"{format_duration(micros)}")
+    return _int_in(str(micros // 1000), option, low, high)
+
+
+def readable_duration(micros: int) -> str:
+    """A duration in microseconds for people: ``5036`` -> ``5.036ms``, ``20000`` ->
+    ``20ms``, ``1500000`` -> ``1.5s``."""
+    for unit, size in (("s", 1_000_000), ("ms", 1000)):
+        if abs(micros) >= size:
+            return f"{micros / size:.6f}".rstrip("0").rstrip(".") + unit
+    return f"{micros}us"
+
+
+def _print_stats_with_units(args: argparse.Namespace, endpoint: Any,
+                            micros: dict[str, int]) -> None:
+    """``--stats``: ``endpoint``'s counters as one JSON line on stderr, the durations
+    among them (``micros``: name -> microseconds per unit of its value) as strings with
+    their unit (``"srtt": "5.036ms"``)."""
+    if not args.stats:
+        return
+    stats = endpoint.statistics()
+    for name, factor in micros.items():
+        value = stats.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            stats[name] = readable_duration(value * factor)
+    print(json.dumps(stats, sort_keys=True), file=sys.stderr)
+
+
 def add_service_parsers(commands: Any) -> None:
     """``timebound channel``, ``group`` and ``pubsub`` (one line in timebound.cli)."""
     add_channel_parser(commands)
@@ -100,10 +136,14 @@ def add_channel_parser(commands: Any) -> None:
     recv.add_argument("--storage", metavar="PATH",
                       help="file keeping SCMP's latest, so a restart refuses replayed openings")
     recv.add_argument("--count", type=int, default=None, metavar="N",
-                      help=f"exit after N deliveries, 1..{MAX_COUNT}")
-    recv.add_argument("--f-hold-ms", type=float, default=None, metavar="MS",
-                      help="deliver an F waiting behind a gap after MS ms (default: at "
-                           "its slot's end)")
+                      help=f"exit after N deliveries, 1..{MAX_COUNT} (default: run until "
+                           "SIGTERM/SIGINT)")
+    recv.add_argument("--f-hold", "--f-hold-ms", dest="f_hold", default=None,
+                      type=duration_type("--f-hold", "ms", minimum_us=0), metavar="DURATION",
+                      help=duration_help("deliver an F waiting behind a gap after this long, "
+                                         "at most 1 day (none: at its slot's end); "
+                                         "--f-hold-ms is the old name, deprecated",
+                                         None, "ms"))
     _add_stats_option(recv)
     recv.set_defaults(handler=run_channel_recv)
 
@@ -114,12 +154,15 @@ def add_channel_parser(commands: Any) -> None:
                     "at end of input wait until every reliable message is acknowledged. "
                     "Exit 0; 1 if the channel failed (refused or no acknowledgment); 2 on "
                     "a bad line.")
-    send.add_argument("target", metavar="HOST:PORT")
+    send.add_argument("target", metavar="HOST:PORT",
+                      help="the channel receiver's UDP address ('timebound channel recv')")
     _add_key_options(send)
     send.add_argument("--window", type=int, default=256, metavar="N",
                       help=f"messages in flight, 1..{MAX_CLI_WINDOW} (default 256)")
-    send.add_argument("--timeout", type=float, default=10.0, metavar="S",
-                      help="give up after S seconds without acknowledgment (default 10)")
+    send.add_argument("--timeout", type=duration_type("--timeout", "s"), default=10_000_000,
+                      metavar="DURATION",
+                      help=duration_help("give up after this long without acknowledgment, "
+                                         "at most 1 day", 10_000_000, "s"))
     _add_stats_option(send)
     send.set_defaults(handler=run_channel_send)
 
@@ -138,14 +181,14 @@ def run_channel_recv(args: argparse.Namespace) -> int:
                    insecure=args.insecure, service="channel recv")
     if args.count is not None:
         _int_in(str(args.count), "--count", 1, MAX_COUNT)
-    hold = args.f_hold_ms
-    if hold is not None and not 0.0 <= hold <= MAX_SECONDS * 1000:
-        raise UsageError("--f-hold-ms", f"must be in [0, {MAX_SECONDS * 1000:g}], got {hold}")
+    hold = args.f_hold  # µs
+    if hold is not None and hold > MAX_SECONDS * 1_000_000:
+        raise UsageError("--f-hold", f"must be at most 1 day, got {format_duration(hold)}")
     key = _key(args)
     try:
         listener = ChannelListener(host=args.host, port=args.port, key=key,
                                    storage=args.storage,
-                                   f_hold=None if hold is None else hold / 1000.0,
+                                   f_hold=None if hold is None else hold / 1e6,
                                    insecure=args.insecure, service=_service(args))
     except StorageError as exc:
         raise UsageError("--storage", str(exc)) from None
@@ -291,9 +334,10 @@ def run_channel_send(args: argparse.Namespace) -> int:
     target = parse_target(args.target)
     check_host(target[0], "HOST:PORT")
     _int_in(str(args.window), "--window", 1, MAX_CLI_WINDOW)
-    _seconds_in(args.timeout, "--timeout")
+    timeout = args.timeout / 1e6  # µs -> s, the Channel's unit
+    _seconds_in(timeout, "--timeout")
     key = _key(args)
-    channel = Channel(target, key=key, window=args.window, give_up=args.timeout,
+    channel = Channel(target, key=key, window=args.window, give_up=timeout,
                       service=_service(args))
     bad: list[UsageError] = []
 
@@ -319,7 +363,7 @@ def run_channel_send(args: argparse.Namespace) -> int:
             await channel.drain(timeout=None)
         finally:
             channel.close()
-            _print_stats(args, channel)
+            _print_stats_with_units(args, channel, {"srtt": 1, "rto": 1})
 
     try:
         run(main())
@@ -361,12 +405,18 @@ def add_group_parser(commands: Any) -> None:
                       help="message timestamps: the system clock (µs) or a Lamport counter")
     join.add_argument("--group", default="timebound", metavar="G",
                       help="the group's name on the wire (default timebound)")
-    join.add_argument("--ack-every-ms", type=float, default=20.0, metavar="MS",
-                      help="ack and heartbeat period, (0, 60000] ms (default 20)")
-    join.add_argument("--dead-after", type=float, default=None, metavar="S",
-                      help="disconnect a member silent S seconds (default: never)")
+    join.add_argument("--ack-every", "--ack-every-ms", dest="ack_every", default=20_000,
+                      type=duration_type("--ack-every", "ms"), metavar="DURATION",
+                      help=duration_help("ack and heartbeat period, at most 60s; "
+                                         "--ack-every-ms is the old name, deprecated",
+                                         20_000, "ms"))
+    join.add_argument("--dead-after", type=duration_type("--dead-after", "s"), default=None,
+                      metavar="DURATION",
+                      help=duration_help("disconnect a member silent this long, at most 1 "
+                                         "day (none: never)", None, "s"))
     join.add_argument("--max-buffer", type=int, default=4096, metavar="N",
-                      help="most messages not yet stable, 1..1000000 (send waits)")
+                      help="most messages not yet stable, 1..1000000 (send waits; "
+                           "default %(default)s)")
     _add_key_options(join)
     _add_insecure_option(join)
     join.add_argument("--exit-when-stable", action="store_true",
@@ -421,14 +471,17 @@ def run_group_join(args: argparse.Namespace) -> int:
         raise UsageError("NAME", f"{args.name!r} is not one of --members")
     check_exposure(members[args.name][0], keyed=args.key_file is not None,
                    insecure=args.insecure, service="group join")
-    if not 0.0 < args.ack_every_ms <= 60000.0:
-        raise UsageError("--ack-every-ms", f"must be in (0, 60000], got {args.ack_every_ms}")
-    _seconds_in(args.dead_after, "--dead-after")
+    if args.ack_every > 60_000_000:
+        raise UsageError("--ack-every", f"must be at most 60s, got "
+                                        f"{format_duration(args.ack_every)}")
+    ack_every = args.ack_every / 1e6  # µs -> s, the Group's unit
+    dead_after = _seconds_in(None if args.dead_after is None else args.dead_after / 1e6,
+                             "--dead-after")
     _int_in(str(args.max_buffer), "--max-buffer", 1, 1_000_000)
     key = _key(args)
     member = Group(args.group, args.name, members, acks=args.acks, clock=args.clock, key=key,
-                   ack_every=args.ack_every_ms / 1000.0, nack_every=args.ack_every_ms / 1000.0,
-                   dead_after=args.dead_after, max_buffer=args.max_buffer,
+                   ack_every=ack_every, nack_every=ack_every,
+                   dead_after=dead_after, max_buffer=args.max_buffer,
                    insecure=args.insecure, service=_service(args))
     bad: list[BaseException] = []
 
@@ -457,7 +510,7 @@ def run_group_join(args: argparse.Namespace) -> int:
                     await member.send(text_line(line, number))
                 if args.exit_when_stable:
                     await member.wait_stable()
-                    await asyncio.sleep(3 * args.ack_every_ms / 1000.0)  # last acks out
+                    await asyncio.sleep(3 * ack_every)  # last acks out
                     stop.set()
             except asyncio.CancelledError:
                 raise
@@ -472,7 +525,9 @@ def run_group_join(args: argparse.Namespace) -> int:
             tasks[1].cancel()
             member.close()
             await asyncio.gather(tasks[0], return_exceptions=True)
-            _print_stats(args, member)
+            _print_stats_with_units(  # physical timestamps are µs; Lamport's are counts
+                args, member, {"stability_latency_sum": 1, "stability_latency_max": 1}
+                if args.clock == "physical" else {})
 
     run(main())
     if bad:
@@ -486,10 +541,15 @@ def run_group_join(args: argparse.Namespace) -> int:
 def _system_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
     from timebound.core.pubsub import MAX_DELTA, MAX_EPSILON, MAX_N
 
-    parser.add_argument("--epsilon", type=int, required=required, metavar="MS",
-                        help=f"clock synchronization bound (G1), ms, 1..{MAX_EPSILON}")
-    parser.add_argument("--delta", type=int, required=required, metavar="MS",
-                        help=f"message delay bound (G2), ms, 0..{MAX_DELTA}")
+    need = "required" if required else "none: any"
+    parser.add_argument("--epsilon", type=duration_type("--epsilon", "ms"), required=required,
+                        metavar="DURATION",
+                        help=duration_help(f"clock synchronization bound (G1), whole ms, "
+                                           f"1ms..{MAX_EPSILON}ms ({need})", None, "ms"))
+    parser.add_argument("--delta", type=duration_type("--delta", "ms", minimum_us=0),
+                        required=required, metavar="DURATION",
+                        help=duration_help(f"message delay bound (G2), whole ms, "
+                                           f"0ms..{MAX_DELTA}ms ({need})", None, "ms"))
     parser.add_argument("--n", type=int, default=64, metavar="N",
                         help=f"bound on the number of publishers, 1..{MAX_N} (default 64)")
     _add_key_options(parser)
@@ -498,10 +558,9 @@ def _system_options(parser: argparse.ArgumentParser, required: bool = True) -> N
 def _check_system(args: argparse.Namespace) -> None:
     from timebound.core.pubsub import MAX_DELTA, MAX_EPSILON, MAX_N
 
-    if args.epsilon is not None:
-        _int_in(str(args.epsilon), "--epsilon", 1, MAX_EPSILON)
-    if args.delta is not None:
-        _int_in(str(args.delta), "--delta", 0, MAX_DELTA)
+    # µs -> the whole ms the pub-sub services take (their clock ticks in ms)
+    args.epsilon = _whole_ms(args.epsilon, "--epsilon", 1, MAX_EPSILON)
+    args.delta = _whole_ms(args.delta, "--delta", 0, MAX_DELTA)
     _int_in(str(args.n), "--n", 1, MAX_N)
 
 
@@ -538,11 +597,12 @@ def add_pubsub_parser(commands: Any) -> None:
                                        "SIGTERM/SIGINT stop it. Without --key-file it "
                                        "binds only loopback addresses (--insecure "
                                        "overrides).")
-    merge.add_argument("name", metavar="NAME")
+    merge.add_argument("name", metavar="NAME", help="this merger's name")
     _add_bind_options(merge)
     merge.add_argument("--upstream", default=None, metavar="HOST:PORT,...",
                        help="lower-level mergers to subscribe to (level 2)")
-    merge.add_argument("--quiet", action="store_true", help="print no deliveries")
+    merge.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS,
+                       help="print no deliveries")
     _add_stats_option(merge)
     _system_options(merge)
     merge.set_defaults(handler=run_pubsub_merge)
@@ -553,12 +613,18 @@ def add_pubsub_parser(commands: Any) -> None:
                     "\"r\", \"c\", \"data\", \"digest\"} per delivery (digest: SHA-256 of "
                     "the (proc, msg) order so far, comparable across subscribers). "
                     "'listening on udp://LOCAL' goes to stderr once subscribed.")
-    subscribe.add_argument("target", metavar="HOST:PORT")
-    subscribe.add_argument("--name", default=None)
+    subscribe.add_argument("target", metavar="HOST:PORT",
+                           help="the merger's UDP address ('timebound pubsub merge')")
+    subscribe.add_argument("--name", default=None,
+                           help="this subscriber's name (default: none)")
     subscribe.add_argument("--count", type=int, default=None, metavar="N",
                            help=f"exit after N deliveries, 1..{MAX_COUNT}")
-    subscribe.add_argument("--gap-wait-ms", type=int, default=50, metavar="MS",
-                           help="wait for a reordered datagram at most MS ms, 0..60000")
+    subscribe.add_argument("--gap-wait", "--gap-wait-ms", dest="gap_wait", default=50_000,
+                           type=duration_type("--gap-wait", "ms", minimum_us=0),
+                           metavar="DURATION",
+                           help=duration_help("wait this long at most for a reordered "
+                                              "datagram, whole ms, 0ms..60s; --gap-wait-ms "
+                                              "is the old name, deprecated", 50_000, "ms"))
     _system_options(subscribe, required=False)
     subscribe.set_defaults(handler=run_pubsub_subscribe)
 
@@ -633,7 +699,7 @@ def run_pubsub_merge(args: argparse.Namespace) -> int:
 
     server = MergerServer(args.name, epsilon=args.epsilon, delta=args.delta, n=args.n,
                           host=args.host, port=args.port, key=key, upstream=upstream,
-                          on_deliver=None if args.quiet else show,
+                          on_deliver=None if getattr(args, "quiet", False) else show,
                           insecure=args.insecure, service=_service(args))
 
     async def main() -> None:
@@ -643,7 +709,8 @@ def run_pubsub_merge(args: argparse.Namespace) -> int:
             await until_signal()
         finally:
             server.close()
-            _print_stats(args, server)
+            _print_stats_with_units(args, server,  # the merger's clock ticks in ms
+                                    {"total_buffering": 1000, "max_buffering": 1000})
 
     run(main())
     return 0
@@ -658,11 +725,11 @@ def run_pubsub_subscribe(args: argparse.Namespace) -> int:
     check_host(target[0], "HOST:PORT")
     if args.count is not None:
         _int_in(str(args.count), "--count", 1, MAX_COUNT)
-    _int_in(str(args.gap_wait_ms), "--gap-wait-ms", 0, 60000)
+    gap_wait = _whole_ms(args.gap_wait, "--gap-wait", 0, 60000) or 0
     if args.name is not None:
         _check_name(args.name, "--name")
     key = _key(args)
-    client = SubscriberClient(target, name=args.name, key=key, gap_wait=args.gap_wait_ms,
+    client = SubscriberClient(target, name=args.name, key=key, gap_wait=gap_wait,
                               service=_service(args))
 
     async def main() -> None:

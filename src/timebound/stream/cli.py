@@ -15,9 +15,11 @@ the checkpoint was started with (``_lock``). Spark's own output goes to
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import signal
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 from timebound.adapters.atmostonce import AtMostOnceOptions, add_receiver_arguments
 from timebound.adapters.merge import MergeOptions
@@ -60,7 +62,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     io.add_argument("--checkpoint", required=True, metavar="DIR",
                     help="the query's checkpoint (offsets, commits, RocksDB state); restart "
                          "with the same DIR to continue")
-    io.add_argument("--sink", required=True, metavar="DIR", help="output folder")
+    io.add_argument("--sink", required=True, metavar="DIR",
+                    help="output folder, written once per micro-batch")
     io.add_argument("--trigger", default="available-now",
                     metavar="available-now|processing-time=1s",
                     help="available-now (default): process every file present, then stop; "
@@ -126,9 +129,9 @@ def add_stream_parser(commands: Any) -> None:
     _common(merge)
     opts = merge.add_argument_group("merge (as timebound replay merge)")
     opts.add_argument("--epsilon", type=int, metavar="E",
-                      help="clock-difference bound epsilon, ticks >= 1 (required)")
+                      help="clock-difference bound epsilon, trace ticks >= 1 (required)")
     opts.add_argument("--delta", type=int, metavar="D",
-                      help="message-delay bound delta, ticks >= 0 (required)")
+                      help="message-delay bound delta, trace ticks >= 0 (required)")
     opts.add_argument("--variant", choices=VARIANTS, default="rckn",
                       help="rckn: rows carry r, c, kn (default); rc: rows carry r, c")
     opts.add_argument("--timers", choices=TIMERS, default="none",
@@ -163,6 +166,14 @@ def _finish(result: Any) -> int:
     return 0
 
 
+def _progress_out(args: argparse.Namespace) -> contextlib.AbstractContextManager[TextIO]:
+    """Where the per-batch progress lines go: stdout, or nowhere with ``--quiet`` (the
+    summary line is printed either way)."""
+    if getattr(args, "quiet", False):
+        return open(os.devnull, "w", encoding="utf-8")
+    return contextlib.nullcontext(sys.stdout)
+
+
 def _require_spark(command: str) -> None:
     """pyspark, pandas and protobuf (transformWithState's wire format) are the
     ``spark`` extra: name it in one line rather than fail inside Spark."""
@@ -184,10 +195,12 @@ def run_stream_atmostonce(args: argparse.Namespace) -> int:
 
     options = AtMostOnceOptions.from_args(args)
     conf = parse_conf(args.conf)
-    result = stream_atmostonce(args.source, args.checkpoint, args.sink, options,
-                               trigger=args.trigger, max_files=args.max_files_per_trigger,
-                               master=args.master, conf=conf, out=sys.stdout,
-                               quiet=not getattr(args, "verbose", False))
+    with _progress_out(args) as out:
+        result = stream_atmostonce(args.source, args.checkpoint, args.sink, options,
+                                   trigger=args.trigger,
+                                   max_files=args.max_files_per_trigger,
+                                   master=args.master, conf=conf, out=out,
+                                   quiet=not getattr(args, "verbose", False))
     return _finish(result)
 
 
@@ -199,8 +212,10 @@ def run_stream_merge(args: argparse.Namespace) -> int:
     options = MergeOptions.from_args(args)
     tick_us = parse_duration(args.tick, "--tick")
     conf = parse_conf(args.conf)
-    result = stream_merge(args.source, args.checkpoint, args.sink, options,
-                          timers=args.timers, tick_us=tick_us, trigger=args.trigger, max_files=args.max_files_per_trigger,
-                          master=args.master, conf=conf, out=sys.stdout,
-                          quiet=not getattr(args, "verbose", False))
+    with _progress_out(args) as out:
+        result = stream_merge(args.source, args.checkpoint, args.sink, options,
+                              timers=args.timers, tick_us=tick_us, trigger=args.trigger,
+                              max_files=args.max_files_per_trigger,
+                              master=args.master, conf=conf, out=out,
+                              quiet=not getattr(args, "verbose", False))
     return _finish(result)
