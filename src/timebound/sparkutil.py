@@ -48,7 +48,7 @@ import tempfile
 import threading
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from typing import IO, Any
+from typing import Any
 
 from timebound.errors import SchemaError, TimeboundError, TraceError, UsageError
 
@@ -253,21 +253,26 @@ def _quiet_logs() -> None:
 
 
 @contextlib.contextmanager
-def _stderr_to(scratch: IO[bytes] | None) -> Iterator[None]:
-    """While inside, file descriptor 2 is ``scratch``: a JVM started now inherits it as
-    its stderr for its whole life; ours is restored at the end."""
-    if scratch is None:
-        yield
-        return
+def _jvm_output(target: int | None) -> Iterator[None]:
+    """While inside, file descriptors 1 and 2 are what a JVM started now inherits for
+    its whole life: both ``target`` (a log or scratch file), or without one, our stderr
+    for both (Spark's streaming Python runners print their start-up chatter on 1; stdout
+    stays the command's). Ours are restored at the end."""
+    sys.stdout.flush()
     sys.stderr.flush()
-    saved = os.dup(2)
+    saved = [os.dup(1), os.dup(2)]
     try:
-        os.dup2(scratch.fileno(), 2)
+        os.dup2(2 if target is None else target, 1)
+        if target is not None:
+            os.dup2(target, 2)
         yield
     finally:
+        sys.stdout.flush()
         sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
 
 
 def _plain_interrupts() -> None:
@@ -280,30 +285,44 @@ def _plain_interrupts() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def _read(fd: int) -> str:
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
 def start_session(builder: Any, *, master: str | None, conf: Mapping[str, str],
-                  quiet: bool) -> Any:
+                  quiet: bool, log: str | None = None) -> Any:
     """``builder.getOrCreate()``; a failure is one ``UsageError`` naming the option to
     blame and Spark's reason. ``master``/``conf``: what the user gave (None/empty for
-    defaults). ``quiet``: the JVM's stderr and Py4J's log stay off the terminal."""
-    scratch = tempfile.TemporaryFile() if quiet else None  # unlinked: nothing left behind
-    if quiet:
+    defaults). ``quiet``: the JVM's output and Py4J's log stay off the terminal (in an
+    unlinked scratch file). ``log``: a file (truncated) that gets the JVM's output for
+    its whole life instead. Otherwise the JVM's output goes to our stderr."""
+    if quiet or log is not None:
         _quiet_logs()
+    if log is not None:
+        target: int | None = os.open(log, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    elif quiet:
+        scratch = tempfile.TemporaryFile()  # unlinked: nothing left behind
+        target = os.dup(scratch.fileno())
+        scratch.close()
+    else:
+        target = None
     try:
         try:
-            with _stderr_to(scratch):
+            with _jvm_output(target):
                 spark = builder.getOrCreate()
         except Exception as exc:
-            printed = ""
-            if scratch is not None:
-                scratch.seek(0)
-                printed = scratch.read().decode("utf-8", "replace")
+            printed = _read(target) if target is not None else ""
             reason = (spark_reason(printed, getattr(exc, "_desc", None), str(exc))
                       or _jvm_said(printed) or _first_line(exc))
             option, given = _blame(reason, master, dict(conf))
             raise UsageError(option, f"Spark did not start with {given}: {reason}") from None
     finally:
-        if scratch is not None:
-            scratch.close()  # the JVM keeps its own descriptor of the unlinked file
+        if target is not None:
+            os.close(target)  # the JVM keeps its own descriptors of the file
     _plain_interrupts()
     try:  # the SQL settings are checked when the session state is first built: now
         spark._jsparkSession.sessionState()
@@ -311,6 +330,49 @@ def start_session(builder: Any, *, master: str | None, conf: Mapping[str, str],
         reason = spark_reason(getattr(exc, "_desc", None), str(exc)) or _first_line(exc)
         option, given = _blame(reason, master, dict(conf))
         raise UsageError(option, f"Spark refused {given}: {reason}") from None
+    return spark
+
+
+#: Settings every command's session has; the command's defaults and then the user's
+#: ``--conf`` items override them.
+BASE_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+}
+#: Our keys in a ``conf`` (not Spark's): ``timebound.logLevel`` is Spark's log level
+#: (WARN unless given; OFF keeps the JVM's output off the terminal).
+OURS = "timebound."
+
+
+def build_session(master: str | None = None, conf: Mapping[str, str] | None = None, *,
+                  app_name: str = "timebound", defaults: Mapping[str, str] | None = None,
+                  log: str | None = None) -> Any:
+    """The one SparkSession builder of every command that runs Spark.
+
+    ``master``: checked, ``DEFAULT_MASTER`` when None. ``BASE_CONF``, then the
+    command's ``defaults``, then the user's ``conf`` (theirs win; ``timebound.*`` keys
+    are ours: ``OURS``). The workers run this interpreter (``PYSPARK_PYTHON`` unless
+    set). ``log``: ``start_session``'s. A failure to start is one ``UsageError``
+    naming ``--master`` or the ``--conf`` item Spark's reason points at. Every ``--conf``
+    is passed through unchanged, so the same command runs on a standalone, YARN or
+    Kubernetes cluster (the workers need ``timebound`` importable)."""
+    check_master(master)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    given = dict(conf or {})
+    settings = {**BASE_CONF, **(defaults or {}), **given}
+    level = settings.get(OURS + "logLevel", "WARN")
+    builder = SparkSession.builder.appName(app_name).master(master or DEFAULT_MASTER)
+    for key, value in settings.items():
+        if not key.startswith(OURS):
+            builder = builder.config(key, value)
+    spark = start_session(builder, master=master,
+                          conf={k: v for k, v in given.items() if not k.startswith(OURS)},
+                          quiet=level == "OFF", log=log)
+    spark.sparkContext.setLogLevel(level)
     return spark
 
 

@@ -10,12 +10,10 @@ and the log level is WARN.
 from __future__ import annotations
 
 import math
-import os
-import sys
 from typing import TYPE_CHECKING
 
 from timebound.errors import UsageError
-from timebound.sparkutil import DEFAULT_MASTER, start_session
+from timebound.sparkutil import build_session as _build_session
 from timebound.sparkutil import check_master as check_master
 from timebound.sparkutil import parse_conf as parse_conf  # the pipeline's --conf
 from timebound.sparkutil import stopped_after as stopped_after
@@ -27,11 +25,9 @@ if TYPE_CHECKING:  # pragma: no cover
 BYTES_PER_PARTITION = 32 * 1024 * 1024
 MAX_PARTITIONS = 2000
 
-#: Settings we choose; any ``--conf`` of the same key wins.
+#: Settings we choose besides ``sparkutil.BASE_CONF``; any ``--conf`` of the same key
+#: wins.
 DEFAULT_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
 }
 
@@ -42,25 +38,11 @@ def build_session(
     *,
     app_name: str = "timebound",
 ) -> SparkSession:
-    """Build (or reuse) the SparkSession. A failure to start is one UsageError naming
-    ``--master`` or the ``--conf`` item Spark's reason points at. With
-    ``timebound.logLevel`` OFF (every command without ``--verbose``) the JVM's stderr is
-    kept off the terminal (``sparkutil.start_session``)."""
-    check_master(master)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    settings = dict(DEFAULT_CONF)
-    settings.update(conf or {})
-    level = settings.pop("timebound.logLevel", "WARN")  # ours, not Spark's
-    builder = SparkSession.builder.appName(app_name).master(master or DEFAULT_MASTER)
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    given = {k: v for k, v in (conf or {}).items() if not k.startswith("timebound.")}
-    spark: SparkSession = start_session(builder, master=master, conf=given,
-                                        quiet=level == "OFF")
-    spark.sparkContext.setLogLevel(level)
+    """The pipeline's session: ``sparkutil.build_session`` with ``DEFAULT_CONF``. With
+    ``timebound.logLevel`` OFF (every command without ``--verbose``) the JVM's output is
+    kept off the terminal."""
+    spark: SparkSession = _build_session(master, conf, app_name=app_name,
+                                         defaults=DEFAULT_CONF)
     return spark
 
 

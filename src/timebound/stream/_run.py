@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from timebound.errors import TimeboundError, UsageError
-from timebound.sparkutil import DEFAULT_MASTER
+from timebound.sparkutil import build_session as _build_session
 from timebound.sparkutil import parse_conf as parse_conf  # the stream's --conf
 from timebound.stream._errors import QueryFailed, translate_errors
 from timebound.stream._sink import BatchSink
@@ -46,9 +46,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 SESSION_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.sql.session.timeZone": "UTC",
     "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
 }
@@ -101,36 +98,13 @@ def check_folders(source: str, checkpoint: str, sink: str) -> tuple[str, str, st
 def build_session(master: str | None, conf: dict[str, str],
                   app_name: str = "timebound-stream", *, log: str | None = None
                   ) -> SparkSession:
-    """A session for one query. With ``log`` (a file path), the JVM and every Python
-    worker it starts write there instead of the terminal: their log lines, the
-    worker's start-up chatter, the traces of a failed task and what the JVM prints
-    when a query is stopped inside a micro-batch. Without it (``--verbose``) they go
-    to our stderr."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.appName(app_name).master(master or DEFAULT_MASTER)
-    for key, value in {**SESSION_CONF, **conf}.items():
-        builder = builder.config(key, value)
-    # The JVM inherits file descriptors 1 and 2 when it starts; Spark's streaming
-    # Python runners print their start-up chatter on 1. Give the JVM the log file (or
-    # our stderr), keep stdout for the progress lines.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    target = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644) if log else None
-    try:
-        os.dup2(2 if target is None else target, 1)
-        if target is not None:
-            os.dup2(target, 2)
-        spark = builder.getOrCreate()
-    finally:
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in saved if target is None else [*saved, target]:
-            os.close(fd)
-    spark.sparkContext.setLogLevel(conf.get("timebound.logLevel", "WARN"))
+    """A session for one query (``sparkutil.build_session`` with ``SESSION_CONF``). With
+    ``log`` (a file path), the JVM and every Python worker it starts write there instead
+    of the terminal: their log lines, the worker's start-up chatter, the traces of a
+    failed task and what the JVM prints when a query is stopped inside a micro-batch.
+    Without it (``--verbose``) they go to our stderr."""
+    spark: SparkSession = _build_session(master, conf, app_name=app_name,
+                                         defaults=SESSION_CONF, log=log)
     return spark
 
 
