@@ -55,3 +55,19 @@ def spark():
                             app_name="timebound-tests")
     yield session
     session.stop()
+
+
+# -- one line when the report's screenshot tests were skipped for want of Chromium ---
+
+#: the skip reason of every test that needs headless Chromium (tests/test_report_*.py)
+NO_CHROMIUM = "Chromium is not installed"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001
+    """Say in one line that the screenshot tests did not run, and how to get them."""
+    skipped = [r for r in terminalreporter.stats.get("skipped", [])
+               if NO_CHROMIUM in str(getattr(r, "longrepr", ""))]
+    if skipped:
+        terminalreporter.write_line(
+            f"screenshot tests: {len(skipped)} skipped, {NO_CHROMIUM} (scripts/setup.sh "
+            "installs it with apt where it can; or apt-get install chromium)")

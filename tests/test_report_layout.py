@@ -15,6 +15,7 @@ import pathlib
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from typing import Any
 
@@ -229,3 +230,21 @@ def test_sweep_report_in_chromium(swept: tuple[pathlib.Path, str, list[fig.Layou
     probe = _browse(swept[0], tmp_path, "sweep-report")
     assert probe["cells"] > 50 and probe["tables"] == probe["scrolls"] >= 2
     assert probe["wrapped"] == []
+
+
+def test_a_run_without_chromium_says_so_in_one_line(tmp_path: pathlib.Path) -> None:
+    """scripts/test.sh (pytest) ends with one line naming the skipped screenshot tests
+    when Chromium is missing (here: a PATH without it)."""
+    root = pathlib.Path(__file__).parent.parent
+    bin_dir = pathlib.Path(sys.executable).parent
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "tests/test_report_layout.py::test_sweep_report_in_chromium",
+         "tests/test_report_layout.py::test_demo_report_in_chromium"],
+        cwd=root, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PATH": str(bin_dir), "HOME": str(tmp_path)})
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = [x for x in run.stdout.splitlines() if x.startswith("screenshot tests:")]
+    assert lines == ["screenshot tests: 2 skipped, Chromium is not installed "
+                     "(scripts/setup.sh installs it with apt where it can; or apt-get "
+                     "install chromium)"], run.stdout
