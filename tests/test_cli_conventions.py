@@ -90,6 +90,13 @@ def test_every_option_has_help_without_markup() -> None:
     assert missing == [] and markup == []
 
 
+def test_every_help_renders() -> None:
+    # a stray '%' or a bad '%(default)s' in a help text fails only when --help runs
+    for path, parser in checked():
+        text = parser.format_help()
+        assert "--verbose" in text and "--quiet" in text, path
+
+
 def test_every_duration_option_names_its_unit_and_default() -> None:
     found, bad = 0, []
     for path, parser in checked():

@@ -20,11 +20,13 @@ __all__ = ["COMMAND", "OUTPUT_TYPES", "ROW_TYPES"]
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     add_io_arguments(parser)
     parser.add_argument("--acks", default=None, metavar="timestamp|vector",
-                        help="acknowledgment scheme: one scalar (timestamp) or a vector")
+                        help="acknowledgment scheme: one scalar (timestamp) or a vector "
+                             "(required)")
     parser.add_argument("--senders", default=None, metavar="S1,S2",
-                        help="comma-separated sender nodes")
+                        help="comma-separated sender nodes (required)")
     parser.add_argument("--receivers", default=None, metavar="R1,R2",
-                        help="comma-separated receiver nodes (may overlap --senders)")
+                        help="comma-separated receiver nodes, may overlap --senders "
+                             "(required)")
 
 
 def _build(args: argparse.Namespace) -> StabilityAdapter:
