@@ -15,6 +15,14 @@ that ``timebound pipeline`` and ``timebound report`` read like any other:
 Orchestration (top layer): imports the simulator, never the pipeline; PySpark lazily.
 Seeds are 1..N. Output written whole or not at all (a temporary folder beside DIR).
 
+Cost: before Spark starts, every grid point is priced by the simulator's estimate
+(``sim.estimate_cost``): the memory of the largest run times the runs that execute at
+once (the cores of a ``local[N]`` master), plus the Spark JVM; the time of all runs
+over those cores. What does not fit this machine (or ``--max-memory`` /
+``--max-time``) is refused in one line naming the estimate and the option. Each
+progress line after a finished run carries an ETA measured from the runs finished so
+far (each weighed by its estimated size).
+
 Spark: ``--master`` is checked before anything starts; the session is started here
 (``sparkutil.start_session``: a failure to start is one line naming ``--master`` or the
 ``--conf`` item to blame; without ``--verbose`` the JVM's stderr stays off the
@@ -34,6 +42,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +51,11 @@ from timebound.errors import UsageError
 from timebound.sparkutil import check_master, start_session, stopped_after
 
 MAX_RUNS = 10_000
+#: Resident memory of the local Spark JVM and the sweep's driver (bytes): PySpark 4's
+#: default driver heap is 1 GiB; a small sweep measured 0.6-0.9 GiB of JVM RSS.
+SPARK_BYTES = 3 * 2**29
+#: Starting the Spark session and merging (seconds, measured 8-15 s on 2 cores).
+SPARK_SECONDS = 15.0
 #: The sweep's own session settings (a ``--conf`` of the same key wins).
 SWEEP_CONF = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}
 
@@ -185,9 +199,77 @@ def sweep_session(master: str | None, conf: dict[str, str], *, quiet: bool) -> A
     return spark
 
 
+def parallelism(master: str | None) -> int:
+    """Runs executing at once on this machine: N of ``local[N]`` (``local``: 1,
+    ``local[*]``: the cores; a cluster's runs are not on this machine: 1)."""
+    spec = master or "local[2]"
+    if spec == "local":
+        return 1
+    if spec.startswith("local["):
+        count = spec[len("local["):].split(",")[0].rstrip("]")
+        if count == "*":
+            return os.cpu_count() or 1
+        return int(count) if count.isdigit() and int(count) > 0 else 1
+    return 1
+
+
+def cost(scenario: str, pts: list[Point]) -> Any:
+    """The sweep's estimate: one ``RunPlan`` per grid point and seed (its runs' units),
+    the memory of the largest point's runs, the time of all of them."""
+    from timebound.sim import SCENARIOS, Estimate, RunPlan, estimate_cost
+
+    each = [estimate_cost(scenario, SCENARIOS[scenario].resolve(dict(pt.values)))
+            for pt in pts]
+    unit = each[0].unit if each else "runs"
+    return Estimate(scenario, unit,
+                    tuple(RunPlan(pt.name, e.units) for pt, e in zip(pts, each, strict=True)),
+                    max((e.memory for e in each), default=0),
+                    sum(e.seconds for e in each))
+
+
+def check_cost_of(scenario: str, pts: list[Point], master: str | None, *,
+                  max_memory: int | None, max_time: float | None) -> Any:
+    """Refuse a sweep that does not fit (before Spark starts); its estimate otherwise."""
+    from timebound.sim import Estimate, check_cost
+
+    est = cost(scenario, pts)
+    at_once = min(parallelism(master), max(1, len(pts)))
+    whole = Estimate(est.scenario, est.unit, est.runs,
+                     est.memory * at_once + SPARK_BYTES,
+                     est.seconds / at_once + SPARK_SECONDS)
+    check_cost(whole, max_memory=max_memory, max_time=max_time,
+               what=f"sweep {scenario} ({at_once} run(s) at once)")
+    return whole
+
+
+class SweepProgress:
+    """``sweep [3/12] <run> ETA 1m20s`` on stderr after each finished run; the ETA is
+    the wall time so far over the estimated work done, applied to the work left."""
+
+    def __init__(self, weights: list[int], write: Callable[[str], None] | None = None
+                 ) -> None:
+        self.weights = [max(1, w) for w in weights]
+        self.start = time.perf_counter()
+        self.write = write or (lambda line: print(line, file=sys.stderr, flush=True))
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        from timebound.sim import format_eta
+
+        eta = ""
+        finished = sum(self.weights[:done])
+        left = sum(self.weights[done:])
+        elapsed = time.perf_counter() - self.start
+        if 0 < done < total and finished and elapsed > 0:
+            eta = f" ETA {format_eta(elapsed * left / finished)}"
+        self.write(f"sweep [{done}/{total}] {label}{eta}")
+
+
 def run_sweep(scenario: str, grid_items: list[str], *, seeds: int, out: str,
               master: str | None = None, conf: dict[str, str] | None = None,
-              progress: Any = None, quiet: bool = False) -> dict[str, Any]:
+              progress: Any = None, quiet: bool = False, max_memory: int | None = None,
+              max_time: float | None = None) -> dict[str, Any]:
+    """Run the sweep. ``progress``: ``progress(label, done, total)`` after each run,
+    None (no lines) or True (the command's lines, with an ETA)."""
     grid = parse_grid(grid_items, scenario)
     check_master(master)
     if not 1 <= seeds <= 1000:
@@ -203,6 +285,13 @@ def run_sweep(scenario: str, grid_items: list[str], *, seeds: int, out: str,
     total = len(points(scenario, grid, seeds, ""))
     if total > MAX_RUNS:  # before Spark starts
         raise UsageError("--grid", f"{total} runs; at most {MAX_RUNS}")
+    est = check_cost_of(scenario, points(scenario, grid, seeds, ""), master,
+                        max_memory=max_memory, max_time=max_time)
+    if progress is True:  # the command's own lines, with the ETA
+        progress = SweepProgress([r.units for r in est.runs])
+        if est.seconds >= 30:
+            print(f"sweep {scenario}: {est.describe()} (estimate)", file=sys.stderr,
+                  flush=True)
     require_extra("spark", "pyspark", "timebound sweep")
     from pyspark.sql import SparkSession
 
@@ -226,10 +315,6 @@ def run_sweep(scenario: str, grid_items: list[str], *, seeds: int, out: str,
             "seconds": round(time.perf_counter() - started, 1)}
 
 
-def _progress(label: str, done: int, total: int) -> None:
-    print(f"sweep [{done}/{total}] {label}", file=sys.stderr, flush=True)
-
-
 def add_sweep_parser(commands: Any) -> None:
     sweep = commands.add_parser(
         "sweep",
@@ -242,20 +327,32 @@ def add_sweep_parser(commands: Any) -> None:
             "spread across seeds. Example: timebound sweep merge --grid deltas=5,10,20 "
             "--seeds 3 --out sweep-merge"),
     )
+    from timebound.sim.cli import add_budget_options
+
     sweep.add_argument("scenario", metavar="SCENARIO",
-                       help="scmp | adaptive | slotted | stability | merge")
+                       help="the scenario to sweep: scmp | adaptive | slotted | stability | "
+                            "merge")
     sweep.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
-                       help="a scenario parameter and its values (repeatable: the grid is "
-                            "the product)")
+                       help="a scenario parameter and its values, in the parameter's own "
+                            "unit (see simulate --list; repeatable: the grid is the "
+                            "product; default: none, one grid point)")
     sweep.add_argument("--seeds", type=int, default=3, metavar="N",
-                       help="seeds 1..N per grid point (default 3, range [1, 1000])")
-    sweep.add_argument("--out", required=True, metavar="DIR", help="dataset folder")
-    sweep.add_argument("--master", metavar="URL", help="Spark master (default local[2])")
+                       help="seeds 1..N per grid point, a count (default 3, range "
+                            "[1, 1000])")
+    sweep.add_argument("--out", required=True, metavar="DIR",
+                       help="dataset folder to write (required; written whole or not at "
+                            "all)")
+    sweep.add_argument("--master", metavar="URL",
+                       help="Spark master URL (default local[2]: two runs at once)")
     sweep.add_argument("--conf", action="append", default=[], metavar="K=V",
-                       help="Spark configuration entry (repeatable)")
-    sweep.add_argument("--quiet", action="store_true", help="no progress lines")
+                       help="a Spark configuration entry (repeatable; default none)")
+    add_budget_options(sweep, "a sweep")
+    sweep.add_argument("--quiet", action="store_true",
+                       help="no progress lines on stderr (default: a line per finished "
+                            "run, with an ETA)")
     sweep.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
-                       help="show the full traceback and Spark's log on an error")
+                       help="show the full traceback and Spark's log on an error (default "
+                            "off)")
     sweep.set_defaults(handler=_run)
 
 
@@ -268,8 +365,9 @@ def _run(args: argparse.Namespace) -> int:
         conf[key.strip()] = value.strip()
     result = run_sweep(args.scenario, args.grid, seeds=args.seeds, out=args.out,
                        master=args.master, conf=conf,
-                       progress=None if args.quiet else _progress,
-                       quiet=not getattr(args, "verbose", False))
+                       progress=not getattr(args, "quiet", False),
+                       quiet=not getattr(args, "verbose", False),
+                       max_memory=args.max_memory, max_time=args.max_time)
     print(f"sweep {args.scenario}: {result['runs']} run(s) in {result['seconds']} s")
     print(f"dataset  {result['out']}")
     print("tables   " + ", ".join(f"{k} {v} rows" for k, v in result["tables"].items()))

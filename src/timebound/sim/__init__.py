@@ -9,12 +9,18 @@ replay commands and the pipeline can re-decide offline. See docs/simulate.md.
   ``DatasetWriter`` (``_dataset``).
 - ``SCENARIOS``: name -> ``Scenario``; ``DEMO_PARAMS``: modest ``--set`` overrides;
   ``run_scenario(name, out_dir, seed=, params=, progress=)``.
+- ``estimate_cost(name, values)`` / ``check_cost(...)`` (``_budget``): a scenario's
+  memory and time before it starts, and the refusal of what does not fit;
+  ``RunProgress`` (``_progress``): progress lines within a run, with an ETA.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from timebound.sim._budget import Estimate, RunPlan, available_memory, format_eta, parse_size
+from timebound.sim._budget import check as check_cost
+from timebound.sim._budget import estimate as estimate_cost
 from timebound.sim._clocks import Clock
 from timebound.sim._dataset import DatasetWriter, read_table, run_rows
 from timebound.sim._engine import Engine
@@ -27,6 +33,7 @@ from timebound.sim._links import (
     LogNormal,
     parse_delay,
 )
+from timebound.sim._progress import RunProgress
 from timebound.sim._run import run_scenario_with
 from timebound.sim._scenario import Param, Scenario
 from timebound.sim._transport import Packet, Reliable
@@ -56,6 +63,7 @@ def run_scenario(name: str, out_dir: str, *, seed: int = 0,
 
 __all__ = [
     "DEMO_PARAMS", "SCENARIOS", "Clock", "Constant", "DatasetWriter", "Delay", "Empirical",
-    "Engine", "Exponential", "Link", "LogNormal", "Packet", "Param", "Reliable", "Scenario",
-    "parse_delay", "read_table", "run_rows", "run_scenario",
+    "Engine", "Estimate", "Exponential", "Link", "LogNormal", "Packet", "Param", "Reliable",
+    "RunPlan", "RunProgress", "Scenario", "available_memory", "check_cost", "estimate_cost",
+    "format_eta", "parse_delay", "parse_size", "read_table", "run_rows", "run_scenario",
 ]

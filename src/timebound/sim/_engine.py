@@ -66,7 +66,7 @@ class Engine:
         action(arg)
 
     def run(self, until: int | None = None,
-            tick: Callable[[int], None] | None = None, tick_every: int = 100_000) -> None:
+            tick: Callable[[int], None] | None = None, tick_every: int = 10_000) -> None:
         """Run events with time < ``until`` (all, if None); then ``now = until``.
 
         ``tick(now)`` is called every ``tick_every`` events (progress reporting)."""

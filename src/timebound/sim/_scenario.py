@@ -10,15 +10,41 @@ and its allowed range (the CLI exits 2 with that one line).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sized
 from dataclasses import dataclass, field
 from typing import Any
 
 from timebound.errors import UsageError
 from timebound.sim._links import parse_delay
 
-#: Signature of ``progress(label, done, total)``.
+#: Signature of ``progress(label, done, total)``: called before each run (``done`` runs
+#: finished of ``total``) and once at the end. A progress object may also have a method
+#: ``within(done, total, unit)`` for the work inside the current run (``in_run``).
 Progress = Callable[[str, int, int], None]
+
+
+def in_run(progress: Progress | None, done: Callable[[int], int], total: int,
+           unit: str) -> Callable[[int], None] | None:
+    """The engine's ``tick(now)`` that reports the current run's work to ``progress``:
+    ``done(now)`` units of ``total`` (calls, ticks, ...). ``None`` when ``progress``
+    takes no such report (a plain function: the sweep's tasks, ``--reproduce``)."""
+    within = getattr(progress, "within", None)
+    if within is None:
+        return None
+
+    def tick(now: int) -> None:
+        within(done(now), total, unit)
+    return tick
+
+
+def counted(items: Sized) -> Callable[[int], int]:
+    """``done(now)`` for ``in_run``: how many ``items`` there are (calls made so far)."""
+    return lambda _now: len(items)
+
+
+def clocked(start: int, end: int) -> Callable[[int], int]:
+    """``done(now)`` for ``in_run``: simulated ticks gone of ``[start, end)``."""
+    return lambda now: min(max(now - start, 0), end - start)
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from typing import Any
 from timebound.core.atmostonce import ReceiverConfig
 from timebound.sim._dataset import DatasetWriter
 from timebound.sim._links import Delay, Empirical, Exponential
-from timebound.sim._scenario import Param, Progress, Scenario
+from timebound.sim._scenario import Param, Progress, Scenario, counted, in_run
 from timebound.sim.scenarios._amo import (
     AmoRun,
     NetConfig,
@@ -205,7 +205,7 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
             progress(f"adaptive {name}", index, len(plan))
         sim = _Tracked(ds, name, net, opts, random.Random(f"{seed}/adaptive/{load}"),
                        p["sample_every"], expected=clients * calls)
-        sim.execute()
+        sim.execute(tick=in_run(progress, counted(sim.msgs), clients * calls, "calls"))
         rows = sim.metrics()
         got = {m: v for m, v, t in rows if t is None}
         true_max = got["max_lifetime"]

@@ -32,7 +32,7 @@ from timebound.core.causal import CausalProcess, Timestamp, WireCodec
 from timebound.core.merge import Envelope, Merger, level_parameters
 from timebound.sim._dataset import DatasetWriter
 from timebound.sim._engine import LATE, Engine
-from timebound.sim._scenario import Param, Progress, Scenario
+from timebound.sim._scenario import Param, Progress, Scenario, clocked, in_run
 from timebound.sim.scenarios._amo import write_metrics
 
 PARAMS = (
@@ -204,7 +204,8 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
 
         for q in procs:
             engine.at(start + int(net.expovariate(p["rate"])), publish, q)
-        engine.run()
+        engine.run(tick=in_run(progress, clocked(start, end), end - start,
+                               "ticks"))
         metrics: list[tuple[str, float, int | None]] = []
         mismatches = 0
         for a, b in (("A1", "B1"), ("A2", "B2"), ("T1", "T2")):

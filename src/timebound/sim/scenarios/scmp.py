@@ -84,7 +84,7 @@ from timebound.core.atmostonce import ReceiverConfig
 from timebound.sim._dataset import DatasetWriter
 from timebound.sim._engine import URGENT
 from timebound.sim._links import parse_delay
-from timebound.sim._scenario import Param, Progress, Scenario
+from timebound.sim._scenario import Param, Progress, Scenario, counted, in_run
 from timebound.sim._transport import NotingReliable, Packet
 from timebound.sim.scenarios._amo import (
     START,
@@ -416,7 +416,8 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
             sim = AmoRun(ds, name, net, opts, rng, p["sample_every"])
         if progress:
             progress(f"scmp {name}", index, len(plan))
-        sim.execute()
+        calls = net.clients * net.calls * (p["restart_callers"] if traffic == "restart" else 1)
+        sim.execute(tick=in_run(progress, counted(sim.msgs), calls, "calls"))
         rows = sim.metrics()
         if isinstance(sim, ReorderRun):
             rows += sim.reorder_metrics()

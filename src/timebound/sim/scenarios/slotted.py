@@ -49,7 +49,7 @@ from timebound.core.slotted import (
 from timebound.sim._dataset import DatasetWriter
 from timebound.sim._engine import Engine
 from timebound.sim._links import Constant, Exponential, Link
-from timebound.sim._scenario import Param, Progress, Scenario
+from timebound.sim._scenario import Param, Progress, Scenario, clocked, in_run
 from timebound.sim._transport import Geometric, Packet, Reliable
 from timebound.sim.scenarios._amo import write_metrics
 
@@ -233,7 +233,8 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
             progress(f"slotted {name}", index, len(plan))
         ch = _Channel(ds, name, scheme, slot_len, p, random.Random(f"{seed}/slotted/{name}"))
         ch.start()
-        ch.engine.run()
+        ch.engine.run(tick=in_run(progress, clocked(0, p["duration"]), p["duration"],
+                                  "ticks"))
         rows = ch.metrics()
         rows.append(("slot_ms", slot_len / 1000, None))
         write_metrics(ds, name, "slotted", rows)

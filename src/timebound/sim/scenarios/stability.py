@@ -33,7 +33,7 @@ from timebound.sim._clocks import Clock
 from timebound.sim._dataset import DatasetWriter
 from timebound.sim._engine import LATE, Engine
 from timebound.sim._links import parse_delay
-from timebound.sim._scenario import Param, Progress, Scenario
+from timebound.sim._scenario import Param, Progress, Scenario, clocked, in_run
 from timebound.sim.scenarios._amo import write_metrics
 
 PARAMS = (
@@ -235,7 +235,7 @@ def _sweep(ds: DatasetWriter, p: dict[str, Any], seed: int, summary: dict[str, A
             net.periodic(s, start + rng.randrange(p["t_send"]), period, until, net.send)
         for r in receivers:
             net.periodic(r, start + rng.randrange(p["t_ack"]), p["t_ack"], until, net.ack)
-        net.engine.run()
+        net.engine.run(tick=in_run(progress, clocked(0, until), until, "ticks"))
         st = net.stats()
         seconds = (until - start) / 1_000_000
         rows: list[tuple[str, float, int | None]] = [(k, v, None) for k, v in st.items()]
