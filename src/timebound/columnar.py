@@ -32,6 +32,7 @@ generated traces (every estimator, classes, resilient crashes, malformed rows).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -51,7 +52,14 @@ def path() -> str:
 
 #: Verdict codes (int8) -> output strings.
 NAMES = tuple(v.value for v in Verdict)
-_NAMES_ARRAY = pa.array(NAMES, pa.string())
+
+@functools.cache
+def _names_array() -> pa.Array:
+    """``NAMES`` as Arrow, built on first use: ``pa.array`` of a Python list imports
+    pandas (to check for a Series), about half a second a Python process that only
+    unpickles a streaming processor (Spark's driver-side ``init``) does not need."""
+    return pa.array(NAMES, pa.string())
+
 _MESSAGE_COLUMNS = ("receiver", "conn", "ts", "at")
 _TYPES = {"receiver": pa.string(), "conn": pa.string(), "ts": pa.int64(), "at": pa.int64()}
 
@@ -138,7 +146,7 @@ def decide_table(replayer: Any, source: str, table: pa.Table, lines: np.ndarray,
     mask = ~valid[keep]
     return Decided(
         keep,
-        pc.take(_NAMES_ARRAY, pa.array(verdict[keep])),
+        pc.take(_names_array(), pa.array(verdict[keep])),
         pa.array(rho[keep], pa.int64(), mask=mask),
         pa.array(entries[keep], pa.int64(), mask=mask),
         pa.array(classes[keep]),
