@@ -47,3 +47,20 @@ def test_demo_refuses_a_folder_of_the_users_files(tmp_path: pathlib.Path,
         f"timebound: error: --out: '{tmp_path}' holds files the demo did not write "
         "('mythesis.tex'); give a new or empty folder\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mythesis.tex"]
+
+
+def test_demo_quiet_prints_only_its_closing_lines(spark: Any, tmp_path: pathlib.Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """``--quiet`` anywhere: no step headers, no progress lines; the report is still
+    written and its path printed."""
+    from timebound.sim import SCENARIOS
+
+    out = tmp_path / "demo"
+    first = next(iter(SCENARIOS))
+    assert main(["demo", "--out", str(out), "--scale", "0.05", "--scenarios", first,
+                 "--quiet"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 2, printed
+    assert printed[0].startswith("demo finished in ")
+    assert printed[1] == f"report: {out / 'report.html'}"
+    assert (out / "report.html").is_file()

@@ -321,7 +321,8 @@ def _run_demo(args: argparse.Namespace) -> int:
     from timebound.demo import run_demo
 
     return run_demo(args.out, scale=args.scale, scenarios=args.scenarios,
-                    master=args.master, seed=args.seed, verbose=args.verbose)
+                    master=args.master, seed=args.seed, verbose=args.verbose,
+                    quiet=bool(getattr(args, "quiet", False)))
 
 
 def _os_error(exc: OSError) -> str:

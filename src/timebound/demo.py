@@ -16,6 +16,8 @@ step 1 runs: a bad one is one line and exit status 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import math
 import os
 import time
@@ -119,7 +121,9 @@ def check_demo_folder(out: str) -> None:
 
 def run_demo(out_dir: str | None = None, *, scale: float = 1.0,
              scenarios: str | None = None, master: str | None = None, seed: int = 0,
-             verbose: bool = False) -> int:
+             verbose: bool = False, quiet: bool = False) -> int:
+    """The four steps (module docstring). ``quiet``: only the closing lines (the time
+    taken and the report's path), no step headers or progress lines."""
     started = time.perf_counter()
     out = os.path.abspath(out_dir or DEFAULT_OUT)
     # every option and every optional part is checked before step 1
@@ -137,6 +141,15 @@ def run_demo(out_dir: str | None = None, *, scale: float = 1.0,
     check_writable_folder(out, "--out")
     check_demo_folder(out)
     os.makedirs(out, exist_ok=True)
+    with contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
+        report = _steps(out, names, demo_params, run_scenario, scale, seed, master, verbose)
+    print(f"demo finished in {time.perf_counter() - started:.0f} s")
+    print(f"report: {report}")
+    return 0
+
+
+def _steps(out: str, names: list[str], demo_params: dict[str, Any], run_scenario: Any,
+           scale: float, seed: int, master: str | None, verbose: bool) -> str:
     print("== 1. bundled examples through timebound replay ==\n")
     replay_examples(os.path.join(out, "examples"))
 
@@ -172,7 +185,4 @@ def run_demo(out_dir: str | None = None, *, scale: float = 1.0,
     print("\n== 4. report ==")
     from timebound.report import write_report
 
-    report = write_report(out, source=pipeline)
-    print(f"demo finished in {time.perf_counter() - started:.0f} s")
-    print(f"report: {report}")
-    return 0
+    return str(write_report(out, source=pipeline))
