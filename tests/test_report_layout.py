@@ -139,7 +139,7 @@ def test_sweep_header_names_the_grid(
     _, page, _ = swept
     assert "seed <b>None" not in page and "seed None" not in page
     assert ("a sweep: <span class='swept'>deltas = 5, 10, 20; duration = 150, 300</span>"
-            " (6 grid point(s)) x seeds 1, 2") in page
+            " (6 grid point(s)) x seeds 1, 2: 12 run(s)") in page
     params = re.search(r"<p class='params'>parameters not swept: (.*?)</p>", page)
     assert params is not None
     assert "deltas=" not in params.group(1) and "duration=" not in params.group(1)
@@ -190,11 +190,12 @@ document.body.appendChild(pre);
 </script>"""
 
 
-def _browse(report: pathlib.Path, tmp: pathlib.Path, name: str) -> dict[str, Any]:
+def _browse(report: pathlib.Path, tmp: pathlib.Path, name: str,
+            height: int) -> dict[str, Any]:
     assert BROWSER is not None
     common = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu",
               "--disable-dev-shm-usage", f"--user-data-dir={tmp / 'profile'}",
-              "--window-size=1200,3000"]
+              f"--window-size=1200,{height}"]
     env = {**os.environ, "HOME": str(tmp)}
     shot = tmp / f"{name}.png"
     probed = tmp / f"{name}.html"  # the report, and the probe (hidden) at its end
@@ -204,7 +205,7 @@ def _browse(report: pathlib.Path, tmp: pathlib.Path, name: str) -> dict[str, Any
                          env=env).stdout
     image = Image.open(shot)
     extrema = image.convert("L").getextrema()
-    assert image.size == (1200, 3000) and extrema[0] != extrema[1]  # not blank
+    assert image.size == (1200, height) and extrema[0] != extrema[1]  # not blank
     print(f"screenshot: {shot}")
     keep = os.environ.get("TIMEBOUND_SCREENSHOTS")
     if keep:
@@ -219,7 +220,7 @@ def _browse(report: pathlib.Path, tmp: pathlib.Path, name: str) -> dict[str, Any
 @needs_chromium
 def test_demo_report_in_chromium(demo: tuple[pathlib.Path, str, list[fig.Layout]],
                                  tmp_path: pathlib.Path) -> None:
-    probe = _browse(demo[0], tmp_path, "demo-report")
+    probe = _browse(demo[0], tmp_path, "demo-report", 6200)
     assert probe["cells"] > 100 and probe["tables"] == probe["scrolls"] >= 2
     assert probe["wrapped"] == []  # no number broken over lines
 
@@ -227,7 +228,7 @@ def test_demo_report_in_chromium(demo: tuple[pathlib.Path, str, list[fig.Layout]
 @needs_chromium
 def test_sweep_report_in_chromium(swept: tuple[pathlib.Path, str, list[fig.Layout]],
                                   tmp_path: pathlib.Path) -> None:
-    probe = _browse(swept[0], tmp_path, "sweep-report")
+    probe = _browse(swept[0], tmp_path, "sweep-report", 3000)
     assert probe["cells"] > 50 and probe["tables"] == probe["scrolls"] >= 2
     assert probe["wrapped"] == []
 
@@ -248,3 +249,18 @@ def test_a_run_without_chromium_says_so_in_one_line(tmp_path: pathlib.Path) -> N
     assert lines == ["screenshot tests: 2 skipped, Chromium is not installed "
                      "(scripts/setup.sh installs it with apt where it can; or apt-get "
                      "install chromium)"], run.stdout
+
+
+def test_a_table_wider_than_it_is_long_is_transposed() -> None:
+    import pandas as pd
+
+    from timebound.report._build import _frame_html
+
+    wide = pd.DataFrame([[i * 1000 + j for j in range(40)] for i in range(12)],
+                        index=[f"r{i}" for i in range(12)],
+                        columns=[f"p{j}" for j in range(40)])
+    page = _frame_html(wide)
+    assert "<table class='data transposed'>" in page
+    assert page.count("<tr>") == 41 and "<tr><th>p39</th>" in page
+    narrow = _frame_html(wide.iloc[:, :WIDE])
+    assert "<table class='data'>" in narrow and narrow.count("<tr>") == 13

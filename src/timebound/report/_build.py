@@ -470,7 +470,7 @@ def _header(output: str, scenario: str, manifest: dict[str, Any], runs: int) -> 
         points = len(_grid_points(grid))
         text = (f"scenario <b>{html.escape(scenario)}</b>, a sweep: "
                 f"<span class='swept'>{html.escape(swept or 'no key')}</span> "
-                f"({points} grid point(s)) x seeds {html.escape(seeds)}, {runs} run(s); "
+                f"({points} grid point(s)) x seeds {html.escape(seeds)}: {runs} run(s); "
                 f"output {html.escape(output)}")
         label = "parameters not swept"
     else:
