@@ -97,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_key_parser(commands)
     from timebound.stream.cli import add_stream_parser
     add_stream_parser(commands)
+    from timebound.examples_cli import add_parser as add_examples_parser
+    add_examples_parser(commands)
 
     demo = commands.add_parser(
         "demo",
