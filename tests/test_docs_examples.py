@@ -21,6 +21,7 @@ another folder to put before it (a ``timebound`` installed elsewhere).
 
 from __future__ import annotations
 
+import argparse
 import concurrent.futures
 import functools
 import os
@@ -208,10 +209,15 @@ def _run(example: Example) -> list[tuple[Step, int, str]]:
 
 
 @pytest.fixture(scope="module")
-def outputs() -> dict[str, list[tuple[Step, int, str]]]:
-    """Every runnable example's output, the examples run side by side (each command
-    is mostly the interpreter's start-up: a few in parallel keep the test short)."""
-    todo = [example for example in EXAMPLES if not _needs_missing_command(example)]
+def outputs(request: pytest.FixtureRequest) -> dict[str, list[tuple[Step, int, str]]]:
+    """The output of every selected runnable example, the examples run side by side
+    (each command is mostly the interpreter's start-up: a few in parallel keep the
+    test short)."""
+    selected = {params["example"].name for params in
+                (getattr(getattr(item, "callspec", None), "params", {})
+                 for item in request.session.items) if "example" in params}
+    todo = [example for example in EXAMPLES
+            if example.name in selected and not _needs_missing_command(example)]
     with concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS) as pool:
         return dict(zip((example.name for example in todo), pool.map(_run, todo),
                         strict=True))
@@ -228,3 +234,57 @@ def test_doc_example_runs_as_written(example: Example,
         assert output_matches(step.expected, printed), (
             f"{example.name}: '$ {step.command}' printed (exit {status}):\n"
             f"{printed}\n--- the doc shows:\n" + "\n".join(step.expected))
+
+
+# -- timebound examples (src/timebound/examples_cli.py) ----------------------------------
+
+
+def _examples_cli(argv: list[str]) -> int:
+    """``timebound examples ARGV`` through the module's own parser (as cli.py adds it)."""
+    from timebound.examples_cli import add_parser
+
+    parser = argparse.ArgumentParser(prog="timebound")
+    add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["examples", *argv])
+    return int(args.handler(args))
+
+
+def test_examples_name_prints_a_path_that_reads_from_any_folder(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from timebound.replay import load_commands
+
+    monkeypatch.chdir(tmp_path)
+    for command in load_commands():
+        for name in (command.name, command.example_file):
+            assert _examples_cli([name]) == 0
+            path = Path(capsys.readouterr().out.strip())
+            assert path.is_absolute() and path.name == command.example_file
+            assert path.read_text(encoding="utf-8").count("\n") >= 20
+    assert _examples_cli([]) == 0
+    listing = capsys.readouterr().out
+    for command in load_commands():
+        assert f"timebound replay {command.name}" in listing
+
+
+def test_examples_copy_refuses_to_overwrite_and_copies_nothing_then(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from timebound.errors import UsageError
+
+    target = tmp_path / "traces"
+    assert _examples_cli(["merge", "--copy", str(target)]) == 0
+    assert sorted(p.name for p in target.iterdir()) == ["merge.jsonl"]
+    (target / "merge.jsonl").write_text("mine\n", encoding="utf-8")
+    with pytest.raises(UsageError, match="merge.jsonl' already exists"):
+        _examples_cli(["--copy", str(target)])
+    assert sorted(p.name for p in target.iterdir()) == ["merge.jsonl"]  # nothing copied
+    assert (target / "merge.jsonl").read_text(encoding="utf-8") == "mine\n"
+    with pytest.raises(UsageError, match="no bundled example 'nope'"):
+        _examples_cli(["nope"])
+    capsys.readouterr()
+    assert _examples_cli(["--copy", str(tmp_path / "all")]) == 0
+    copied = capsys.readouterr().out.split()
+    assert len(copied) == 5 and all(Path(p).is_file() for p in copied)
+    (tmp_path / "file").write_text("", encoding="utf-8")
+    with pytest.raises(UsageError, match="is not a folder"):
+        _examples_cli(["--copy", str(tmp_path / "file")])
