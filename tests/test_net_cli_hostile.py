@@ -473,7 +473,7 @@ def test_rpc_serve_refuses_beta_below_latest_every(tmp_path: Path,
                  "--beta", "500000", "--latest-every", "1000000"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("timebound: error: --beta: must be >= "
-                                               "--latest-every (1000000 µs)"), err
+                                               "--latest-every (1s), got 500ms"), err
     assert not storage.exists()
 
 

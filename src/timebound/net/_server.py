@@ -26,6 +26,17 @@ REPLY datagram becomes a REPLY with an error status (``RemoteError``), once, in 
 builds; the server keeps serving. ``timebound.stats`` is a read-only built-in of the
 service (``core.rpc._live``): answered without an at-most-once entry.
 
+Latency (``--metrics-port``, ``timebound.net._metrics``): the driver times calls, never
+the core (which reads no clock). ``RpcServer.procedure_latency`` holds one
+``LatencyHistogram`` per served procedure: the handler's execution time (a sync
+handler's call, in its worker thread or inline; an async handler's until its awaitable
+completes). ``RpcServer.call_latency`` holds the service's: from the moment the server
+starts a call (hands it to its handler or to the worker pool, right after the core
+accepted its CALL) to its reply handed to the socket, so the wait for a worker and the
+reply's framing are in it; a retransmitted reply and a duplicate's answer are not. The
+cost on the hot path is ``time.perf_counter`` at the start, at the handler's end and at
+the reply, and two bucket increments.
+
 This module is compiled with mypyc alongside the core when built (``timebound._compiled``;
 the same source runs pure otherwise): the loop, its handles and tasks are held as
 ``Any`` (``_loop.running_loop``), since compiled code checks values against their
@@ -35,6 +46,7 @@ annotations and uvloop's differ from asyncio's.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import dataclasses
 import inspect
 import json
@@ -46,6 +58,7 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
+from time import perf_counter
 from typing import Any
 
 from timebound.core.atmostonce import (
@@ -110,6 +123,32 @@ DEFAULT_RHO = seconds(300)
 DEFAULT_GC_EVERY = seconds(1)
 DEFAULT_BETA = seconds(2)
 DEFAULT_LATEST_EVERY = seconds(1)
+
+
+#: Upper bounds of the latency histograms' buckets, seconds (Prometheus ``le``; a last
+#: bucket, +Inf, takes the rest): 25 µs (a null call on loopback) to 10 s.
+LATENCY_BUCKETS = (0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                   0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class LatencyHistogram:
+    """Durations in seconds counted into ``bounds`` (upper bounds, ascending) and one
+    last bucket for the rest (+Inf), with their sum. Observed on the server's loop
+    only; ``snapshot`` may be read from another thread (the metrics endpoint): it copies
+    the counts, and its total is theirs, so the +Inf bucket always equals the count."""
+
+    def __init__(self, bounds: tuple[float, ...] = LATENCY_BUCKETS) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.total = 0.0
+
+    def observe(self, elapsed: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, elapsed)] += 1
+        self.total += elapsed
+
+    def snapshot(self) -> tuple[tuple[float, ...], list[int], float]:
+        """``(bounds, per-bucket counts (not cumulative), sum of seconds)``."""
+        return self.bounds, list(self.counts), self.total
 
 
 def handlers_of(target: object) -> dict[str, Handler]:
@@ -298,6 +337,10 @@ class RpcServer:
         if not 0 <= workers <= MAX_WORKERS:
             raise UsageError("workers", f"must be in [0, {MAX_WORKERS}], got {workers}")
         self.workers = workers
+        # Latency (module docstring): per procedure, handler time; the service's,
+        # from a call's start to its reply handed to the socket.
+        self.procedure_latency = {name: LatencyHistogram() for name in self.handlers}
+        self.call_latency = LatencyHistogram()
         self._async_procs = frozenset(
             name for name, fn in self.handlers.items() if _on_loop(fn))
         self._jobs: Any = None  # queue.SimpleQueue of (Invocation, handler) or None
@@ -379,6 +422,13 @@ class RpcServer:
         stats["storage_errors"] = 0 if self._latest is None else self._latest.storage_errors
         return stats
 
+    def latency(self) -> tuple[tuple[tuple[float, ...], list[int], float],
+                               dict[str, tuple[tuple[float, ...], list[int], float]]]:
+        """Snapshots (``LatencyHistogram.snapshot``) of ``call_latency`` and of each
+        procedure's histogram (``procedure_latency``), for the metrics endpoint."""
+        return self.call_latency.snapshot(), {
+            name: histogram.snapshot() for name, histogram in self.procedure_latency.items()}
+
     # -- driving the core ----------------------------------------------------
 
     def _readable(self) -> None:
@@ -443,12 +493,14 @@ class RpcServer:
             running_loop().remove_writer(sock.fileno())
 
     def _run(self, run: Invocation) -> None:
+        started = perf_counter()
         fn = self.handlers.get(run.proc)
         if fn is None:
-            self._finish(run, Status.NO_PROCEDURE, f"no procedure {run.proc!r}".encode())
+            self._finish(run, Status.NO_PROCEDURE, f"no procedure {run.proc!r}".encode(),
+                         started)
             return
         if self.workers and run.proc not in self._async_procs:
-            self._submit(run, fn)
+            self._submit(run, fn, started)
             return
         # Held as returning ``object``: compiled code would check the union of
         # ``Handler`` and raise on a handler returning ``str`` (issue 26).
@@ -456,39 +508,54 @@ class RpcServer:
         try:
             result: object = call(run.args)
         except Exception as exc:  # noqa: BLE001 - a handler's failure is the caller's
-            self._failed(run, exc)
+            self._handled(run, perf_counter() - started)
+            self._failed(run, exc, started)
             return
         if type(result) is bytes and len(result) <= self._room - MAX_CONN_BYTES:
             # The common case first: an inline handler's reply, small enough for any
             # connection id (``_finish`` checks the others).
+            self._handled(run, perf_counter() - started)
             if self._sock is not None:
                 reply = self.service.complete_reply(run, _OK, result, now=self.clock.now())
                 if reply is not None:
                     self._sendto(reply.datagram, reply.peer)
+                    self.call_latency.observe(perf_counter() - started)
             return
-        self._returned(run, result)
+        self._returned(run, result, started, perf_counter() - started)
 
-    def _returned(self, run: Invocation, result: object) -> None:
-        """What a handler's call returned: an awaitable (an ``async`` handler) is
-        awaited in a task on the loop; anything else is the result (``_result``)."""
+    def _handled(self, run: Invocation, elapsed: float) -> None:
+        """A handler of ``run`` ran for ``elapsed`` seconds (its procedure's histogram)."""
+        histogram = self.procedure_latency.get(run.proc)
+        if histogram is not None:
+            histogram.observe(elapsed)
+
+    def _returned(self, run: Invocation, result: object, started: float,
+                  elapsed: float) -> None:
+        """What a handler's call returned after ``elapsed`` seconds: an awaitable (an
+        ``async`` handler) is awaited in a task on the loop (its time counted when it
+        completes); anything else is the result (``_result``)."""
         if inspect.isawaitable(result):
-            task: Any = asyncio.ensure_future(self._await(run, result))
+            task: Any = asyncio.ensure_future(self._await(run, result, started))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
             return
-        self._result(run, result)
+        self._handled(run, elapsed)
+        self._result(run, result, started)
 
-    async def _await(self, run: Invocation, pending: Awaitable[object]) -> None:
+    async def _await(self, run: Invocation, pending: Awaitable[object],
+                     started: float) -> None:
         try:
             result: object = await pending
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001
-            self._failed(run, exc)
+            self._handled(run, perf_counter() - started)
+            self._failed(run, exc, started)
             return
-        self._result(run, result)
+        self._handled(run, perf_counter() - started)
+        self._result(run, result, started)
 
-    def _result(self, run: Invocation, result: object) -> None:
+    def _result(self, run: Invocation, result: object, started: float) -> None:
         """A handler's result. Bytes are the reply (a ``bytearray`` or ``memoryview``
         is taken as its bytes, copied); anything else, ``None`` included, is an
         error to the caller (``RemoteError``: "handler returned str, not bytes"),
@@ -498,29 +565,31 @@ class RpcServer:
             try:
                 data = bytes(result)
             except Exception as exc:  # noqa: BLE001 - e.g. a released memoryview
-                self._failed(run, exc)
+                self._failed(run, exc, started)
                 return
-            self._finish(run, Status.OK, data)
+            self._finish(run, Status.OK, data, started)
         else:
             self.handler_errors += 1
             shown = "None" if result is None else type(result).__name__
-            self._finish(run, Status.ERROR, f"handler returned {shown}, not bytes".encode())
+            self._finish(run, Status.ERROR, f"handler returned {shown}, not bytes".encode(),
+                         started)
 
-    def _failed(self, run: Invocation, exc: BaseException) -> None:
+    def _failed(self, run: Invocation, exc: BaseException, started: float) -> None:
         self.handler_errors += 1
         try:
             text = f"{type(exc).__name__}: {exc}"
         except Exception:  # noqa: BLE001 - an exception whose __str__ raises
             text = type(exc).__name__
-        self._finish(run, Status.ERROR, text.encode("utf-8", "replace"))
+        self._finish(run, Status.ERROR, text.encode("utf-8", "replace"), started)
 
-    def _finish(self, run: Invocation, status: Status, data: bytes) -> None:
+    def _finish(self, run: Invocation, status: Status, data: bytes, started: float) -> None:
         """Every completion but the inline hot path's comes here, then goes to
         ``service.complete_reply``. Data that cannot fit one REPLY datagram (``_limit``)
         becomes an error to the caller, "result of N bytes exceeds the datagram limit
         M", counted in ``handler_errors`` (an error's own message is cut to M bytes),
         so the stored reply can always be sent. Pinned by
-        ``tests/test_net_handlers.py::test_oversized_*``."""
+        ``tests/test_net_handlers.py::test_oversized_*``. ``started``: the
+        ``perf_counter`` of the call's start (``call_latency``)."""
         if self._sock is None:
             return
         limit = self._limit(run)
@@ -534,6 +603,7 @@ class RpcServer:
         reply = self.service.complete_reply(run, status, data, now=self.clock.now())
         if reply is not None:
             self._sendto(reply.datagram, reply.peer)
+            self.call_latency.observe(perf_counter() - started)
 
     def _limit(self, run: Invocation) -> int:
         """Most data bytes a REPLY to ``run`` carries: the frame is then exactly
@@ -543,7 +613,7 @@ class RpcServer:
 
     # -- sync handlers in worker threads --------------------------------------
 
-    def _submit(self, run: Invocation, fn: Handler) -> None:
+    def _submit(self, run: Invocation, fn: Handler, started: float) -> None:
         """Queue ``run`` for a worker thread: an idle worker takes it, else a new one
         starts while fewer than ``workers`` run, else it waits its turn. The queue is
         bounded by the connection table (one call in progress per connection)."""
@@ -552,7 +622,7 @@ class RpcServer:
             jobs = self._jobs = queue.SimpleQueue()
             self._idle = threading.Semaphore(0)
             self._threads = 0
-        jobs.put((run, fn))
+        jobs.put((run, fn, started))
         if self._idle.acquire(False):  # an idle worker will take it
             return
         if self._threads < self.workers:
@@ -569,25 +639,32 @@ class RpcServer:
                 return
             run: Invocation = job[0]
             call: Callable[[bytes], object] = job[1]
+            started: float = job[2]
             failed = False
+            began = perf_counter()
             try:
                 result: object = call(run.args)
             except BaseException as exc:  # noqa: BLE001 - the caller's, as inline
                 result, failed = exc, True
+            elapsed = perf_counter() - began
             try:
-                loop.call_soon_threadsafe(self._done, run, result, failed)
+                loop.call_soon_threadsafe(self._done, run, result, failed, started, elapsed)
             except RuntimeError:  # the loop is closed: the server is gone
                 return
             job = result = None  # hold nothing while idle
             idle.release()
 
-    def _done(self, run: Invocation, result: object, failed: bool) -> None:
-        """On the loop: a worker's call of ``run`` ended (raised, with ``failed``)."""
+    def _done(self, run: Invocation, result: object, failed: bool, started: float,
+              elapsed: float) -> None:
+        """On the loop: a worker's call of ``run`` ended (raised, with ``failed``)
+        after ``elapsed`` seconds in the handler, ``started`` (``perf_counter``) when
+        the server queued it."""
         if failed:
             assert isinstance(result, BaseException)
-            self._failed(run, result)
+            self._handled(run, elapsed)
+            self._failed(run, result, started)
         else:
-            self._returned(run, result)
+            self._returned(run, result, started, elapsed)
         if self._armed is None:
             self._rearm()
 

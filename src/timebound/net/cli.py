@@ -22,6 +22,14 @@ Issue 26 (safe on a real network), the command line's share:
 - ``rpc call`` says when a refusal was not authenticated (no key: anyone on the path
   could have forged it, so "did not run" is not certain); ``rpc serve --workers N``
   sizes the sync handlers' thread pool.
+
+Issue 31 (one set of conventions), this module's share: every wall-clock option is a
+duration with its unit (``timebound.durations``: ``250ms``, ``2s``; a bare number keeps
+its old unit, microseconds for the receiver's ticks, seconds for ``--timeout``,
+``--previous-key-grace`` and the proxy's delays, and is deprecated), printed with its
+unit; ``rpc call`` and ``rpc stats`` print one timeout line (``timeout_line``);
+``rpc serve --config FILE`` reads the same options from TOML (``_config``), and
+``--metrics-port`` serves latency histograms beside the counters (``_metrics``).
 """
 
 from __future__ import annotations
@@ -36,10 +44,18 @@ from typing import Any, TextIO
 
 from timebound.adapters.atmostonce import AtMostOnceOptions, add_receiver_arguments
 from timebound.core.atmostonce import ReceiverConfig
+from timebound.durations import duration_help, duration_type, format_duration
 from timebound.errors import StorageError, TimeboundError, UsageError
+from timebound.net._config import ConfigSpec
 
 #: Largest --timeout, seconds.
 MAX_TIMEOUT = 3600.0
+#: The client's --timeout by default, µs.
+DEFAULT_TIMEOUT_US = 2_000_000
+#: Longest delay of ``net proxy`` (``--delay``, ``--jitter``, ``--reorder-delay``), µs.
+MAX_PROXY_DELAY_US = 60_000_000
+#: How long the previous key stays accepted by default (``--previous-key-grace``), µs.
+DEFAULT_KEY_GRACE_US = 3_600_000_000
 #: Most payload bytes ``rpc call`` sends (a CALL must fit one datagram, with a long
 #: procedure name, a key's tag and the frame around it).
 MAX_PAYLOAD = 65_000
@@ -64,21 +80,35 @@ def add_rpc_parser(commands: Any) -> None:
         description="Serve MODULE:ATTR (a dict of handlers, or an object whose public "
                     "methods are handlers; def f(payload: bytes) -> bytes or async def). "
                     "Prints one line 'listening on udp://HOST:PORT' when ready. SIGTERM "
-                    "and SIGINT stop it cleanly. Receiver ticks are microseconds. "
-                    "Without --key-file it binds only loopback addresses (--insecure "
-                    "overrides); 'timebound key new FILE' makes a key.")
-    serve.add_argument("app", metavar="MODULE:ATTR")
+                    "and SIGINT stop it cleanly. Durations take a unit (250ms, 2s; the "
+                    "receiver's ticks are microseconds). Without --key-file it binds only "
+                    "loopback addresses (--insecure overrides); 'timebound key new FILE' "
+                    "makes a key. --config FILE reads the same options from a TOML file: "
+                    "one key per option, its name without the leading dashes (rho = "
+                    "\"300s\", workers = 4, no-uvloop = true, storage = \"latest.json\"); "
+                    "options given on the command line override the file.")
+    serve.add_argument("app", metavar="MODULE:ATTR",
+                       help="the handlers: attribute ATTR of module MODULE, imported with "
+                            "the working directory on the path (required)")
+    serve.add_argument("--config", metavar="FILE",
+                       help="TOML file of options (keys: the options' names, dashes or "
+                            "underscores; durations as strings with their unit); the "
+                            "command line overrides it (default: none)")
     _add_bind_options(serve)
-    serve.add_argument("--storage", required=True, metavar="PATH",
-                       help="file holding latest (SCMP Fig. 2-2); created if missing")
+    serve.add_argument("--storage", metavar="PATH",
+                       help="file holding latest (SCMP Fig. 2-2); created if missing "
+                            "(required, here or in --config)")
     _add_key_options(serve)
     serve.add_argument("--previous-key-file", metavar="F",
-                       help="key rotation: also accept this previous key")
-    serve.add_argument("--previous-key-grace", type=float, default=3600.0, metavar="S",
-                       help="seconds the previous key stays accepted (default 3600)")
+                       help="key rotation: also accept this previous key (default: none)")
+    serve.add_argument("--previous-key-grace", metavar="D", default=DEFAULT_KEY_GRACE_US,
+                       type=duration_type("--previous-key-grace", "s", minimum_us=0),
+                       help=duration_help("how long the previous key stays accepted",
+                                          DEFAULT_KEY_GRACE_US, "s"))
     serve.add_argument("--metrics-port", type=int, metavar="P",
                        help="serve Prometheus metrics on http://METRICS-HOST:P/metrics "
-                            "(plain HTTP, no key)")
+                            "(plain HTTP, no key): the counters, and latency histograms "
+                            "per procedure and per service (default: none)")
     serve.add_argument("--metrics-host", default="127.0.0.1", metavar="H",
                        help="address of the metrics endpoint (default 127.0.0.1: the "
                             "counters are not authenticated; another address needs "
@@ -88,7 +118,8 @@ def add_rpc_parser(commands: Any) -> None:
                             "(0: inline on the event loop, only for handlers that never "
                             f"block; default {SHOWN_DEFAULT_WORKERS}); async handlers "
                             "always run on the loop")
-    serve.add_argument("--no-uvloop", action="store_true", help="asyncio's own loop")
+    serve.add_argument("--no-uvloop", action="store_true", help="run on asyncio's own event loop (default: uvloop when "
+                            "it is installed)")
     serve.add_argument("--no-marks", action="store_true",
                        help="after a restart, refuse 'down' every call stamped below the "
                             "bound recovered from --storage (the paper's rule: about beta "
@@ -96,27 +127,28 @@ def add_rpc_parser(commands: Any) -> None:
                             "random id is in every reply; a call made after its caller "
                             "heard from it is accepted at once")
     add_receiver_options(serve)
-    serve.set_defaults(handler=run_serve)
+    serve.set_defaults(handler=run_serve, config_spec=ConfigSpec.of(serve))
 
     call = sub.add_parser("call", help="call PROC on HOST:PORT and print the reply",
                           description="Exit 0 and print the reply; exit 1 on a timeout, "
                                       "a rejection or a remote error (one line naming it).")
-    call.add_argument("target", metavar="HOST:PORT")
-    call.add_argument("proc", metavar="PROC")
+    call.add_argument("target", metavar="HOST:PORT",
+                      help="the server's address ([V6]:PORT for IPv6; required)")
+    call.add_argument("proc", metavar="PROC",
+                      help="the procedure's name, 1..255 UTF-8 bytes (required)")
     call.add_argument("payload", nargs="?", default="", metavar="PAYLOAD",
                       help="the payload: UTF-8 text (default empty); '-' reads it from "
                            "stdin and @FILE from a regular file, as bytes (at most "
                            f"{MAX_PAYLOAD:,} bytes); @@TEXT is the text @TEXT")
-    call.add_argument("--timeout", type=float, default=2.0, metavar="S",
-                      help=f"seconds, (0, {MAX_TIMEOUT:g}] (default 2)")
+    _add_timeout_option(call)
     _add_key_options(call)
     call.set_defaults(handler=run_call)
 
     stats = sub.add_parser("stats", help="print a server's counters",
                            description="Call the built-in timebound.stats procedure.")
-    stats.add_argument("target", metavar="HOST:PORT")
-    stats.add_argument("--timeout", type=float, default=2.0, metavar="S",
-                       help=f"seconds to wait for the reply, (0, {MAX_TIMEOUT:g}] (default 2)")
+    stats.add_argument("target", metavar="HOST:PORT",
+                       help="the server's address ([V6]:PORT for IPv6; required)")
+    _add_timeout_option(stats)
     stats.add_argument("--json", action="store_true", help="one JSON object")
     _add_key_options(stats)
     stats.set_defaults(handler=run_stats)
@@ -164,16 +196,30 @@ def add_net_parser(commands: Any) -> None:
         description="Relay datagrams between clients and --upstream, with faults in both "
                     "directions. Prints 'listening on udp://HOST:PORT' when ready. It "
                     "has no key, so it binds only loopback addresses unless --insecure.")
-    proxy.add_argument("--upstream", required=True, metavar="HOST:PORT")
+    proxy.add_argument("--upstream", required=True, metavar="HOST:PORT",
+                       help="the server datagrams are relayed to (required)")
     _add_bind_options(proxy)
-    proxy.add_argument("--loss", type=float, default=0.0, help="probability in [0, 1]")
-    proxy.add_argument("--duplicate", type=float, default=0.0, help="probability in [0, 1]")
-    proxy.add_argument("--reorder", type=float, default=0.0, help="probability in [0, 1]")
-    proxy.add_argument("--delay", type=float, default=0.0, help="seconds, [0, 60]")
-    proxy.add_argument("--jitter", type=float, default=0.0, help="seconds, [0, 60]")
-    proxy.add_argument("--reorder-delay", type=float, default=0.005,
-                       help="extra delay of a reordered datagram, seconds")
-    proxy.add_argument("--seed", type=int, default=0)
+    proxy.add_argument("--loss", type=float, default=0.0,
+                       help="probability in [0, 1] that a datagram is dropped (default 0)")
+    proxy.add_argument("--duplicate", type=float, default=0.0,
+                       help="probability in [0, 1] that a datagram is sent twice "
+                            "(default 0)")
+    proxy.add_argument("--reorder", type=float, default=0.0,
+                       help="probability in [0, 1] that a datagram is held back by "
+                            "--reorder-delay, so later ones overtake it (default 0)")
+    proxy.add_argument("--delay", metavar="D", default=0,
+                       type=duration_type("--delay", "s", minimum_us=0),
+                       help=duration_help("every datagram's delay, at most 60s", 0, "s"))
+    proxy.add_argument("--jitter", metavar="D", default=0,
+                       type=duration_type("--jitter", "s", minimum_us=0),
+                       help=duration_help("a random extra delay in [0, D] per datagram, at "
+                                          "most 60s", 0, "s"))
+    proxy.add_argument("--reorder-delay", metavar="D", default=5_000,
+                       type=duration_type("--reorder-delay", "s", minimum_us=0),
+                       help=duration_help("extra delay of a reordered datagram", 5_000, "s"))
+    proxy.add_argument("--seed", type=int, default=0,
+                       help="seed of the faults' random choices: the same seed, the same "
+                            "faults for the same datagrams (default 0)")
     proxy.add_argument("--uncapped", action="store_true",
                        help="relay to loopback clients without the 3x cap (by default "
                             "no client gets more than 3x the bytes it sent, large "
@@ -183,6 +229,14 @@ def add_net_parser(commands: Any) -> None:
 
 
 # -- options ---------------------------------------------------------------------
+
+
+def _add_timeout_option(parser: argparse.ArgumentParser) -> None:
+    """``--timeout`` of ``rpc call`` and ``rpc stats`` (µs in the namespace)."""
+    parser.add_argument("--timeout", metavar="D", default=DEFAULT_TIMEOUT_US,
+                        type=duration_type("--timeout", "s"),
+                        help=duration_help(f"how long to wait for the reply, at most "
+                                           f"{MAX_TIMEOUT:g}s", DEFAULT_TIMEOUT_US, "s"))
 
 
 def _add_key_options(parser: argparse.ArgumentParser) -> None:
@@ -223,13 +277,48 @@ def _print_stats(args: argparse.Namespace, endpoint: Any) -> None:
         print(json.dumps(endpoint.statistics(), sort_keys=True), file=sys.stderr)
 
 
+#: The receiver's defaults as ``--help`` shows them, µs (``timebound.net._server``'s
+#: ``DEFAULT_*``, which the parser does not import; a test pins them equal).
+SHOWN_RECEIVER_DEFAULTS = {"rho": 300_000_000, "gc_every": 1_000_000,
+                           "beta": 2_000_000, "latest_every": 1_000_000}
+#: The receiver options that are wall-clock durations on a live server: what each is
+#: and its smallest value, µs (the replay's ranges).
+_LIVE_DURATIONS = {
+    "rho": ("fixed estimator: the lifetime rho of a call", 1),
+    "gc_every": ("fixed, unlimited estimators: garbage-collect the connection table "
+                 "this often", 1),
+    "beta": ("latest = now + beta is kept on --storage, so calls stamped up to beta "
+             "ahead are accepted", 0),
+    "latest_every": ("write latest to --storage this often", 1),
+    "recovery_grace": ("after a restart, garbage collection forgets nothing for "
+                       "this long (SCMP 2.4)", 0),
+}
+
+
 def add_receiver_options(parser: argparse.ArgumentParser) -> None:
     """The SCMP receiver options of ``timebound replay atmostonce`` (shared with it
-    through ``timebound.adapters.atmostonce``; ticks are µs), plus the RPC's own."""
+    through ``timebound.adapters.atmostonce``), plus the RPC's own. On a live server
+    the replay's ticks are wall-clock durations (``_LIVE_DURATIONS``: a unit, or a
+    bare number of microseconds as before, deprecated), and ``--resilient`` says what
+    it means here."""
     add_receiver_arguments(parser, classes=True)
-    g = parser.add_argument_group("RPC connection table (Fig. 3-1; ticks are µs)")
-    g.add_argument("--kappa", type=int, default=0, metavar="K",
-                   help="keep replies at least K (rho' = max(rho, K); default 0)")
+    for action in parser._actions:
+        if action.dest in _LIVE_DURATIONS:
+            what, minimum = _LIVE_DURATIONS[action.dest]
+            flag = "--" + action.dest.replace("_", "-")
+            action.type = duration_type(flag, "us", minimum_us=minimum)
+            action.metavar = "D"
+            action.help = duration_help(what, SHOWN_RECEIVER_DEFAULTS.get(action.dest, 0),
+                                        "us")
+        elif action.dest == "resilient":
+            action.help = ("accepted, changes nothing: a live server always keeps latest "
+                           "in --storage (SCMP Fig. 2-2), so no call runs twice across "
+                           "a crash or restart")
+    g = parser.add_argument_group("RPC connection table (Fig. 3-1)")
+    g.add_argument("--kappa", metavar="D", default=0,
+                   type=duration_type("--kappa", "us", minimum_us=0),
+                   help=duration_help("keep replies at least this long (rho' = max(rho, "
+                                      "kappa))", 0, "us"))
     g.add_argument("--capacity", type=int, metavar="N",
                    help="most connection-table entries per class (default: the "
                         "server's, sized for this machine's memory; 0: unbounded)")
@@ -254,6 +343,7 @@ def receiver_options(args: argparse.Namespace) -> tuple[ReceiverConfig, int]:
         DEFAULT_RHO,
     )
 
+    completed(args)
     values = dict(vars(args))
     if args.kappa < 0:
         raise UsageError("--kappa", f"must be >= 0, got {args.kappa}")
@@ -273,9 +363,10 @@ def receiver_options(args: argparse.Namespace) -> tuple[ReceiverConfig, int]:
     if values["beta"] < values["latest_every"]:
         # latest = now + beta is written every latest_every: with beta shorter, every
         # call stamped in the last (latest_every - beta) of each period is refused early.
-        raise UsageError("--beta", f"must be >= --latest-every ({values['latest_every']} "
-                                   f"µs), got {values['beta']}: calls would be refused "
-                                   "early between a refresh of latest and the next")
+        raise UsageError("--beta", f"must be >= --latest-every "
+                                   f"({format_duration(values['latest_every'])}), got "
+                                   f"{format_duration(values['beta'])}: calls would be "
+                                   "refused early between a refresh of latest and the next")
     return options.receiver, options.classes
 
 
@@ -442,10 +533,18 @@ def _workers(value: int | None) -> int:
     return value
 
 
-def _timeout(value: float) -> float:
-    if not 0.0 < value <= MAX_TIMEOUT:
-        raise UsageError("--timeout", f"must be in (0, {MAX_TIMEOUT:g}] s, got {value}")
-    return value
+def _timeout(micros: int) -> float:
+    """``--timeout`` (µs) in seconds, at most ``MAX_TIMEOUT``."""
+    if not 0 < micros <= MAX_TIMEOUT * 1e6:
+        raise UsageError("--timeout", f"must be at most {MAX_TIMEOUT:g}s, got "
+                                      f"{format_duration(micros)}")
+    return micros / 1e6
+
+
+def timeout_line(target: str, micros: int) -> str:
+    """The one line ``rpc call`` and ``rpc stats`` print on a timeout."""
+    return (f"timebound: timeout: no reply from {target} within {format_duration(micros)} "
+            "(the call ran at most once)")
 
 
 def load_app(spec: str) -> object:
@@ -471,10 +570,33 @@ def load_app(spec: str) -> object:
 # -- commands --------------------------------------------------------------------
 
 
+def completed(args: argparse.Namespace) -> dict[str, str]:
+    """Complete ``rpc serve``'s namespace from its ``--config`` and the defaults (once;
+    ``_config.ConfigSpec.apply``): returns ``{flag: "FILE: key"}`` of the options the
+    file set."""
+    spec = getattr(args, "config_spec", None)
+    if spec is None:
+        return {}
+    done: dict[str, str] | None = getattr(args, "config_set", None)
+    if done is None:
+        done = args.config_set = spec.apply(args, getattr(args, "config", None))
+    return done
+
+
 def run_serve(args: argparse.Namespace) -> int:
+    from_file = completed(args)
+    try:
+        return _serve(args)
+    except UsageError as exc:
+        raise ConfigSpec.blame(exc, from_file) from None
+
+
+def _serve(args: argparse.Namespace) -> int:
     from timebound.net._loop import run
     from timebound.net._server import RpcServer, handlers_of
 
+    if args.storage is None:
+        raise UsageError("--storage", "is required (on the command line or in --config)")
     _port(args.port, "--port")
     check_host(args.host, "--host")
     workers = _workers(args.workers)
@@ -490,8 +612,6 @@ def run_serve(args: argparse.Namespace) -> int:
         except ImportError:
             raise UsageError("--metrics-port", "needs prometheus-client "
                                                "(pip install 'timebound[net]')") from None
-    if not 0.0 <= args.previous_key_grace <= 10 * 365 * 86400:
-        raise UsageError("--previous-key-grace", "must be in [0, 10 years] s")
     config, classes = receiver_options(args)
     key = _key(args)
     service = _service(args)
@@ -502,7 +622,8 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         server = RpcServer(handlers, host=args.host, port=args.port, storage=args.storage,
                            key=key, previous_key=previous,
-                           previous_key_grace=args.previous_key_grace, receiver=config,
+                           previous_key_grace=args.previous_key_grace / 1e6,
+                           receiver=config,
                            classes=classes, kappa=args.kappa, capacity=args.capacity,
                            workers=workers, insecure=args.insecure, service=service,
                            marks=not args.no_marks)
@@ -517,7 +638,7 @@ def run_serve(args: argparse.Namespace) -> int:
                 from timebound.net._metrics import serve_metrics
                 try:
                     stop_metrics = serve_metrics(server.statistics, args.metrics_host,
-                                                 args.metrics_port)
+                                                 args.metrics_port, server.latency)
                 except OSError as exc:
                     raise UsageError("--metrics-port", f"cannot bind: {exc}") from None
             _announce(server.address)
@@ -562,8 +683,7 @@ def run_call(args: argparse.Namespace) -> int:
     try:
         reply = _client_call(args, args.proc, payload)
     except CallTimeout:
-        print(f"timebound: timeout: no reply from {args.target} within {args.timeout:g} s "
-              "(the call ran at most once)", file=sys.stderr)
+        print(timeout_line(args.target, args.timeout), file=sys.stderr)
         return 1
     except CallRejected as exc:
         print(f"timebound: rejected: {rejection_line(exc)}", file=sys.stderr)
@@ -625,8 +745,7 @@ def run_stats(args: argparse.Namespace) -> int:
     try:
         reply = _client_call(args, STATS_PROCEDURE, b"")
     except CallTimeout:
-        print(f"timebound: timeout: no reply from {args.target} within {args.timeout:g} s",
-              file=sys.stderr)
+        print(timeout_line(args.target, args.timeout), file=sys.stderr)
         return 1
     except RpcError as exc:
         print(f"timebound: {exc}", file=sys.stderr)
@@ -649,8 +768,14 @@ def run_proxy(args: argparse.Namespace) -> int:
     _port(args.port, "--port")
     check_exposure(check_host(args.host, "--host"), keyed=False, insecure=args.insecure,
                    service="net proxy")
+    for flag, micros in (("--delay", args.delay), ("--jitter", args.jitter),
+                         ("--reorder-delay", args.reorder_delay)):
+        if micros > MAX_PROXY_DELAY_US:
+            raise UsageError(flag, f"must be at most {format_duration(MAX_PROXY_DELAY_US)}, "
+                                   f"got {format_duration(micros)}")
     faults = Faults(loss=args.loss, duplicate=args.duplicate, reorder=args.reorder,
-                    delay=args.delay, jitter=args.jitter, reorder_delay=args.reorder_delay)
+                    delay=args.delay / 1e6, jitter=args.jitter / 1e6,
+                    reorder_delay=args.reorder_delay / 1e6)
 
     async def main() -> None:
         from timebound.net._endpoint import until_signal
