@@ -60,6 +60,25 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def eta_text(seconds: float) -> str:
+    """``80`` -> ``1m20s``, ``3725`` -> ``1h02m``, ``9`` -> ``9s`` (the simulator's
+    ETA spelling, ``sim.format_eta``)."""
+    s = max(0, math.ceil(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def eta_after(done: float, left: float, elapsed: float) -> str:
+    """`` ETA 1m20s``: the time ``elapsed`` for ``done`` (input bytes decided so far),
+    applied to the ``left`` still to decide; ``""`` when nothing is left or measured."""
+    if done <= 0 or left <= 0 or elapsed <= 0:
+        return ""
+    return f" ETA {eta_text(elapsed * left / done)}"
+
+
 def resolve_options(df: DataFrame, table: str, given: Mapping[str, Any],
                     progress: Callable[[str], None] = _stderr,
                     rows: Sequence[Mapping[str, Any]] | None = None,
@@ -138,6 +157,9 @@ def run_pipeline(
     follow_umask(tmp)
     summary: dict[str, Any] = {"dataset": os.path.abspath(dataset), "protocols": {},
                                "shuffle_partitions": partitions}
+    # the ETA weighs each table by its input bytes (at least 1: an empty table costs a job)
+    weights = {table: max(1, table_bytes(dataset, [table])) for table in tables}
+    deciding = time.perf_counter()
     try:
         decisions: dict[str, DataFrame] = {}
         gathered: dict[str, list[MetricRow]] = {}  # metrics rows gathered while deciding
@@ -182,9 +204,12 @@ def run_pipeline(
                 summary["protocols"][protocol]["measures"] = (
                     "gathered while deciding" if table in gathered
                     else "read from the decision table")
+            eta = eta_after(sum(weights[t] for t in tables[:index]),
+                            sum(weights[t] for t in tables[index:]),
+                            time.perf_counter() - deciding)
             progress(f"pipeline {scenario} [{index}/{len(tables)}] {protocol}: "
                      f"{len(per_run)} run(s), "
-                     f"{rows} decision rows -> {table}/ ({seconds:.1f} s)")
+                     f"{rows} decision rows -> {table}/ ({seconds:.1f} s){eta}")
         t0 = time.perf_counter()
         with _group.translate_errors():
             write_metrics(spark, {t: d for t, d in decisions.items() if t not in gathered},
