@@ -21,9 +21,7 @@ another folder to put before it (a ``timebound`` installed elsewhere).
 
 from __future__ import annotations
 
-import argparse
 import concurrent.futures
-import functools
 import os
 import re
 import subprocess
@@ -156,12 +154,6 @@ def _environment() -> dict[str, str]:
     return env
 
 
-def _known_command(name: str) -> bool:
-    done = subprocess.run(["timebound", name, "--help"], env=_environment(),
-                          capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
-    return done.returncode == 0
-
-
 EXAMPLES = _all_examples()
 
 
@@ -181,17 +173,6 @@ def test_the_matcher_tells_output_apart() -> None:
     assert output_matches(["...", "z"], "z\n")  # '...' may stand for no line
     assert not output_matches(["a ...", "z"], "b 123\nz\n")
     assert not output_matches(["...", "z"], "z\ny\n")
-
-
-def _needs_missing_command(example: Example) -> bool:
-    return any("timebound examples" in step.command for step in example.steps) and \
-        not _examples_command_known()
-
-
-@functools.cache
-def _examples_command_known() -> bool:
-    # remove with the skip below once cli.py registers examples_cli.add_parser
-    return _known_command("examples")
 
 
 def _run(example: Example) -> list[tuple[Step, int, str]]:
@@ -216,8 +197,7 @@ def outputs(request: pytest.FixtureRequest) -> dict[str, list[tuple[Step, int, s
     selected = {params["example"].name for params in
                 (getattr(getattr(item, "callspec", None), "params", {})
                  for item in request.session.items) if "example" in params}
-    todo = [example for example in EXAMPLES
-            if example.name in selected and not _needs_missing_command(example)]
+    todo = [example for example in EXAMPLES if example.name in selected]
     with concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS) as pool:
         return dict(zip((example.name for example in todo), pool.map(_run, todo),
                         strict=True))
@@ -226,10 +206,6 @@ def outputs(request: pytest.FixtureRequest) -> dict[str, list[tuple[Step, int, s
 @pytest.mark.parametrize("example", EXAMPLES, ids=[example.name for example in EXAMPLES])
 def test_doc_example_runs_as_written(example: Example,
                                      outputs: dict[str, list[tuple[Step, int, str]]]) -> None:
-    if _needs_missing_command(example):
-        # remove once cli.py registers examples_cli.add_parser (issue 31, item 4)
-        pytest.skip("'timebound examples' is not a command of this build yet "
-                    "(cli.py does not register timebound.examples_cli)")
     for step, status, printed in outputs[example.name]:
         assert output_matches(step.expected, printed), (
             f"{example.name}: '$ {step.command}' printed (exit {status}):\n"
@@ -240,13 +216,10 @@ def test_doc_example_runs_as_written(example: Example,
 
 
 def _examples_cli(argv: list[str]) -> int:
-    """``timebound examples ARGV`` through the module's own parser (as cli.py adds it)."""
-    from timebound.examples_cli import add_parser
+    """``timebound examples ARGV`` through the command's entry point."""
+    from timebound.cli import main
 
-    parser = argparse.ArgumentParser(prog="timebound")
-    add_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["examples", *argv])
-    return int(args.handler(args))
+    return main(["examples", *argv])
 
 
 def test_examples_name_prints_a_path_that_reads_from_any_folder(
@@ -267,24 +240,30 @@ def test_examples_name_prints_a_path_that_reads_from_any_folder(
         assert f"timebound replay {command.name}" in listing
 
 
+def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("timebound: error: "), captured.err
+    return lines[0]
+
+
 def test_examples_copy_refuses_to_overwrite_and_copies_nothing_then(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from timebound.errors import UsageError
-
     target = tmp_path / "traces"
     assert _examples_cli(["merge", "--copy", str(target)]) == 0
     assert sorted(p.name for p in target.iterdir()) == ["merge.jsonl"]
     (target / "merge.jsonl").write_text("mine\n", encoding="utf-8")
-    with pytest.raises(UsageError, match="merge.jsonl' already exists"):
-        _examples_cli(["--copy", str(target)])
+    capsys.readouterr()
+    assert _examples_cli(["--copy", str(target)]) == 2
+    assert "merge.jsonl' already exists" in _one_error_line(capsys)
     assert sorted(p.name for p in target.iterdir()) == ["merge.jsonl"]  # nothing copied
     assert (target / "merge.jsonl").read_text(encoding="utf-8") == "mine\n"
-    with pytest.raises(UsageError, match="no bundled example 'nope'"):
-        _examples_cli(["nope"])
-    capsys.readouterr()
+    assert _examples_cli(["nope"]) == 2
+    assert "no bundled example 'nope'" in _one_error_line(capsys)
     assert _examples_cli(["--copy", str(tmp_path / "all")]) == 0
     copied = capsys.readouterr().out.split()
     assert len(copied) == 5 and all(Path(p).is_file() for p in copied)
     (tmp_path / "file").write_text("", encoding="utf-8")
-    with pytest.raises(UsageError, match="is not a folder"):
-        _examples_cli(["--copy", str(tmp_path / "file")])
+    assert _examples_cli(["--copy", str(tmp_path / "file")]) == 2
+    assert "is not a folder" in _one_error_line(capsys)
