@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -23,6 +24,7 @@ def test_sweep_merges_runs_and_the_report_plots_the_spread(
     assert code == 0
     err = capsys.readouterr().err
     assert "sweep [4/4]" in err and "grid point deltas=20,duration=150 seed 2" in err
+    assert re.search(r"^sweep \[1/4\] grid point .* ETA \d", err, re.M)  # issue 31
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["sweep"] == {"grid": {"deltas": ["5", "20"], "duration": ["150"]},
                                  "seeds": [1, 2]}
