@@ -18,7 +18,7 @@ import pytest
 from timebound.cli import main
 from timebound.pipeline.job import eta_after, eta_text
 from timebound.sim import SCENARIOS, RunProgress, estimate_cost, format_eta, run_scenario
-from timebound.sweep import SweepProgress
+from timebound.sweep import Point, SweepProgress, TaskProgress
 
 ETA = r"ETA (\d+s|\d+m\d\ds|\d+h\d\dm|\d+d\d\dh)"
 WITHIN = re.compile(r"^run (\d+)/(\d+) (.+): (\d+)% \(([\d,]+)/([\d,]+) (calls|ticks)\)"
@@ -93,3 +93,28 @@ def test_sweep_lines_carry_an_eta_until_the_last_run() -> None:
     assert re.fullmatch(rf"sweep \[1/3\] grid point deltas=5 seed 1 {ETA}", lines[0])
     assert re.fullmatch(rf"sweep \[2/3\] grid point deltas=5 seed 2 {ETA}", lines[1])
     assert lines[2] == "sweep [3/3] grid point deltas=20 seed 1"
+
+
+def test_a_sweep_task_reports_within_its_run_and_the_driver_prints_it(
+        tmp_path: pathlib.Path) -> None:
+    """The task side (``TaskProgress``, what ``run_point`` gives the scenario inside a
+    Spark task) and the driver side (``SweepProgress.poll``), without Spark."""
+    values = (("experiments", "sweep"), ("rhos", "1000000,2000000"), ("clients", "100"),
+              ("calls", "50"))
+    point = Point("scmp", values, 1, str(tmp_path), number=0)
+    run_scenario("scmp", str(tmp_path / "run"), seed=1, params=dict(values),
+                 progress=TaskProgress(point, every=0))
+    fraction, _, text = (tmp_path / "progress" / "0").read_text().strip().partition(" ")
+    assert 0.5 < float(fraction) <= 1.0  # the second of two runs, near its end
+    assert re.fullmatch(r"run 2/2 \d+% \([\d,]+/5,000 calls\)", text), text
+    lines: list[str] = []
+    progress = SweepProgress([10_000, 10_000], lines.append,
+                             names=[point.name, "grid point other seed 1"],
+                             staging=str(tmp_path))
+    progress.poll()
+    assert len(lines) == 1
+    assert re.fullmatch(rf"sweep \[0/2\] grid point experiments=sweep,.* seed 1: "
+                        rf"run 2/2 \d+% \([\d,]+/5,000 calls\) {ETA}", lines[0]), lines
+    progress(point.name, 1, 2)  # finished: no longer polled as in progress
+    progress.poll()
+    assert len(lines) == 2 and lines[1].startswith("sweep [1/2] grid point experiments=")

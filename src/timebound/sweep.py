@@ -21,7 +21,11 @@ once (the cores of a ``local[N]`` master), plus the Spark JVM; the time of all r
 over those cores. What does not fit this machine (or ``--max-memory`` /
 ``--max-time``) is refused in one line naming the estimate and the option. Each
 progress line after a finished run carries an ETA measured from the runs finished so
-far (each weighed by its estimated size).
+far (each weighed by its estimated size). Within a run: each task writes how far it
+is (``TaskProgress``: a one-line file ``progress/<n>`` in the staging folder, replaced
+at most every second) and the driver prints the runs in progress every ~2 s
+(``SweepProgress.poll``); with a cluster master whose workers do not share this
+machine's disk, only the lines between runs appear.
 
 Spark: ``--master`` is checked before anything starts; the session is started here
 (``sparkutil.start_session``: a failure to start is one line naming ``--master`` or the
@@ -41,6 +45,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -66,6 +71,8 @@ class Point:
     values: tuple[tuple[str, str], ...]
     seed: int
     staging: str
+    #: the point's position in the sweep (its progress file)
+    number: int = 0
 
     @property
     def label(self) -> str:
@@ -108,8 +115,47 @@ def points(scenario: str, grid: list[tuple[str, list[str]]], seeds: int,
            staging: str) -> list[Point]:
     keys = [k for k, _ in grid]
     combos = list(itertools.product(*[vs for _, vs in grid])) if grid else [()]
-    return [Point(scenario, tuple(zip(keys, combo, strict=True)), seed, staging)
-            for combo in combos for seed in range(1, seeds + 1)]
+    pts = [(tuple(zip(keys, combo, strict=True)), seed)
+           for combo in combos for seed in range(1, seeds + 1)]
+    return [Point(scenario, values, seed, staging, number)
+            for number, (values, seed) in enumerate(pts)]
+
+
+#: Seconds between two writes of a task's progress file, and between two polls of the
+#: driver (a poll prints a line per run in progress).
+TASK_WRITE_EVERY = 1.0
+POLL_EVERY = 2.0
+
+
+class TaskProgress:
+    """The progress of one grid point inside its Spark task, written to
+    ``<staging>/progress/<number>`` as ``<fraction of the point> <text>``."""
+
+    def __init__(self, point: Point, every: float = TASK_WRITE_EVERY) -> None:
+        folder = os.path.join(point.staging, "progress")
+        os.makedirs(folder, exist_ok=True)
+        self.path = os.path.join(folder, str(point.number))
+        self.every = every
+        self.last = 0.0
+        self.run = 0
+        self.runs = 1
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        self.run, self.runs = done, max(1, total)
+
+    def within(self, done: int, total: int, unit: str) -> None:
+        now = time.perf_counter()
+        if now - self.last < self.every or total <= 0:
+            return
+        self.last = now
+        done = min(done, total)
+        fraction = (self.run + done / total) / self.runs
+        text = (f"run {self.run + 1}/{self.runs} {100 * done // total}% "
+                f"({done:,}/{total:,} {unit})")
+        tmp = f"{self.path}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(f"{fraction:.6f} {text}\n")
+        os.replace(tmp, self.path)
 
 
 def run_point(point: Point) -> dict[str, Any]:
@@ -118,7 +164,8 @@ def run_point(point: Point) -> dict[str, Any]:
 
     index = hashlib.sha1(point.label.encode()).hexdigest()[:16]
     out = os.path.join(point.staging, f"run-{point.seed}-{index}")
-    result = run_scenario(point.scenario, out, seed=point.seed, params=dict(point.values))
+    result = run_scenario(point.scenario, out, seed=point.seed, params=dict(point.values),
+                          progress=TaskProgress(point) if point.staging else None)
     return {"out": out, "runs": result["runs"]}
 
 
@@ -243,25 +290,74 @@ def check_cost_of(scenario: str, pts: list[Point], master: str | None, *,
 
 
 class SweepProgress:
-    """``sweep [3/12] <run> ETA 1m20s`` on stderr after each finished run; the ETA is
-    the wall time so far over the estimated work done, applied to the work left."""
+    """``sweep [3/12] <run> ETA 1m20s`` on stderr after each finished run, and from
+    ``poll()`` a line per run in progress (``TaskProgress``). The ETA is the wall time
+    so far over the estimated work done (finished runs, and the fractions of those in
+    progress), applied to the work left."""
 
-    def __init__(self, weights: list[int], write: Callable[[str], None] | None = None
-                 ) -> None:
+    def __init__(self, weights: list[int], write: Callable[[str], None] | None = None,
+                 names: list[str] | None = None, staging: str | None = None) -> None:
         self.weights = [max(1, w) for w in weights]
+        self.names = names or []
+        self.folder = os.path.join(staging, "progress") if staging else None
         self.start = time.perf_counter()
         self.write = write or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.done = 0
+        self.finished: set[str] = set()
+        self.running: dict[int, float] = {}  # point -> fraction done
 
-    def __call__(self, label: str, done: int, total: int) -> None:
+    def _eta(self) -> str:
         from timebound.sim import format_eta
 
-        eta = ""
-        finished = sum(self.weights[:done])
-        left = sum(self.weights[done:])
+        whole = sum(self.weights)
+        finished: float = sum(self.weights[:self.done]) if not self.finished else sum(
+            w for n, w in zip(self.names, self.weights, strict=False) if n in self.finished)
+        finished += sum(self.weights[i] * f for i, f in self.running.items()
+                        if i < len(self.weights))
         elapsed = time.perf_counter() - self.start
-        if 0 < done < total and finished and elapsed > 0:
-            eta = f" ETA {format_eta(elapsed * left / finished)}"
+        if finished <= 0 or finished >= whole or elapsed <= 0:
+            return ""
+        return f" ETA {format_eta(elapsed * (whole - finished) / finished)}"
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        self.done = done
+        if label in self.names:
+            self.finished.add(label)
+            self.running.pop(self.names.index(label), None)
+        eta = self._eta() if 0 < done < total else ""
         self.write(f"sweep [{done}/{total}] {label}{eta}")
+
+    def poll(self) -> None:
+        """A line per run in progress, from the tasks' progress files."""
+        if self.folder is None or not os.path.isdir(self.folder):
+            return
+        lines = []
+        for entry in sorted(os.listdir(self.folder)):
+            if not entry.isdigit() or int(entry) >= len(self.names):
+                continue
+            index = int(entry)
+            if self.names[index] in self.finished:
+                continue
+            try:
+                with open(os.path.join(self.folder, entry), encoding="utf-8") as fh:
+                    fraction, _, text = fh.read().strip().partition(" ")
+                self.running[index] = min(1.0, max(0.0, float(fraction)))
+            except (OSError, ValueError):  # replaced while read: the next poll sees it
+                continue
+            lines.append((self.names[index], text))
+        if lines:
+            eta = self._eta()
+            for name, text in lines:
+                self.write(f"sweep [{self.done}/{len(self.weights)}] {name}: {text}{eta}")
+
+    def watch(self, stop: threading.Event, every: float = POLL_EVERY) -> threading.Thread:
+        """Poll every ``every`` seconds in a thread until ``stop`` is set."""
+        def loop() -> None:
+            while not stop.wait(every):
+                self.poll()
+        thread = threading.Thread(target=loop, name="sweep-progress", daemon=True)
+        thread.start()
+        return thread
 
 
 def run_sweep(scenario: str, grid_items: list[str], *, seeds: int, out: str,
@@ -287,11 +383,8 @@ def run_sweep(scenario: str, grid_items: list[str], *, seeds: int, out: str,
         raise UsageError("--grid", f"{total} runs; at most {MAX_RUNS}")
     est = check_cost_of(scenario, points(scenario, grid, seeds, ""), master,
                         max_memory=max_memory, max_time=max_time)
-    if progress is True:  # the command's own lines, with the ETA
-        progress = SweepProgress([r.units for r in est.runs])
-        if est.seconds >= 30:
-            print(f"sweep {scenario}: {est.describe()} (estimate)", file=sys.stderr,
-                  flush=True)
+    if progress is True and est.seconds >= 30:
+        print(f"sweep {scenario}: {est.describe()} (estimate)", file=sys.stderr, flush=True)
     require_extra("spark", "pyspark", "timebound sweep")
     from pyspark.sql import SparkSession
 
@@ -305,9 +398,20 @@ def run_sweep(scenario: str, grid_items: list[str], *, seeds: int, out: str,
     try:
         pts = points(scenario, grid, seeds, staging)
         started = time.perf_counter()
+        stop = threading.Event()
+        watcher = None
+        if progress is True:  # the command's own lines, with the ETA, within runs too
+            progress = SweepProgress([r.units for r in est.runs], names=[p.name for p in pts],
+                                     staging=staging)
+            watcher = progress.watch(stop)
         with stopped_after(spark, owned):  # stopped before the staging folder goes
-            results = map_tasks(run_point, pts, [p.name for p in pts], progress=progress,
-                                command="timebound sweep")
+            try:
+                results = map_tasks(run_point, pts, [p.name for p in pts],
+                                    progress=progress or None, command="timebound sweep")
+            finally:
+                stop.set()
+                if watcher is not None:
+                    watcher.join()
             counts = merge(out, scenario, pts, results, grid, seeds)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
