@@ -37,7 +37,7 @@ DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 FENCE = "```console runnable"
 PLACEHOLDER = "..."
 COMMAND_TIMEOUT_S = 120  # a hung command fails its example, never the whole run
-WORKERS = 4  # examples run side by side
+WORKERS = 2  # examples run side by side (the suite runs on 2 cores)
 
 
 @dataclass(frozen=True)
