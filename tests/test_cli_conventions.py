@@ -24,7 +24,6 @@ from timebound.cli import build_parser, main, subparsers
 #: Commands another change brings to this convention (simulate and sweep; rpc and net
 #: proxy, whose parsers live in timebound/net/cli.py). Empty it when they follow it.
 NOT_YET = {
-    ("simulate",), ("sweep",),
     ("rpc",), ("rpc", "serve"), ("rpc", "call"), ("rpc", "stats"), ("rpc", "bench"),
     ("net",), ("net", "proxy"),
 }

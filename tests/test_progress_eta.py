@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from timebound.cli import main
-from timebound.pipeline.job import eta_after, eta_text
+from timebound.pipeline.job import eta_after
 from timebound.sim import SCENARIOS, RunProgress, estimate_cost, format_eta, run_scenario
 from timebound.sweep import Point, SweepProgress, TaskProgress
 
@@ -74,8 +74,6 @@ def test_quiet_prints_nothing(tmp_path: pathlib.Path, capsys: Any) -> None:
 ])
 def test_the_eta_spelling(seconds: float, text: str) -> None:
     assert format_eta(seconds) == text
-    if seconds < 100 * 3600:  # the pipeline's lines spell it the same
-        assert eta_text(seconds) == text
 
 
 def test_the_eta_is_the_rate_so_far_applied_to_the_work_left() -> None:

@@ -9,6 +9,7 @@ exactly.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 from collections.abc import Callable
 
@@ -79,3 +80,17 @@ def duration_help(what: str, default_us: int | None, bare_unit: str) -> str:
     default = "none" if default_us is None else format_duration(default_us)
     return (f"{what} (a duration: 300us, 250ms, 2s, 1m; default {default}; "
             f"a bare number is in {bare_unit}, deprecated)")
+
+
+def format_eta(seconds: float) -> str:
+    """A time estimate at a glance, rounded up to the second: ``80`` -> ``1m20s``,
+    ``3725`` -> ``1h02m``, ``9`` -> ``9s`` (progress lines of simulate, sweep and
+    pipeline)."""
+    s = max(0, int(math.ceil(seconds)))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 100 * 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"

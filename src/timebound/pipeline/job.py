@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from timebound._safety import check_writable_folder, follow_umask, guard_output
+from timebound.durations import format_eta
 from timebound.errors import TraceError, UsageError
 from timebound.pipeline import _group, atmostonce, causal, merge, slotted, stability
 from timebound.pipeline._partial_metrics import Gathered, MetricRow
@@ -60,23 +61,12 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def eta_text(seconds: float) -> str:
-    """``80`` -> ``1m20s``, ``3725`` -> ``1h02m``, ``9`` -> ``9s`` (the simulator's
-    ETA spelling, ``sim.format_eta``)."""
-    s = max(0, math.ceil(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s % 3600 // 60:02d}m"
-
-
 def eta_after(done: float, left: float, elapsed: float) -> str:
     """`` ETA 1m20s``: the time ``elapsed`` for ``done`` (input bytes decided so far),
     applied to the ``left`` still to decide; ``""`` when nothing is left or measured."""
     if done <= 0 or left <= 0 or elapsed <= 0:
         return ""
-    return f" ETA {eta_text(elapsed * left / done)}"
+    return f" ETA {format_eta(elapsed * left / done)}"
 
 
 def resolve_options(df: DataFrame, table: str, given: Mapping[str, Any],

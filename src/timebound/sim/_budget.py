@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from timebound.durations import format_eta as format_eta
 from timebound.errors import UsageError
 
 #: Resident memory of the simulator before its first run (interpreter, pyarrow), bytes.
@@ -191,18 +192,6 @@ def format_bytes(n: float) -> str:
         if n >= size:
             return f"{n / size:.1f} {unit}"
     return f"{int(n)} B"
-
-
-def format_eta(seconds: float) -> str:
-    """``80`` -> ``1m20s``, ``3725`` -> ``1h2m``, ``9`` -> ``9s``."""
-    s = max(0, int(math.ceil(seconds)))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 100 * 3600:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
 
 
 def check(est: Estimate, *, max_memory: int | None, max_time: float | None,
