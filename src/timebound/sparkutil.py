@@ -347,10 +347,10 @@ OURS = "timebound."
 
 def build_session(master: str | None = None, conf: Mapping[str, str] | None = None, *,
                   app_name: str = "timebound", defaults: Mapping[str, str] | None = None,
-                  log: str | None = None) -> Any:
+                  log: str | None = None, default_master: str = DEFAULT_MASTER) -> Any:
     """The one SparkSession builder of every command that runs Spark.
 
-    ``master``: checked, ``DEFAULT_MASTER`` when None. ``BASE_CONF``, then the
+    ``master``: checked, ``default_master`` when None. ``BASE_CONF``, then the
     command's ``defaults``, then the user's ``conf`` (theirs win; ``timebound.*`` keys
     are ours: ``OURS``). The workers run this interpreter (``PYSPARK_PYTHON`` unless
     set). ``log``: ``start_session``'s. A failure to start is one ``UsageError``
@@ -365,7 +365,7 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
     given = dict(conf or {})
     settings = {**BASE_CONF, **(defaults or {}), **given}
     level = settings.get(OURS + "logLevel", "WARN")
-    builder = SparkSession.builder.appName(app_name).master(master or DEFAULT_MASTER)
+    builder = SparkSession.builder.appName(app_name).master(master or default_master)
     for key, value in settings.items():
         if not key.startswith(OURS):
             builder = builder.config(key, value)

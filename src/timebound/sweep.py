@@ -53,7 +53,7 @@ from typing import Any
 
 from timebound._safety import check_writable_folder, require_extra
 from timebound.errors import UsageError
-from timebound.sparkutil import check_master, start_session, stopped_after
+from timebound.sparkutil import build_session, check_master, stopped_after
 
 MAX_RUNS = 10_000
 #: Resident memory of the local Spark JVM and the sweep's driver (bytes): PySpark 4's
@@ -62,7 +62,8 @@ SPARK_BYTES = 3 * 2**29
 #: Starting the Spark session and merging (seconds, measured 8-15 s on 2 cores).
 SPARK_SECONDS = 15.0
 #: The sweep's own session settings (a ``--conf`` of the same key wins).
-SWEEP_CONF = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}
+#: The sweep's settings besides ``sparkutil.BASE_CONF`` (none yet).
+SWEEP_CONF: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -232,18 +233,12 @@ def merge(out_dir: str, scenario: str, pts: list[Point], results: list[dict[str,
 
 
 def sweep_session(master: str | None, conf: dict[str, str], *, quiet: bool) -> Any:
-    """The sweep's session (``local[2]`` unless ``--master``): started here so that a
-    failure is one line naming the option to blame."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import timebound
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.appName("timebound-sweep").master(master or "local[2]")
-    for key, value in {**SWEEP_CONF, **conf}.items():
-        builder = builder.config(key, value)
-    spark = start_session(builder, master=master, conf=conf, quiet=quiet)
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    """The sweep's session (``local[2]`` unless ``--master``; ``sparkutil.build_session``):
+    a failure to start is one line naming the option to blame; ``quiet``: the JVM's
+    output stays off the terminal."""
+    level = {"timebound.logLevel": "OFF" if quiet else "ERROR"}
+    return build_session(master, conf, app_name="timebound-sweep", default_master="local[2]",
+                         defaults={**SWEEP_CONF, **level})
 
 
 def parallelism(master: str | None) -> int:

@@ -10,13 +10,11 @@ PySpark is imported here only, lazily: the simulator itself never needs it.
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from timebound.errors import MissingExtra, UsageError
-from timebound.sparkutil import check_master, start_session, stopped_after
+from timebound.sparkutil import build_session, stopped_after
 
 T = TypeVar("T")
 
@@ -27,8 +25,9 @@ class TaskFailed(UsageError):
 
 def _session(master: str | None, conf: dict[str, str], command: str
              ) -> tuple[Any, bool]:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import timebound
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    """The caller's active session when it gives no ``--master``/``--conf``; else one
+    started by ``sparkutil.build_session`` (``local[2]`` unless ``--master``; the JVM's
+    output off the terminal; a failure is one line naming the option)."""
     try:
         from pyspark.sql import SparkSession
     except ImportError:
@@ -36,15 +35,8 @@ def _session(master: str | None, conf: dict[str, str], command: str
     active = SparkSession.getActiveSession()
     if active is not None and master is None and not conf:
         return active, False
-    check_master(master)
-    builder = SparkSession.builder.appName("timebound-sweep").master(master or "local[2]")
-    builder = builder.config("spark.ui.enabled", "false").config(
-        "spark.ui.showConsoleProgress", "false")
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    # A bad master URL or --conf item, no Java, ...: one line naming the option.
-    spark = start_session(builder, master=master, conf=conf, quiet=True)
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = build_session(master, conf, app_name="timebound-sweep", default_master="local[2]",
+                          defaults={"timebound.logLevel": "OFF"})
     return spark, active is None
 
 
