@@ -43,6 +43,22 @@ class Claim:
     why: str = ""          # the confirmed cause, shown when the check fails
     kind: str = "measured"  # measured | computed | pending
     note: str = ""          # how the check reads the claim (shown beside the verdict)
+    #: A trend (increasing, decreasing): it can fail only on two distinct values or
+    #: more, so on fewer its verdict is "not measured here" (``one_value``).
+    trend: bool = False
+
+
+def one_value(claim: Claim, per_seed: Sequence[Values]) -> str | None:
+    """Why ``claim`` cannot fail on these measurements (a trend measured at fewer than
+    two distinct values), or None."""
+    if not claim.trend:
+        return None
+    labels = {str(label) for values in per_seed for label, _, _ in values}
+    if len(labels) >= 2:
+        return None
+    what = ", ".join(sorted(labels)) or "none"
+    return (f"not measured here (a trend needs at least two distinct values; this data "
+            f"has {what} only)")
 
 
 @dataclass(frozen=True)
@@ -695,7 +711,7 @@ CLAIMS: tuple[Claim, ...] = (
           "more", "~0 lost at the bound", "scmp, runs rho=*", ("scmp",), _scmp_bound,
           _scmp_bound_ok, "losses at or above the bound"),
     Claim("SCMP", "table size grows with rho (2.4)", "increasing", "scmp, runs rho=*",
-          ("scmp",), _scmp_table, _increasing, "not monotone in rho"),
+          ("scmp",), _scmp_table, _increasing, "not monotone in rho", trend=True),
     Claim("SCMP", "slow clocks: messages flagged as duplicates; fast: refused too early "
           "(2.3)", "more lost messages", "scmp, runs clients-slow, clients-fast", ("scmp",),
           _scmp_skew, lambda v: v["slow clients lost"] > 0.1
@@ -828,7 +844,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("merge", "buffering <= delta + 3 eps (Lemma 4.2)", "<= bound", "merge, all runs",
           ("merge",), _mg_buffer, _mg_buffer_ok),
     Claim("merge", "larger delta, fewer late losses (4.1, 6)", "decreasing",
-          "merge, runs delta=* (late %)", ("merge",), _mg_late, _decreasing),
+          "merge, runs delta=* (late %)", ("merge",), _mg_late, _decreasing, trend=True),
     Claim("merge", "bounded timestamp vs vector clock bytes as n grows (Thm 3.8)",
           "O(eps log n) vs O(n)", "merge-checks, run wire: bytes of the core's WireCodec "
           "encoding (measured) vs 8 B x n (a vector clock, computed)", ("merge-checks",),
@@ -910,6 +926,7 @@ def evaluate(seeds: Sequence[Sources], *, root: str = "",
                             f"not measured here ({missing or 'no data'})", 0))
             continue
         measured, verdict, n = _verdict(claim, per_seed, root)
+        verdict = one_value(claim, per_seed) or verdict
         rows.append(Row(claim.paper, claim.claim, claim.published, measured, claim.where,
                         verdict, n))
     return rows

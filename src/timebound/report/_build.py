@@ -286,42 +286,6 @@ def _grid_points(grid: dict[str, list[Any]]) -> list[str]:
             for combo in combos]
 
 
-def _one_value_trend(claim: Any, per_seed: list[Any]) -> str | None:
-    """Why a trend claim (its check: increasing or decreasing) cannot fail on this
-    data: fewer than two distinct values measured. None when it can."""
-    check = getattr(claim, "check", None)
-    if getattr(check, "__name__", "") not in ("_increasing", "_decreasing"):
-        return None
-    labels = {str(label) for values in per_seed for label, _, _ in values}
-    if len(labels) >= 2:
-        return None
-    what = ", ".join(sorted(labels)) or "none"
-    return (f"not measured here (a trend needs at least two distinct values; "
-            f"this data has {what} only)")
-
-
-def _trend_row(row: Any, seeds: list[dict[str, Any]]) -> Any:
-    """``row``, or the same row marked "not measured here" when its claim is a trend
-    measured at fewer than two distinct values (a verdict that could not fail)."""
-    import dataclasses
-
-    from timebound.claims import CLAIMS
-
-    if row.verdict.startswith("not measured here"):
-        return row
-    for claim in CLAIMS:
-        if (claim.paper, claim.claim) != (row.paper, row.claim) or claim.measure is None:
-            continue
-        try:
-            per_seed = [claim.measure(sources) for sources in seeds]
-        except Exception:  # noqa: BLE001 -- evaluate measured it; keep its verdict
-            return row
-        why = _one_value_trend(claim, per_seed)
-        if why is not None:
-            return dataclasses.replace(row, verdict=why)
-    return row
-
-
 def _verdicts(output: str, manifest: dict[str, Any], scenario: str) -> str:
     """The claims of the scenario's papers, each with its measurement and verdict, from
     ``timebound.claims`` -- the code that writes docs/reproduction.md."""
@@ -340,7 +304,6 @@ def _verdicts(output: str, manifest: dict[str, Any], scenario: str) -> str:
     rows = evaluate(seeds, only=list(papers))
     body = []
     for row in rows:
-        row = _trend_row(row, seeds)
         kind = ("agrees" if row.verdict == "agrees" else
                 "differs" if row.verdict.startswith("differs") else "other")
         cells = "".join(f"<td>{html.escape(x)}</td>" for x in (
