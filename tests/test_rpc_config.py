@@ -77,7 +77,9 @@ def test_config_file_refuses_in_one_line_naming_file_and_key(
     config = tmp_path / "bad.toml"
     storage = tmp_path / "latest.json"
     config.write_text(f'{text}\nstorage = "{storage}"\n')
-    assert main(["rpc", "serve", APP, "--config", str(config)]) == 2
+    # A module that does not exist: every option is checked before the app is
+    # imported, so a file wrongly accepted fails on the import, never serves.
+    assert main(["rpc", "serve", "h6_no_such_module:app", "--config", str(config)]) == 2
     _one_line(capsys, f"{config}: {key}: ", reason)
     assert not storage.exists()  # refused before anything is made
 
