@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from PIL import Image
 
 from timebound.cli import main
@@ -141,3 +142,28 @@ def test_reorder_window_figure_needs_two_windows() -> None:
     two = pd.concat([one, pd.DataFrame({"W": [8.0], "refused_genuine_rate": [0.0],
                                         "table_bytes_mean": [400.0]})])
     assert fig.reorder_window(two) is not None
+
+
+def test_a_dataset_is_never_written_into(tmp_path: pathlib.Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """``report`` on a simulate (or sweep) dataset, an input: refused without --out, in
+    one line, nothing written; with --out FILE.html the page goes there."""
+    out = tmp_path / "scmp"
+    assert main(["simulate", "scmp", "--out", str(out), "--seed", "1", "--quiet",
+                 "--set", "experiments=reorder", "--set", "reorder_clients=10",
+                 "--set", "reorder_calls=40"]) == 0
+    before = sorted(p.name for p in out.iterdir())
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"timebound: error: --out: '{out}' is a dataset of simulate or sweep (an input, "
+        "never written into): give --out FILE.html, or run timebound pipeline on it and "
+        "report on its output\n")
+    assert main(["report", str(out), "--out", str(out / "metrics")]) == 2
+    assert "expected a .html file name" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == before
+    page = tmp_path / "page.html"
+    assert main(["report", str(out), "--out", str(page)]) == 0
+    assert capsys.readouterr().out.strip() == str(page)
+    assert "timebound report" in page.read_text()
+    assert sorted(p.name for p in out.iterdir()) == before

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from timebound import __version__
 from timebound._safety import Terminated, float_range, int_range, sigterm_raises
 from timebound.contract import OPTION_LIMITS
-from timebound.errors import TimeboundError
+from timebound.errors import TimeboundError, UsageError
 from timebound.replay import load_commands, replay_rows
 
 EXIT_OK = 0
@@ -234,7 +234,12 @@ def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:  # typ
         ),
     )
     report.add_argument("dir", metavar="DIR",
-                        help="pipeline output folder (report.html is written into it)")
+                        help="pipeline output folder, or a folder of them (report.html "
+                             "is written into it unless --out)")
+    report.add_argument("--out", metavar="FILE", default=None,
+                        help="where the page goes, a .html file (default DIR/report.html; "
+                             "required when DIR is a dataset of simulate or sweep, an "
+                             "input that is never written into)")
     report.set_defaults(handler=_run_report)
 
 
@@ -303,9 +308,13 @@ def _run_report(args: argparse.Namespace) -> int:
 
     require_extra("report", "matplotlib", "timebound report")
     require_extra("report", "pandas", "timebound report")
-    from timebound.report import write_report
+    from timebound.report import is_dataset, write_report
 
-    print(write_report(args.dir))
+    if args.out is None and is_dataset(args.dir):
+        raise UsageError("--out", f"'{args.dir}' is a dataset of simulate or sweep (an "
+                                  "input, never written into): give --out FILE.html, or "
+                                  "run timebound pipeline on it and report on its output")
+    print(write_report(args.dir, out=args.out))
     return 0
 
 

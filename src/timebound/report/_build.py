@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from timebound._safety import atomic_write_text, check_writable
-from timebound.contract import METRICS
+from timebound.contract import INPUT_TABLES, METRICS
 from timebound.errors import UsageError
 from timebound.report import _figures as fig
 
@@ -490,11 +490,26 @@ table.claims col.c4{width:27%}table.claims col.c5{width:16%}table.claims col.c6{
 img{max-width:100%}"""
 
 
-def write_report(folder: str, *, source: str | None = None) -> str:
-    """Write ``folder/report.html`` from the pipeline output(s) in ``source`` (default
-    ``folder``); return its path."""
+def is_dataset(folder: str) -> bool:
+    """``folder`` is a dataset of ``timebound simulate`` or ``sweep`` (an input table
+    of the contract or a ``sim_*`` table beside its ``metrics/``): an input, never
+    written into."""
+    if not os.path.isdir(os.path.join(folder, "metrics")):
+        return False
+    return any(name in INPUT_TABLES or name.startswith("sim_") for name in os.listdir(folder))
+
+
+def write_report(folder: str, *, source: str | None = None, out: str | None = None) -> str:
+    """Write the page from the pipeline output(s) in ``source`` (default ``folder``) to
+    ``out`` (default ``folder/report.html``; a ``.html`` file that does not exist or is
+    a page written before); return its path."""
     outputs = find_outputs(source or folder)
-    check_writable(os.path.join(folder, "report.html"), "DIR")  # before the work
+    if out is not None:
+        if not out.endswith(".html"):
+            raise UsageError("--out", f"expected a .html file name, got '{out}'")
+        check_writable(out, "--out")
+    else:
+        check_writable(os.path.join(folder, "report.html"), "DIR")  # before the work
     body: list[str] = []
     toc: list[str] = []
     for output in outputs:
@@ -510,6 +525,7 @@ def write_report(folder: str, *, source: str | None = None) -> str:
             "<p>Decisions by the protocol cores driven by Spark over trace datasets; "
             "figures from the pipeline's metrics tables.</p>"
             f"<ul>{''.join(toc)}</ul>{''.join(body)}</body></html>")
-    path = os.path.join(folder, "report.html")
-    atomic_write_text(path, page, "DIR")  # whole or not at all; temp removed on any exit
+    path = out if out is not None else os.path.join(folder, "report.html")
+    atomic_write_text(path, page, "--out" if out is not None else "DIR")  # whole or not at
+    # all; the temporary file is removed on any exit
     return path
