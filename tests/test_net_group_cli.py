@@ -103,3 +103,41 @@ def test_bad_members_exit_2() -> None:
         done = subprocess.run([*TIMEBOUND, *argv], capture_output=True, timeout=30)
         assert done.returncode == 2, argv
         assert done.stderr.decode().count("\n") == 1
+
+
+def test_join_lines_come_before_the_first_delivery() -> None:
+    """The docs' example: b and c run, then ``echo hello | group join a``: a waits (at
+    most --join-wait) until it has heard every member, so its output starts with the two
+    join lines, then its own delivery; --join-wait 0s sends at once."""
+    ports = free_ports(3)
+    members = ",".join(f"{n}=127.0.0.1:{p}" for n, p in zip("abc", ports, strict=True))
+    procs = []
+    try:
+        for name in "bc":
+            proc, _ = start(["group", "join", name, "--members", members, "--ack-every",
+                             "10ms"], stdin=subprocess.PIPE)
+            procs.append(proc)
+        done = subprocess.run(
+            [*TIMEBOUND, "group", "join", "a", "--members", members, "--ack-every", "10ms",
+             "--exit-when-stable", "--join-wait", "10s"],
+            input=b"hello\n", capture_output=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        kinds = [json.loads(line)["event"] for line in done.stdout.decode().splitlines()]
+        assert kinds[:3] == ["join", "join", "deliver"], kinds
+        assert "stable" in kinds
+    finally:
+        for proc in procs:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            stop(proc, signal.SIGTERM)
+
+
+def test_join_wait_is_a_duration_at_most_a_minute() -> None:
+    for bad, reason in (("61s", "must be at most 60s, got 61s"), ("soon", "duration")):
+        done = subprocess.run([*TIMEBOUND, "group", "join", "a", "--members",
+                               "a=127.0.0.1:1", "--join-wait", bad],
+                              input=b"", capture_output=True, timeout=60)
+        assert done.returncode == 2
+        err = done.stderr.decode()
+        assert err.startswith("timebound: error:") and err.count("\n") == 1, err
+        assert reason in err, err

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -414,6 +415,12 @@ def add_group_parser(commands: Any) -> None:
                       metavar="DURATION",
                       help=duration_help("disconnect a member silent this long, at most 1 "
                                          "day (none: never)", None, "s"))
+    join.add_argument("--join-wait", type=duration_type("--join-wait", "s", minimum_us=0),
+                      default=2_000_000, metavar="DURATION",
+                      help=duration_help("before multicasting its first stdin line, wait "
+                                         "until every member has been heard from (their "
+                                         "join lines come first), at most this long, "
+                                         "at most 60s; 0s: send at once", 2_000_000, "s"))
     join.add_argument("--max-buffer", type=int, default=4096, metavar="N",
                       help="most messages not yet stable, 1..1000000 (send waits; "
                            "default %(default)s)")
@@ -471,6 +478,9 @@ def run_group_join(args: argparse.Namespace) -> int:
         raise UsageError("NAME", f"{args.name!r} is not one of --members")
     check_exposure(members[args.name][0], keyed=args.key_file is not None,
                    insecure=args.insecure, service="group join")
+    if args.join_wait > 60_000_000:
+        raise UsageError("--join-wait", f"must be at most 60s, got "
+                                        f"{format_duration(args.join_wait)}")
     if args.ack_every > 60_000_000:
         raise UsageError("--ack-every", f"must be at most 60s, got "
                                         f"{format_duration(args.ack_every)}")
@@ -506,6 +516,9 @@ def run_group_join(args: argparse.Namespace) -> int:
             # A bad line (or any failure) ends the member at once: it used to kill
             # this task silently and leave the member running for ever.
             try:
+                if args.join_wait:
+                    with contextlib.suppress(TimeoutError):
+                        await member.wait_members(len(members), timeout=args.join_wait / 1e6)
                 async for number, line in stdin_lines(loop).numbered():
                     await member.send(text_line(line, number))
                 if args.exit_when_stable:
