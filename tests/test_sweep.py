@@ -22,7 +22,12 @@ def test_sweep_merges_runs_and_the_report_plots_the_spread(
     grid = ["--grid", "deltas=5,20", "--grid", "duration=150"]
     code = main(["sweep", "merge", *grid, "--seeds", "2", "--out", str(out)])
     assert code == 0
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.err
+    # both counts, named: 4 scenario runs wrote 8 runs of the dataset (issue 31)
+    assert re.search(r"^sweep merge: 4 run\(s\) \(grid points x seeds\) in [\d.]+ s, 8 "
+                     r"dataset run\(s\) \(what timebound pipeline counts\)$",
+                     captured.out, re.M), captured.out
     assert "sweep [4/4]" in err and "grid point deltas=20,duration=150 seed 2" in err
     assert re.search(r"^sweep \[1/4\] grid point .* ETA \d", err, re.M)  # issue 31
     manifest = json.loads((out / "manifest.json").read_text())

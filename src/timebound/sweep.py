@@ -467,7 +467,13 @@ def _run(args: argparse.Namespace) -> int:
                        progress=not getattr(args, "quiet", False),
                        quiet=not getattr(args, "verbose", False),
                        max_memory=args.max_memory, max_time=args.max_time)
-    print(f"sweep {args.scenario}: {result['runs']} run(s) in {result['seconds']} s")
+    with open(os.path.join(result["out"], "manifest.json"), encoding="utf-8") as handle:
+        written = len(json.load(handle).get("runs", []))
+    # a scenario run can write several runs of the dataset (one per experiment or
+    # level): say both counts, since timebound pipeline counts the dataset's
+    print(f"sweep {args.scenario}: {result['runs']} run(s) (grid points x seeds) in "
+          f"{result['seconds']} s, {written} dataset run(s) (what timebound pipeline "
+          f"counts)")
     print(f"dataset  {result['out']}")
     print("tables   " + ", ".join(f"{k} {v} rows" for k, v in result["tables"].items()))
     return 0

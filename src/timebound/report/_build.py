@@ -492,9 +492,10 @@ img{max-width:100%}"""
 
 def is_dataset(folder: str) -> bool:
     """``folder`` is a dataset of ``timebound simulate`` or ``sweep`` (an input table
-    of the contract or a ``sim_*`` table beside its ``metrics/``): an input, never
-    written into."""
-    if not os.path.isdir(os.path.join(folder, "metrics")):
+    of the contract or a ``sim_*`` table beside its ``metrics/``, and no
+    ``summary.json`` of ``timebound pipeline``): an input, never written into."""
+    if not os.path.isdir(os.path.join(folder, "metrics")) or os.path.exists(
+            os.path.join(folder, "summary.json")):
         return False
     return any(name in INPUT_TABLES or name.startswith("sim_") for name in os.listdir(folder))
 
