@@ -137,7 +137,8 @@ def _state(progress: Any) -> tuple[int, int]:
     return rows, size
 
 
-def _human(size: int) -> str:
+def human_bytes(size: int) -> str:
+    """``9416`` -> ``9.2 KiB``."""
     value = float(size)
     for unit in ("B", "KiB", "MiB", "GiB"):
         if value < 1024 or unit == "GiB":
@@ -154,7 +155,7 @@ def progress_line(progress: Any, counts: tuple[int, dict[str, int]] | None) -> s
         shown = " ".join(f"{k} {v}" for k, v in sorted(by_value.items()))
         out = f", {total} out ({shown})" if shown else ", 0 out"
     return (f"batch {progress['batchId']}: {progress['numInputRows']} rows in{out}, "
-            f"state {rows} rows {_human(size)}")
+            f"state {rows} rows, store memory {human_bytes(size)}")
 
 
 @dataclass

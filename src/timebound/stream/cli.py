@@ -151,6 +151,8 @@ def _finish(result: Any) -> int:
     """The summary line and the exit status: 0, or 128 + the signal's number (130
     SIGINT, 143 SIGTERM, as every timebound command) when a signal stopped the query
     inside a micro-batch -- one line on stderr, the batch left for a restart."""
+    from timebound.stream._run import human_bytes
+
     summary = result.summary
     if summary.stopped_by and summary.unfinished:
         batches = ", ".join(str(b) for b in summary.unfinished)
@@ -162,7 +164,8 @@ def _finish(result: Any) -> int:
     stopped = f" (stopped on {summary.stopped_by})" if summary.stopped_by else ""
     print(f"done{stopped}: {summary.batches} batches, {summary.rows_in} rows in"
           + (f"; {counts}" if counts else "")
-          + f"; state {summary.state_rows} rows, {summary.state_bytes} bytes", flush=True)
+          + f"; state {summary.state_rows} rows, store memory "
+            f"{human_bytes(summary.state_bytes)}", flush=True)
     return 0
 
 
