@@ -55,7 +55,7 @@ from typing import Any
 #: call each other's classes directly) and loaded together, all compiled or all pure.
 PACKAGES: dict[str, tuple[str, ...]] = {
     "timebound.core.atmostonce": ("_events", "_estimators", "_receiver", "_drive"),
-    "timebound.core.wire": ("_frame",),
+    "timebound.core.wire": ("_frame", "_records"),
     "timebound.core.rpc": ("_records", "_messages", "_client", "_server", "_live"),
     "timebound.net": ("_clock", "_client", "_server"),
 }

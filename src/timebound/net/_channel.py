@@ -48,9 +48,9 @@ from timebound.core.channel import (
     ChannelSender,
     Delivery,
 )
-from timebound.core.rpc import Outgoing, build_receiver
+from timebound.core.rpc import build_receiver
 from timebound.core.slotted import Kind
-from timebound.core.wire import FrameCodec
+from timebound.core.wire import FrameCodec, Outgoing
 from timebound.errors import TimeboundError, UsageError
 from timebound.net._clock import Clock, seconds
 from timebound.net._endpoint import (

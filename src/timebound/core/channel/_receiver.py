@@ -100,9 +100,8 @@ from timebound.core.channel._wire import (
     encode_ack,
     encode_refuse,
 )
-from timebound.core.rpc import Outgoing
 from timebound.core.slotted import Deliver, Discard, Kind, SlottedReceiver
-from timebound.core.wire import HEADER_BYTES, KIND_CHANNEL, TAG_BYTES, FrameCodec, Key
+from timebound.core.wire import HEADER_BYTES, KIND_CHANNEL, TAG_BYTES, FrameCodec, Key, Outgoing
 from timebound.errors import MalformedDatagram, ProtocolUsageError
 
 P = TypeVar("P", bound=Hashable)

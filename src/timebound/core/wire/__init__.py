@@ -5,6 +5,8 @@
   malformed, oversized, of an unknown version or failing authentication;
 - ``Keyring``: the shared keys (current and previous, for key rotation with a grace
   period), ``key_id`` of a key;
+- ``Outgoing``: a datagram to send and its peer, what every core asks its driver to
+  send; ``Record``: the base of the cores' immutable records;
 - names in bodies (``len:u8 name``, 1..``MAX_NAME_BYTES`` UTF-8 bytes):
   ``encode_name``, ``read_name``, ``check_name``, shared by groups and pub-sub.
 
@@ -33,8 +35,11 @@ from timebound.core.wire._frame import (
     service_prefix,
 )
 from timebound.core.wire._names import MAX_NAME_BYTES, check_name, encode_name, read_name
+from timebound.core.wire._records import Outgoing, Record
 
 __all__ = [
+    "Outgoing",
+    "Record",
     "FLAG_AUTH",
     "HEADER_BYTES",
     "KIND_CHANNEL",
