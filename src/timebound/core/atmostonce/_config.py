@@ -49,15 +49,22 @@ class ReceiverConfig:
             return LimitedHorizon(self.window, self.spikes, self.p)
         raise ProtocolUsageError(f"unknown estimator {self.estimator!r}; one of {ESTIMATORS}")
 
-    def new_receiver(self, storage: StableStorage | None = None, *, start: int = 0) -> Receiver:
-        """A fresh receiver; resilient ones keep ``latest`` in ``storage`` (default: a
-        new ``MemoryStorage``)."""
+    def new_receiver(self, storage: StableStorage | None = None, *, start: int = 0,
+                     capacity: int | None = None, high_water: int | None = None,
+                     deferred: bool = False) -> Receiver:
+        """A fresh receiver, the one way every driver builds one (the replay's, the
+        live services' through ``core.rpc.build_receiver``); resilient ones keep
+        ``latest`` in ``storage`` (default: a new ``MemoryStorage``; ``deferred``: the
+        driver writes it, ``StableLatest(deferred=True)``). ``capacity`` and
+        ``high_water`` bound its table."""
         resilience = None
         if self.resilient:
             if self.beta is None or self.latest_every is None:
                 raise ProtocolUsageError("a resilient receiver needs beta and latest_every")
-            resilience = StableLatest(storage or MemoryStorage(), self.beta, self.latest_every)
+            resilience = StableLatest(storage or MemoryStorage(), self.beta, self.latest_every,
+                                      deferred)
         gc_every = None if self.estimator == "limited" else self.gc_every
         return Receiver(self.new_estimator(), gc_every=gc_every, resilience=resilience,
-                        start=start, recovery_grace=self.recovery_grace,
+                        capacity=capacity, high_water=high_water, start=start,
+                        recovery_grace=self.recovery_grace,
                         reorder_window=self.reorder_window)

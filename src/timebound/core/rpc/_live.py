@@ -127,7 +127,6 @@ from timebound.core.atmostonce import (
     ReceiverConfig,
     ReceiverStatistics,
     Resilience,
-    StableLatest,
     StableStorage,
     Verdict,
     crc32_classifier,
@@ -352,22 +351,9 @@ def build_receiver(config: ReceiverConfig, storages: list[StableStorage], *, sta
     (``StableLatest(deferred=True)``)."""
     if not storages:
         raise ProtocolUsageError("at least one storage (one class) is needed")
-    if config.resilient and (config.beta is None or config.latest_every is None):
-        raise ProtocolUsageError("a resilient receiver needs beta and latest_every")
-
-    def one(storage: StableStorage) -> Receiver:
-        resilience = None
-        if config.resilient:
-            assert config.beta is not None and config.latest_every is not None
-            resilience = StableLatest(storage, config.beta, config.latest_every, deferred)
-        return Receiver(
-            config.new_estimator(),
-            gc_every=None if config.estimator == "limited" else config.gc_every,
-            resilience=resilience, capacity=capacity, high_water=high_water, start=start,
-            recovery_grace=config.recovery_grace, reorder_window=config.reorder_window,
-        )
-
-    receivers = [one(storage) for storage in storages]
+    receivers = [config.new_receiver(storage, start=start, capacity=capacity,
+                                     high_water=high_water, deferred=deferred)
+                 for storage in storages]
     if len(receivers) == 1:
         return receivers[0]
     return ClassifiedReceiver(receivers, crc32_classifier(len(receivers)))
