@@ -48,6 +48,7 @@ from timebound.core.atmostonce import (
     ReceiverConfig,
     StableRecord,
     StableStorage,
+    aligned_records,
 )
 from timebound.net._clock import TICKS_PER_SECOND
 from timebound.storage import FileStorage
@@ -78,7 +79,8 @@ def class_storages(path: str, classes: int, *, horizon: int | None = None,
 
     ``start`` (the start's record, ``latest = now``): a class file that does not
     exist is created with ``latest = max(start.latest, the largest latest)``.
-    ``horizon`` bounds every ``latest`` read (``FileStorage``)."""
+    ``horizon`` bounds every ``latest`` read (``FileStorage``). The rule is the core's
+    (``core.atmostonce.aligned_records``); this finds and writes the files."""
     folder = os.path.dirname(os.path.abspath(path))
     base = os.path.basename(path)
     stores = [FileStorage(class_path(path, k), horizon=horizon) for k in range(classes)]
@@ -91,21 +93,10 @@ def class_storages(path: str, classes: int, *, horizon: int | None = None,
         suffix = name[len(base) + 1:] if name.startswith(base + ".") else ""
         if suffix.isascii() and suffix.isdigit() and int(suffix) >= classes:
             others.append(FileStorage(os.path.join(folder, name), horizon=horizon))
-    records = [(s, s.read()) for s in stores + others]
-    present = [r for _, r in records if r is not None]
-    if not present and start is None:
-        return stores
-    top = max(present, key=lambda r: r.latest) if present else None
-    if classes == 1 and not others and records[0][1] is not None:
-        return stores
-    for store, record in records[:classes]:
-        if record is None:
-            source = top if top is not None else start
-            assert source is not None
-            latest = source.latest if start is None else max(source.latest, start.latest)
-            store.write(StableRecord(latest, source.estimate, source.p))
-        elif top is not None and record.latest < top.latest:
-            store.write(StableRecord(top.latest, record.estimate, record.p))
+    wanted = aligned_records([s.read() for s in stores + others], classes, start)
+    for store, record in zip(stores, wanted, strict=True):
+        if record is not None:
+            store.write(record)
     return stores
 
 

@@ -33,6 +33,7 @@ from timebound.core.atmostonce._receiver import (
     StableLatest,
     StableStorage,
 )
+from timebound.core.atmostonce._resilience import aligned_records
 from timebound.core.atmostonce._snapshot import (
     classified_snapshot,
     receiver_snapshot,
@@ -58,6 +59,7 @@ __all__ = [
     "StableRecord",
     "StableStorage",
     "UnlimitedHorizon",
+    "aligned_records",
     "Verdict",
     "classified_snapshot",
     "crc32_class",

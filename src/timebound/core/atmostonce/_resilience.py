@@ -8,6 +8,7 @@ implement ``StableStorage``, and the records pickle as usual.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -74,3 +75,38 @@ class MonotonicClock:
 
 
 Resilience = StableLatest | MonotonicClock
+
+
+def aligned_records(records: Sequence[StableRecord | None], classes: int,
+                    start: StableRecord | None) -> list[StableRecord | None]:
+    """What each of a start's ``classes`` class storages must hold before the
+    receivers are built (None: leave it as it is), the rule that keeps at-most-once
+    across a change of ``--classes``: a connection whose class changed is still
+    bounded by the ``latest`` its old class wrote, so every class starts from the
+    largest ``latest`` of any class storage.
+
+    ``records``: what each storage holds (None: nothing yet), this start's classes
+    first (``records[:classes]``), then the storages of a run with more classes.
+    ``start``: the record of a start without one (``latest = now``), or None. An empty
+    class storage gets ``latest = max(start.latest, the largest latest)`` (the
+    largest record's estimate and ``p``); one behind the largest is raised to it,
+    keeping its own estimate and ``p``. With one class and no other storage, nothing
+    is rewritten."""
+    if len(records) < classes:
+        raise ProtocolUsageError(f"{len(records)} records for {classes} classes")
+    present = [r for r in records if r is not None]
+    wanted: list[StableRecord | None] = [None] * classes
+    if not present and start is None:
+        return wanted
+    if classes == 1 and len(records) == 1 and records[0] is not None:
+        return wanted
+    top = max(present, key=lambda r: r.latest) if present else None
+    for k, record in enumerate(records[:classes]):
+        if record is None:
+            source = top if top is not None else start
+            assert source is not None
+            latest = source.latest if start is None else max(source.latest, start.latest)
+            wanted[k] = StableRecord(latest, source.estimate, source.p)
+        elif top is not None and record.latest < top.latest:
+            wanted[k] = StableRecord(top.latest, record.estimate, record.p)
+    return wanted
