@@ -10,7 +10,8 @@
   only: the Spark plumbing shared by ``pipeline`` and ``stream``) and
   ``timebound._safety``, ``timebound.claims`` (errors, contract), ``timebound._compiled``
   (nothing of ours: which build of the compiled core modules is imported),
-  ``timebound.durations`` (errors: wall-clock durations with their unit);
+  ``timebound.durations`` (errors: wall-clock durations with their unit),
+  ``timebound.arrowtypes`` (contract: the contract's column types as Arrow types);
 - ``timebound.columnar`` (the column-wise at-most-once decider the Spark drivers and
   the library share): adapters, contract, core, errors and the leaf helpers;
 - drivers ``replay``, ``sim``, ``pipeline``, ``net``, ``stream``: adapters, contract,
@@ -44,7 +45,8 @@ FORBIDDEN_IN_CORE = {
     "selectors", "uuid", "pathlib", "tempfile", "shutil", "numpy", "signal",
 }
 
-LEAF_HELPERS = {"storage", "sparkutil", "_safety", "claims", "_compiled", "durations"}
+LEAF_HELPERS = {"storage", "sparkutil", "_safety", "claims", "_compiled", "durations",
+                "arrowtypes"}
 DRIVERS = {"replay", "sim", "pipeline", "net", "stream"}
 TOP = {"cli", "demo", "sweep", "examples_cli", "__init__"}
 
@@ -57,6 +59,7 @@ ALLOWED: dict[str, set[str]] = {
     "storage": {"errors", "core"},
     "sparkutil": {"errors"},
     "durations": {"errors"},
+    "arrowtypes": {"contract"},
     "_compiled": set(),
     "_safety": {"errors", "contract"},
     "claims": {"errors", "contract"},

@@ -105,6 +105,24 @@ def translate_errors() -> Iterator[None]:
         raise typed from None
 
 
+def spark_types() -> dict[str, Any]:
+    """The contract's column types (``contract.TYPES``) as Spark types, for the Spark
+    drivers' schemas (pyspark imported here, when called)."""
+    from pyspark.sql.types import (
+        ArrayType,
+        BooleanType,
+        DoubleType,
+        LongType,
+        MapType,
+        StringType,
+    )
+
+    long, string = LongType(), StringType()
+    return {"string": string, "int64": long, "bool": BooleanType(), "double": DoubleType(),
+            "list<int64>": ArrayType(long, containsNull=True),
+            "map<string,int64>": MapType(string, long)}
+
+
 def parse_conf(items: Sequence[str]) -> dict[str, str]:
     """``["k=v", ...]`` -> dict; a malformed item is a UsageError naming ``--conf``."""
     conf: dict[str, str] = {}

@@ -16,26 +16,23 @@ from pyspark.sql.types import (
     ArrayType,
     BooleanType,
     DataType,
-    DoubleType,
     LongType,
-    MapType,
     StringType,
     StructField,
     StructType,
 )
 
 from timebound import contract
+from timebound.sparkutil import spark_types
 
 S = StringType()
 L = LongType()
 B = BooleanType()
 LIST = ArrayType(L, containsNull=True)
 
-#: Contract type name -> Spark type.
-SPARK_TYPES: dict[str, DataType] = {
-    "string": S, "int64": L, "bool": B, "double": DoubleType(), "list<int64>": LIST,
-    "map<string,int64>": MapType(S, L),
-}
+#: Contract type name -> Spark type (``sparkutil.spark_types``: one map for both
+#: Spark drivers).
+SPARK_TYPES: dict[str, DataType] = spark_types()
 
 
 def struct(*columns: tuple[str, DataType]) -> StructType:

@@ -22,21 +22,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from timebound._safety import follow_umask
+from timebound.arrowtypes import ARROW_TYPES as ARROW_TYPES  # the replay's output types
 from timebound.errors import TraceError, UsageError
 
 #: Rows per Parquet record batch, read or written.
 BATCH_ROWS = 8192
 
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
-
-#: Column type names a replay command declares for its output (all nullable).
-ARROW_TYPES: Mapping[str, pa.DataType] = {
-    "string": pa.string(),
-    "int64": pa.int64(),
-    "bool": pa.bool_(),
-    "list<int64>": pa.list_(pa.int64()),
-    "map<string,int64>": pa.map_(pa.string(), pa.int64()),
-}
 
 
 def trace_format(path: str, option: str) -> str:

@@ -30,18 +30,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from timebound.arrowtypes import ARROW_TYPES
 from timebound.contract import INPUT_TABLES, METRICS, SIM_TABLES, dataset_columns
 from timebound.errors import UsageError
 
 ROW_GROUP = 131_072
 
-_TYPES = {
-    "string": pa.string(),
-    "int64": pa.int64(),
-    "bool": pa.bool_(),
-    "double": pa.float64(),
-    "list<int64>": pa.list_(pa.int64()),
-}
 
 #: Every table the simulator writes, ``(column, type)`` in order, from the contract
 #: (``timebound.contract``): the protocol input tables (input columns plus run/seq/ground
@@ -60,7 +54,7 @@ class TableWriter:
         columns = [(c, t) for c, t in SCHEMAS[name] if c not in omit]
         self.name = name
         self.names = [c for c, _ in columns]
-        self.schema = pa.schema([(c, _TYPES[t]) for c, t in columns])
+        self.schema = pa.schema([(c, ARROW_TYPES[t]) for c, t in columns])
         os.makedirs(os.path.join(folder, name))
         self.path = os.path.join(folder, name, "part-00000.parquet")
         self._rows: list[tuple[Any, ...]] = []

@@ -16,7 +16,6 @@ source's ``_file`` and ``_line``. Outputs:
 from __future__ import annotations
 
 from pyspark.sql.types import (
-    ArrayType,
     BooleanType,
     DataType,
     LongType,
@@ -26,12 +25,10 @@ from pyspark.sql.types import (
 )
 
 from timebound.contract import INPUT_TABLES
+from timebound.sparkutil import spark_types
 from timebound.stream._source import FILE_COLUMN, LINE_COLUMN
 
-_TYPES: dict[str, DataType] = {
-    "string": StringType(), "int64": LongType(), "bool": BooleanType(),
-    "list<int64>": ArrayType(LongType(), containsNull=True),
-}
+_TYPES: dict[str, DataType] = spark_types()
 
 
 def _struct(columns: list[tuple[str, DataType]]) -> StructType:
