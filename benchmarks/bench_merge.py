@@ -5,7 +5,7 @@ and the number of publishers n.
 
 A stream of MESSAGES messages from n publishers, one per tick of real time, stamped
 with <r, c, kn> by CausalProcess, arriving at one merger within delta; the merger is
-driven as the replay does (deliver_until(now - 1), receive, flush at the end). Median
+driven as the replay does (handle_timer(now=now - 1), receive, flush at the end). Median
 of REPEATS runs in microseconds per message, plus the largest buffer and the longest
 buffering time seen (Lemma 4.2 bounds the latter by delta + 3*epsilon).
 """
@@ -50,7 +50,7 @@ def per_message_us(n: int, epsilon: int) -> tuple[float, int, int]:
         now = None
         for at, env in arrivals:
             if now is None or at > now:
-                merger.deliver_until(at - 1)
+                merger.handle_timer(now=at - 1)
                 now = at
             merger.receive(env, now=at)
         merger.flush()

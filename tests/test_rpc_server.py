@@ -129,9 +129,9 @@ def test_superseded_completion_is_ignored() -> None:
 
 def test_wrong_direction_and_garbage_are_counted() -> None:
     server = make()
-    assert server.handle(Ack(C, 1).encode(), NOW, "x") == ServerOutput()
-    assert server.handle(Reply(C, 1, b"").encode(), NOW, "x") == ServerOutput()
-    assert server.handle(b"\x09junk", NOW, "x") == ServerOutput()
+    assert server.receive(Ack(C, 1).encode(), "x", now=NOW) == ServerOutput()
+    assert server.receive(Reply(C, 1, b"").encode(), "x", now=NOW) == ServerOutput()
+    assert server.receive(b"\x09junk", "x", now=NOW) == ServerOutput()
     stats = server.statistics()
     assert stats.ignored == 2 and stats.malformed == 1
 
@@ -210,14 +210,14 @@ def test_capacity_removes_only_when_almost_full() -> None:
     to_replying(server)  # conn c, reply_time 50, expired from 160 on
     server.handle_timer(now=1000)
     assert server.state(C) is not None  # table not almost full: kept
-    other = server.handle(Call("d", 990, b"p").encode(), 1000, "client")
+    other = server.receive(Call("d", 990, b"p").encode(), "client", now=1000)
     assert len(other.starts) == 1
     # A third connection on a full table forces eviction of the expired entry.
-    third = server.handle(Call("e", 995, b"p").encode(), 1000, "client")
+    third = server.receive(Call("e", 995, b"p").encode(), "client", now=1000)
     assert len(third.starts) == 1
     assert server.state(C) is None and server.receiver.upper == 10
     # Now both entries are COMPUTING: nothing may go, the next new connection is FULL.
-    assert server.handle(Call("f", 999, b"p").encode(), 10**6, "client") == ServerOutput()
+    assert server.receive(Call("f", 999, b"p").encode(), "client", now=10**6) == ServerOutput()
     assert server.state("d") == (ConnState.COMPUTING, 990)
 
 

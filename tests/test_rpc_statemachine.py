@@ -113,7 +113,7 @@ class RpcWire(RuleBasedStateMachine):
         if dest == SERVER:
             # The peer is the client owning the connection (conn = name or name/k).
             peer = decode(datagram).conn.split("/")[0]
-            self.server_out(self.server.handle(datagram, self.t, peer))
+            self.server_out(self.server.receive(datagram, peer, now=self.t))
         else:
             self.client_out(self.clients[dest].receive(datagram, now=self.clock(dest)))
 

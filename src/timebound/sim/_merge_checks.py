@@ -75,7 +75,7 @@ def _run(seed: int, n: int, eps: int, delta: int, duration: int, rate: float,
                                         tuple(rng.randrange(2 * n) for _ in st.kn))
                         evs[k] = ev[:-1] + (bad,)
         mclock = t + moff
-        for d in merger.deliver_until(mclock - 1):
+        for d in merger.handle_timer(now=mclock - 1):
             delivered.append(d.envelope.msg)
             pos[d.envelope.msg] = len(delivered)
             deliv_t[d.envelope.msg] = t
@@ -109,7 +109,7 @@ def _run(seed: int, n: int, eps: int, delta: int, duration: int, rate: float,
             else:
                 _, proc, msg, stamp = ev
                 merger.receive(Envelope(proc, msg, stamp), now=mclock)
-        for d in merger.deliver_until(mclock):
+        for d in merger.handle_timer(now=mclock):
             delivered.append(d.envelope.msg)
             pos[d.envelope.msg] = len(delivered)
             deliv_t[d.envelope.msg] = t

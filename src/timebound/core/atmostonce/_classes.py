@@ -12,7 +12,7 @@ processes and machines (unlike Python's ``hash``).
 
 Verbs: the ``Receiver``'s (``receive(conn, ts, *, now)``, ``handle_timer(*, now)``,
 ``crash(*, now, down=None)``, ``restart(*, now)``, ``next_deadline()``,
-``statistics()``); ``advance(now)`` is the old name of ``handle_timer``, an alias.
+``statistics()``).
 """
 
 from __future__ import annotations
@@ -86,10 +86,6 @@ class ClassifiedReceiver:
     def handle_timer(self, *, now: int) -> None:
         for receiver in self.receivers:
             receiver.handle_timer(now=now)
-
-    def advance(self, now: int) -> None:
-        """Alias of ``handle_timer(now=now)`` (the old name, positional ``now``)."""
-        self.handle_timer(now=now)
 
     def crash(self, *, now: int, down: int | None = None) -> None:
         self.handle_timer(now=now)

@@ -9,8 +9,8 @@ recovering are timer events; a message that arrives while it is down is still gi
 to ``receive`` (which counts it as refused while down) and reported as ``DOWN`` with
 no estimate and no size.
 
-The column-wise drivers (the Spark operator, the Parquet replay: ``timebound.pipeline.
-_fast_atmostonce``) hand each (receiver, class) its rows here. The module is compiled
+The column-wise drivers (``timebound.columnar``: the Spark operator, the streaming
+processor, the library) hand each (receiver, class) its rows here. The module is compiled
 with the receiver (``timebound._compiled``), so its loop calls the receiver's methods
 directly and a message costs about what ``receive`` itself costs.
 """

@@ -57,8 +57,7 @@ Tests: ``tests/test_atmostonce_deferred.py``.
 
 Verbs (aioquic's): ``receive(conn, ts, *, now)``, ``handle_timer(*, now)``,
 ``crash(*, now, down=None)``, ``restart(*, now)``, ``next_deadline()``,
-``statistics()``. ``advance(now)`` is the old name of ``handle_timer``, kept as an
-alias.
+``statistics()``.
 
 Choices where the papers leave room
 -----------------------------------
@@ -517,10 +516,6 @@ class Receiver:
         if slack is not None and ts > now + slack:
             return _EARLY
         return None
-
-    def advance(self, now: int) -> None:
-        """Alias of ``handle_timer(now=now)`` (the old name, positional ``now``)."""
-        self.handle_timer(now=now)
 
     def handle_timer(self, *, now: int) -> None:
         """Fire every timer due at or before ``now`` (recovery, refresh, GC)."""

@@ -16,7 +16,7 @@ heap on it.
 Inputs and outputs, sans-IO (aioquic's shape): ``receive(envelope, now=)`` classifies
 one arrival; ``next_deadline()`` is when the driver should call back;
 ``handle_timer(now=)`` returns every buffered message with deadline ``<= now`` in
-order (``deliver_until(now)`` is its old name, kept as an alias); ``flush()`` empties
+order; ``flush()`` empties
 the buffer at the end of a finite input; ``statistics()`` is a frozen snapshot. No
 busy waiting: idle time costs nothing.
 
@@ -186,10 +186,6 @@ class Merger:
             while forget and forget[0][0] < horizon:
                 self._seen.discard(forget.popleft()[1])
         return out
-
-    def deliver_until(self, now: int) -> list[Delivery]:
-        """Alias of ``handle_timer(now=now)`` (the old name, positional ``now``)."""
-        return self.handle_timer(now=now)
 
     def flush(self) -> list[Delivery]:
         """End of input: deliver everything still buffered, in order."""

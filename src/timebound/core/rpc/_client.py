@@ -55,7 +55,6 @@ without the ``Calling`` record), ``receive(datagram, *,
 now)``, ``handle_timer(*, now)``, ``next_deadline()``, ``statistics()``; and
 ``abandon(conn, ts=None)`` for a layer above that learnt a call's fate another way
 (its caller stopped waiting, or the server refused it).
-``handle(datagram, now)`` is the old name of ``receive``, kept as an alias.
 """
 
 from __future__ import annotations
@@ -314,10 +313,6 @@ class Client:
             self._counts["truncated"] += 1
             return frame(bytes((TRUNCATED_TYPE,)) + prefix[1:], p.ts)
         return frame(prefix, p.ts, p.payload)
-
-    def handle(self, datagram: bytes, now: int) -> ClientOutput:
-        """Alias of ``receive(datagram, now=now)`` (the old name)."""
-        return self.receive(datagram, now=now)
 
     def receive(self, datagram: bytes, *, now: int) -> ClientOutput:
         """A datagram from the server arrived at client time ``now``."""

@@ -11,8 +11,8 @@ reply was first transmitted). The receiver's table and this map have the same ke
 an entry is created when the receiver accepts a CALL on a new connection and removed
 when the receiver evicts it or loses its table in a crash.
 
-A full CALL goes through ``Receiver.receive``; then the transition table
-(``_ON_NEW`` / ``_ON_DUPLICATE``) decides, from the verdict and the entry's state:
+A full CALL goes through ``Receiver.receive``; then the verdict and, for a
+duplicate, the transition table ``_ON_DUPLICATE`` (the entry's state) decide:
 
 - ACCEPTED (the paper's NEW): discard any stored reply, set COMPUTING and hand the
   driver a ``StartCall``; the driver computes and calls ``complete(call, result, now=)``,
@@ -102,8 +102,7 @@ comes alone, without a ``ServerOutput`` around it.
 
 Verbs (aioquic's): ``receive(datagram, peer, *, now)``, ``complete(call, result, *,
 now)``, ``handle_timer(*, now)``, ``crash(*, now, down=None)``, ``restart(*, now)``,
-``next_deadline()``, ``statistics()``. ``handle(datagram, now, peer)`` is the old
-name of ``receive``, kept as an alias.
+``next_deadline()``, ``statistics()``.
 """
 
 from __future__ import annotations
@@ -307,10 +306,6 @@ class Server(Generic[P]):
         )
 
     # -- inputs --------------------------------------------------------------
-
-    def handle(self, datagram: bytes, now: int, peer: P) -> ServerOutput:
-        """Alias of ``receive(datagram, peer, now=now)`` (the old name)."""
-        return self.receive(datagram, peer, now=now)
 
     def receive(self, datagram: bytes, peer: P, *, now: int,
                 marked: bool = False) -> ServerOutput:
