@@ -199,7 +199,7 @@ def test_stdin_lines_ending_after_the_loop_leaves_nothing_unawaited() -> None:
     import gc
     import warnings
 
-    from timebound.net._cli_services import StdinLines
+    from timebound.net.cli import StdinLines
 
     gate = threading.Event()
 

@@ -396,7 +396,7 @@ def test_workers_reach_the_server_and_the_help_shows_its_default(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import timebound.net._server as server_module
     from timebound.errors import UsageError
-    from timebound.net import cli
+    from timebound.net.cli import rpc as cli
 
     help_text = b" ".join(run(["rpc", "serve", "--help"]).stdout.split())
     default = getattr(server_module, "DEFAULT_WORKERS", 8)
@@ -423,7 +423,7 @@ def test_workers_reach_the_server_and_the_help_shows_its_default(
 def test_rpc_call_says_when_a_refusal_could_be_forged(
         reason: str, authenticated: bool, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    from timebound.net import cli
+    from timebound.net.cli import rpc as cli
     from timebound.net._errors import CallRejected
 
     def refused(args: argparse.Namespace, proc: str, payload: bytes) -> bytes:

@@ -38,15 +38,28 @@ import argparse
 import importlib
 import json
 import os
-import socket
 import sys
-from typing import Any, TextIO
+from typing import Any
 
 from timebound.adapters.atmostonce import AtMostOnceOptions, add_receiver_arguments
 from timebound.core.atmostonce import ReceiverConfig
 from timebound.durations import duration_help, duration_type, format_duration
-from timebound.errors import StorageError, TimeboundError, UsageError
+from timebound.errors import StorageError, UsageError
 from timebound.net._config import ConfigSpec
+from timebound.net.cli.common import (
+    add_bind_options,
+    add_key_options,
+    announce,
+    check_exposure,
+    check_host,
+    command_group,
+    key_option,
+    parse_port,
+    parse_target,
+    service_option,
+    start_bound,
+    utf8,
+)
 
 #: Largest --timeout, seconds.
 MAX_TIMEOUT = 3600.0
@@ -61,15 +74,8 @@ DEFAULT_KEY_GRACE_US = 3_600_000_000
 MAX_PAYLOAD = 65_000
 
 
-def _command_group(commands: Any, name: str, help: str,
-                   description: str | None = None) -> Any:
-    """The subcommands (``dest`` ``<name>_command``, required) of a new command."""
-    parser = commands.add_parser(name, help=help, description=description)
-    return parser.add_subparsers(dest=f"{name}_command", metavar="COMMAND", required=True)
-
-
 def add_rpc_parser(commands: Any) -> None:
-    sub = _command_group(
+    sub = command_group(
         commands, "rpc", help="at-most-once RPC over UDP: serve, call, stats, bench",
         description="At-most-once remote procedure calls over UDP without connection "
                     "set-up (SCMP section 3.1): a call never runs twice, across server "
@@ -94,11 +100,11 @@ def add_rpc_parser(commands: Any) -> None:
                        help="TOML file of options (keys: the options' names, dashes or "
                             "underscores; durations as strings with their unit); the "
                             "command line overrides it (default: none)")
-    _add_bind_options(serve)
+    add_bind_options(serve)
     serve.add_argument("--storage", metavar="PATH",
                        help="file holding latest (SCMP Fig. 2-2); created if missing "
                             "(required, here or in --config)")
-    _add_key_options(serve)
+    add_key_options(serve)
     serve.add_argument("--previous-key-file", metavar="F",
                        help="key rotation: also accept this previous key (default: none)")
     serve.add_argument("--previous-key-grace", metavar="D", default=DEFAULT_KEY_GRACE_US,
@@ -141,7 +147,7 @@ def add_rpc_parser(commands: Any) -> None:
                            "stdin and @FILE from a regular file, as bytes (at most "
                            f"{MAX_PAYLOAD:,} bytes); @@TEXT is the text @TEXT")
     _add_timeout_option(call)
-    _add_key_options(call)
+    add_key_options(call)
     call.set_defaults(handler=run_call)
 
     stats = sub.add_parser("stats", help="print a server's counters",
@@ -150,7 +156,7 @@ def add_rpc_parser(commands: Any) -> None:
                        help="the server's address ([V6]:PORT for IPv6; required)")
     _add_timeout_option(stats)
     stats.add_argument("--json", action="store_true", help="one JSON object")
-    _add_key_options(stats)
+    add_key_options(stats)
     stats.set_defaults(handler=run_stats)
 
     bench = sub.add_parser(
@@ -174,9 +180,9 @@ def add_rpc_parser(commands: Any) -> None:
 
 
 def add_service_parsers(commands: Any) -> None:
-    """``channel``, ``group`` and ``pubsub`` (``_cli_services``, which builds on this
-    module's helpers, so it is imported here lazily)."""
-    from timebound.net._cli_services import add_service_parsers as add
+    """``channel``, ``group`` and ``pubsub`` (``services``, imported when the parser
+    is built)."""
+    from timebound.net.cli.services import add_service_parsers as add
 
     add(commands)
 
@@ -189,7 +195,7 @@ def add_key_parser(commands: Any) -> None:
 
 
 def add_net_parser(commands: Any) -> None:
-    sub = _command_group(
+    sub = command_group(
         commands, "net", help="network tooling: a fault-injecting UDP proxy")
     proxy = sub.add_parser(
         "proxy", help="relay UDP with loss, duplication, delay and reordering",
@@ -198,7 +204,7 @@ def add_net_parser(commands: Any) -> None:
                     "has no key, so it binds only loopback addresses unless --insecure.")
     proxy.add_argument("--upstream", required=True, metavar="HOST:PORT",
                        help="the server datagrams are relayed to (required)")
-    _add_bind_options(proxy)
+    add_bind_options(proxy)
     proxy.add_argument("--loss", type=float, default=0.0,
                        help="probability in [0, 1] that a datagram is dropped (default 0)")
     proxy.add_argument("--duplicate", type=float, default=0.0,
@@ -237,44 +243,6 @@ def _add_timeout_option(parser: argparse.ArgumentParser) -> None:
                         type=duration_type("--timeout", "s"),
                         help=duration_help(f"how long to wait for the reply, at most "
                                            f"{MAX_TIMEOUT:g}s", DEFAULT_TIMEOUT_US, "s"))
-
-
-def _add_key_options(parser: argparse.ArgumentParser) -> None:
-    """``--key-file`` and ``--service`` (every server and client command)."""
-    parser.add_argument("--key-file", metavar="F",
-                        help="shared key (>= 16 bytes) for HMAC-SHA256 frames "
-                             "('timebound key new F' writes one)")
-    parser.add_argument("--service", metavar="ID",
-                        help="service id (1..64 UTF-8 bytes) mixed under the HMAC tag, so "
-                             "a frame meant for one server fails at another sharing the "
-                             "key; give the same ID to servers and clients; needs "
-                             "--key-file")
-
-
-def _add_bind_options(parser: argparse.ArgumentParser) -> None:
-    """``--host``, ``--port`` and ``--insecure`` (every server command alike)."""
-    parser.add_argument("--host", default="127.0.0.1",
-                        help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=0,
-                        help="UDP port 0..65535 (default 0: the system picks one, "
-                             "announced in the listening line)")
-    _add_insecure_option(parser)
-
-
-def _add_insecure_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--insecure", action="store_true",
-                        help="bind a non-loopback address without a key (anyone who can "
-                             "reach it can forge frames); prints a warning")
-
-
-def _add_stats_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--stats", action="store_true", help="counters to stderr at exit")
-
-
-def _print_stats(args: argparse.Namespace, endpoint: Any) -> None:
-    """``endpoint``'s counters as one JSON line on stderr, with ``--stats``."""
-    if args.stats:
-        print(json.dumps(endpoint.statistics(), sort_keys=True), file=sys.stderr)
 
 
 #: The receiver's defaults as ``--help`` shows them, µs (``timebound.net._server``'s
@@ -370,147 +338,6 @@ def receiver_options(args: argparse.Namespace) -> tuple[ReceiverConfig, int]:
     return options.receiver, options.classes
 
 
-def parse_target(text: str, option: str = "HOST:PORT") -> tuple[str, int]:
-    """``HOST:PORT`` or ``[V6]:PORT`` (also ``::1:PORT``)."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not host:
-        raise UsageError(option, f"expected HOST:PORT, got {text!r}")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    return host, _port(port, option)
-
-
-def _port(text: str | int, option: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        raise UsageError(option, f"port must be an integer, got {text!r}") from None
-    if not 0 <= port <= 65535:
-        raise UsageError(option, f"port must be in 0..65535, got {port}")
-    return port
-
-
-def utf8(text: str, where: str) -> bytes:
-    """``text`` (from argv or stdin, where a byte that is not UTF-8 arrives as a
-    surrogate) as UTF-8; a ``UsageError`` naming ``where`` and the first bad byte."""
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        bad = text[exc.start]
-        byte = f"0x{ord(bad) - 0xDC00:02x}" if 0xDC80 <= ord(bad) <= 0xDCFF else repr(bad)
-        raise UsageError(where, f"not valid UTF-8 (byte {byte} at character "
-                                f"{exc.start + 1})") from None
-
-
-def _addresses(host: str, port: int, option: str) -> list[tuple[int, tuple[str, int]]]:
-    """``(family, (ip, port))`` of every address ``host`` resolves to (one line and
-    exit 2 for a host that is not a valid name or does not resolve)."""
-    if not host:
-        raise UsageError(option, "empty host (give an address: 127.0.0.1, ::1, 0.0.0.0)")
-    utf8(host, option)
-    try:
-        infos = socket.getaddrinfo(host, port, 0, socket.SOCK_DGRAM)
-    except UnicodeError:  # the IDNA codec: an empty or over-long label (bad..host)
-        raise UsageError(option, f"{host!r} is not a valid host name") from None
-    except (OSError, ValueError) as exc:  # socket.gaierror, an embedded NUL
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise UsageError(option, f"cannot resolve host {host!r}: {reason}") from None
-    found: list[tuple[int, tuple[str, int]]] = [
-        (int(family), (str(sockaddr[0]), int(sockaddr[1])))
-        for family, _kind, _proto, _name, sockaddr in infos
-        if family in (socket.AF_INET, socket.AF_INET6)]
-    if not found:
-        raise UsageError(option, f"cannot resolve host {host!r}: no IP address")
-    return found
-
-
-def check_host(host: str, option: str) -> str:
-    """``host`` once it resolves (a ``UsageError`` naming ``option`` otherwise): a
-    server's ``--host``, a client's target."""
-    _addresses(host, 0, option)
-    return host
-
-
-def check_exposure(host: str, *, keyed: bool, insecure: bool, service: str) -> None:
-    """Refuse a ``--host`` that resolves to a non-loopback address without a key or
-    ``--insecure`` before the service is built (so nothing, a storage file
-    included, is made first). The service applies ``guard_exposure`` to the address
-    it bound too; with ``--insecure`` that one prints the warning (once)."""
-    from timebound.net._endpoint import guard_exposure, is_loopback
-
-    if keyed or insecure:
-        return
-    for _family, (address, _port) in _addresses(host, 0, "--host"):
-        if not is_loopback(address):
-            guard_exposure(address, keyed=False, insecure=False, service=service)
-
-
-def host_family(host: str, option: str) -> int:
-    """The address family a socket bound to ``host`` gets (its first address)."""
-    return _addresses(host, 0, option)[0][0]
-
-
-def resolve_targets(targets: list[tuple[str, int]], option: str,
-                    family: int = 0) -> list[tuple[str, int]]:
-    """``targets`` as numeric addresses of one family (an unconnected socket sends to
-    them: asyncio's ``sendto`` takes no name): IPv4 when every host has one, else
-    IPv6; only ``family`` when given (the family of the socket that sends)."""
-    resolved = [_addresses(host, port, option) for host, port in targets]
-    for candidate in (socket.AF_INET, socket.AF_INET6):
-        if family and candidate != family:
-            continue
-        if all(any(f == candidate for f, _ in each) for each in resolved):
-            return [next(a for f, a in each if f == candidate) for each in resolved]
-    wanted = {int(socket.AF_INET): "IPv4", int(socket.AF_INET6): "IPv6"}.get(family, "")
-    raise UsageError(option, f"give addresses of one family{' (' + wanted + ')' if wanted else ''}"
-                             ": some hosts resolve only to IPv4, others only to IPv6")
-
-
-def format_address(address: tuple[str, int]) -> str:
-    host, port = address[0], address[1]
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def _announce(address: tuple[str, int], file: TextIO | None = None) -> None:
-    """The readiness line ``listening on udp://HOST:PORT`` (default: stdout)."""
-    print(f"listening on udp://{format_address(address)}", file=file, flush=True)
-
-
-async def _start_bound(endpoint: Any, host: str, port: int) -> None:
-    """``endpoint.start()``; failing to bind is a UsageError naming --host/--port."""
-    try:
-        await endpoint.start()
-    except OSError as exc:
-        raise UsageError("--host/--port", f"cannot bind {host}:{port}: "
-                                          f"{exc.strerror or exc}") from None
-
-
-def _key(args: argparse.Namespace, name: str = "key_file") -> bytes | None:
-    from timebound.net._keys import read_key
-
-    path = getattr(args, name, None)
-    return None if path is None else read_key(path, "--" + name.replace("_", "-"))
-
-
-def _service(args: argparse.Namespace) -> str:
-    """``--service`` checked ("" without it); it needs ``--key-file``: without a key
-    no tag is computed, so a service id would protect nothing."""
-    service = getattr(args, "service", None)
-    if service is None:
-        return ""
-    if getattr(args, "key_file", None) is None:
-        raise UsageError("--service", "needs --key-file (the service id is mixed under "
-                                      "the HMAC tag; without a key there is no tag)")
-    from timebound.core.wire import service_prefix
-
-    utf8(service, "--service")
-    try:
-        service_prefix(service)
-    except TimeboundError as exc:
-        raise UsageError("--service", str(exc)) from None
-    return str(service)
-
-
 #: Largest ``rpc serve --workers``.
 MAX_WORKERS = 1024
 #: The default ``--help`` shows (``timebound.net._server.DEFAULT_WORKERS``, which
@@ -597,13 +424,13 @@ def _serve(args: argparse.Namespace) -> int:
 
     if args.storage is None:
         raise UsageError("--storage", "is required (on the command line or in --config)")
-    _port(args.port, "--port")
+    parse_port(args.port, "--port")
     check_host(args.host, "--host")
     workers = _workers(args.workers)
     check_exposure(args.host, keyed=args.key_file is not None, insecure=args.insecure,
                    service="rpc serve")
     if args.metrics_port is not None:
-        _port(args.metrics_port, "--metrics-port")
+        parse_port(args.metrics_port, "--metrics-port")
         check_host(args.metrics_host, "--metrics-host")
         check_exposure(args.metrics_host, keyed=False, insecure=args.insecure,
                        service="the metrics endpoint")
@@ -613,9 +440,9 @@ def _serve(args: argparse.Namespace) -> int:
             raise UsageError("--metrics-port", "needs prometheus-client "
                                                "(pip install 'timebound[net]')") from None
     config, classes = receiver_options(args)
-    key = _key(args)
-    service = _service(args)
-    previous = _key(args, "previous_key_file")
+    key = key_option(args)
+    service = service_option(args)
+    previous = key_option(args, "previous_key_file")
     if previous is not None and key is None:
         raise UsageError("--previous-key-file", "needs --key-file (the current key)")
     handlers = handlers_of(load_app(args.app))
@@ -631,7 +458,7 @@ def _serve(args: argparse.Namespace) -> int:
         raise UsageError("--storage", str(exc)) from None
 
     async def main() -> None:
-        await _start_bound(server, args.host, args.port)
+        await start_bound(server, args.host, args.port)
         stop_metrics = None
         try:
             if args.metrics_port is not None:
@@ -641,7 +468,7 @@ def _serve(args: argparse.Namespace) -> int:
                                                  args.metrics_port, server.latency)
                 except OSError as exc:
                     raise UsageError("--metrics-port", f"cannot bind: {exc}") from None
-            _announce(server.address)
+            announce(server.address)
             await server.serve_forever()
         finally:
             await server.close()
@@ -659,8 +486,8 @@ def _client_call(args: argparse.Namespace, proc: str, payload: bytes) -> bytes:
     target = parse_target(args.target)
     check_host(target[0], "HOST:PORT")
     timeout = _timeout(args.timeout)
-    key = _key(args)
-    service = _service(args)
+    key = key_option(args)
+    service = service_option(args)
 
     async def main() -> bytes:
         async with RpcClient(target, key=key, service=service) as client:
@@ -765,7 +592,7 @@ def run_proxy(args: argparse.Namespace) -> int:
 
     upstream = parse_target(args.upstream, "--upstream")
     check_host(upstream[0], "--upstream")
-    _port(args.port, "--port")
+    parse_port(args.port, "--port")
     check_exposure(check_host(args.host, "--host"), keyed=False, insecure=args.insecure,
                    service="net proxy")
     for flag, micros in (("--delay", args.delay), ("--jitter", args.jitter),
@@ -787,7 +614,7 @@ def run_proxy(args: argparse.Namespace) -> int:
             await proxy.start()
         except OSError as exc:
             raise UsageError("--host/--port", f"cannot bind: {exc.strerror or exc}") from None
-        _announce(proxy.address)
+        announce(proxy.address)
         try:
             await until_signal()
         finally:

@@ -29,24 +29,24 @@ from typing import Any
 from timebound.durations import duration_help, duration_type, format_duration
 from timebound.errors import StorageError, UsageError
 from timebound.net._endpoint import on_signals, until_signal
-from timebound.net.cli import (
-    _add_bind_options,
-    _add_insecure_option,
-    _add_key_options,
-    _add_stats_option,
-    _announce,
-    _command_group,
-    _key,
-    _port,
-    _print_stats,
-    _service,
-    _start_bound,
+from timebound.net.cli.common import (
+    add_bind_options,
+    add_insecure_option,
+    add_key_options,
+    add_stats_option,
+    announce,
     check_exposure,
     check_host,
+    command_group,
     format_address,
     host_family,
+    key_option,
+    parse_port,
     parse_target,
+    print_stats,
     resolve_targets,
+    service_option,
+    start_bound,
     utf8,
 )
 
@@ -119,7 +119,7 @@ def add_service_parsers(commands: Any) -> None:
 
 
 def add_channel_parser(commands: Any) -> None:
-    sub = _command_group(
+    sub = command_group(
         commands, "channel", help="slotted-FIFO channels over UDP: recv, send",
         description="One channel carries four kinds of send: FR (FIFO, reliable; the "
                     "slot delimiters), R (reliable), F (FIFO within its slot, "
@@ -132,8 +132,8 @@ def add_channel_parser(commands: Any) -> None:
                     "JSON line per delivery: {\"kind\", \"slot\", \"id\", \"data\"} (id: "
                     "the message's number on its channel, from 0). 'listening on "
                     "udp://HOST:PORT' goes to stderr when ready; SIGTERM/SIGINT stop it.")
-    _add_bind_options(recv)
-    _add_key_options(recv)
+    add_bind_options(recv)
+    add_key_options(recv)
     recv.add_argument("--storage", metavar="PATH",
                       help="file keeping SCMP's latest, so a restart refuses replayed openings")
     recv.add_argument("--count", type=int, default=None, metavar="N",
@@ -145,7 +145,7 @@ def add_channel_parser(commands: Any) -> None:
                                          "at most 1 day (none: at its slot's end); "
                                          "--f-hold-ms is the old name, deprecated",
                                          None, "ms"))
-    _add_stats_option(recv)
+    add_stats_option(recv)
     recv.set_defaults(handler=run_channel_recv)
 
     send = sub.add_parser(
@@ -157,14 +157,14 @@ def add_channel_parser(commands: Any) -> None:
                     "a bad line.")
     send.add_argument("target", metavar="HOST:PORT",
                       help="the channel receiver's UDP address ('timebound channel recv')")
-    _add_key_options(send)
+    add_key_options(send)
     send.add_argument("--window", type=int, default=256, metavar="N",
                       help=f"messages in flight, 1..{MAX_CLI_WINDOW} (default 256)")
     send.add_argument("--timeout", type=duration_type("--timeout", "s"), default=10_000_000,
                       metavar="DURATION",
                       help=duration_help("give up after this long without acknowledgment, "
                                          "at most 1 day", 10_000_000, "s"))
-    _add_stats_option(send)
+    add_stats_option(send)
     send.set_defaults(handler=run_channel_send)
 
 
@@ -177,7 +177,7 @@ def run_channel_recv(args: argparse.Namespace) -> int:
     from timebound.net._channel import ChannelListener
     from timebound.net._loop import run
 
-    _port(args.port, "--port")
+    parse_port(args.port, "--port")
     check_exposure(check_host(args.host, "--host"), keyed=args.key_file is not None,
                    insecure=args.insecure, service="channel recv")
     if args.count is not None:
@@ -185,18 +185,18 @@ def run_channel_recv(args: argparse.Namespace) -> int:
     hold = args.f_hold  # µs
     if hold is not None and hold > MAX_SECONDS * 1_000_000:
         raise UsageError("--f-hold", f"must be at most 1 day, got {format_duration(hold)}")
-    key = _key(args)
+    key = key_option(args)
     try:
         listener = ChannelListener(host=args.host, port=args.port, key=key,
                                    storage=args.storage,
                                    f_hold=None if hold is None else hold / 1e6,
-                                   insecure=args.insecure, service=_service(args))
+                                   insecure=args.insecure, service=service_option(args))
     except StorageError as exc:
         raise UsageError("--storage", str(exc)) from None
 
     async def main() -> None:
-        await _start_bound(listener, args.host, args.port)
-        _announce(listener.address, sys.stderr)
+        await start_bound(listener, args.host, args.port)
+        announce(listener.address, sys.stderr)
         seen = 0
         out = sys.stdout
         try:
@@ -211,7 +211,7 @@ def run_channel_recv(args: argparse.Namespace) -> int:
                 out.flush()
         finally:
             listener.close()
-            _print_stats(args, listener)
+            print_stats(args, listener)
 
     run(main())
     return 0
@@ -337,9 +337,9 @@ def run_channel_send(args: argparse.Namespace) -> int:
     _int_in(str(args.window), "--window", 1, MAX_CLI_WINDOW)
     timeout = args.timeout / 1e6  # µs -> s, the Channel's unit
     _seconds_in(timeout, "--timeout")
-    key = _key(args)
+    key = key_option(args)
     channel = Channel(target, key=key, window=args.window, give_up=timeout,
-                      service=_service(args))
+                      service=service_option(args))
     bad: list[UsageError] = []
 
     async def main() -> None:
@@ -380,7 +380,7 @@ def run_channel_send(args: argparse.Namespace) -> int:
 
 
 def add_group_parser(commands: Any) -> None:
-    sub = _command_group(
+    sub = command_group(
         commands, "group", help="multicast group with message stability over UDP: join",
         description="Members on UDP (unicast fan-out) with reliable FIFO delivery per "
                     "sender and timestamp acknowledgments for message stability "
@@ -424,11 +424,11 @@ def add_group_parser(commands: Any) -> None:
     join.add_argument("--max-buffer", type=int, default=4096, metavar="N",
                       help="most messages not yet stable, 1..1000000 (send waits; "
                            "default %(default)s)")
-    _add_key_options(join)
-    _add_insecure_option(join)
+    add_key_options(join)
+    add_insecure_option(join)
     join.add_argument("--exit-when-stable", action="store_true",
                       help="exit once stdin ends and every message sent is stable")
-    _add_stats_option(join)
+    add_stats_option(join)
     join.set_defaults(handler=run_group_join)
 
 
@@ -488,11 +488,11 @@ def run_group_join(args: argparse.Namespace) -> int:
     dead_after = _seconds_in(None if args.dead_after is None else args.dead_after / 1e6,
                              "--dead-after")
     _int_in(str(args.max_buffer), "--max-buffer", 1, 1_000_000)
-    key = _key(args)
+    key = key_option(args)
     member = Group(args.group, args.name, members, acks=args.acks, clock=args.clock, key=key,
                    ack_every=ack_every, nack_every=ack_every,
                    dead_after=dead_after, max_buffer=args.max_buffer,
-                   insecure=args.insecure, service=_service(args))
+                   insecure=args.insecure, service=service_option(args))
     bad: list[BaseException] = []
 
     async def main() -> None:
@@ -502,7 +502,7 @@ def run_group_join(args: argparse.Namespace) -> int:
             raise UsageError("--members", f"cannot bind {args.name}'s address "
                                           f"{format_address(members[args.name])}: "
                                           f"{exc.strerror or exc}") from None
-        _announce(member.address, sys.stderr)
+        announce(member.address, sys.stderr)
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
 
@@ -565,7 +565,7 @@ def _system_options(parser: argparse.ArgumentParser, required: bool = True) -> N
                                            f"0ms..{MAX_DELTA}ms ({need})", None, "ms"))
     parser.add_argument("--n", type=int, default=64, metavar="N",
                         help=f"bound on the number of publishers, 1..{MAX_N} (default 64)")
-    _add_key_options(parser)
+    add_key_options(parser)
 
 
 def _check_system(args: argparse.Namespace) -> None:
@@ -585,7 +585,7 @@ def _targets(text: str, option: str) -> list[tuple[str, int]]:
 
 
 def add_pubsub_parser(commands: Any) -> None:
-    sub = _command_group(
+    sub = command_group(
         commands, "pubsub", help="causal pub-sub over UDP: publish, merge, subscribe",
         description="Publishers stamp <r, c, kn> (bounded wire form); replicated causal "
                     "deterministic mergers deliver one causal order, stackable in levels "
@@ -611,12 +611,12 @@ def add_pubsub_parser(commands: Any) -> None:
                                        "binds only loopback addresses (--insecure "
                                        "overrides).")
     merge.add_argument("name", metavar="NAME", help="this merger's name")
-    _add_bind_options(merge)
+    add_bind_options(merge)
     merge.add_argument("--upstream", default=None, metavar="HOST:PORT,...",
                        help="lower-level mergers to subscribe to (level 2)")
     merge.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS,
                        help="print no deliveries")
-    _add_stats_option(merge)
+    add_stats_option(merge)
     _system_options(merge)
     merge.set_defaults(handler=run_pubsub_merge)
 
@@ -664,9 +664,9 @@ def run_pubsub_publish(args: argparse.Namespace) -> int:
     _check_system(args)
     _check_name(args.name, "NAME")
     mergers = resolve_targets(_targets(args.mergers, "--mergers"), "--mergers")
-    key = _key(args)
+    key = key_option(args)
     publisher = Publisher(args.name, mergers, epsilon=args.epsilon, delta=args.delta,
-                          n=args.n, key=key, service=_service(args))
+                          n=args.n, key=key, service=service_option(args))
     bad: list[UsageError] = []
 
     async def main() -> None:
@@ -696,14 +696,14 @@ def run_pubsub_merge(args: argparse.Namespace) -> int:
 
     _check_system(args)
     _check_name(args.name, "NAME")
-    _port(args.port, "--port")
+    parse_port(args.port, "--port")
     check_exposure(check_host(args.host, "--host"), keyed=args.key_file is not None,
                    insecure=args.insecure, service="pubsub merge")
     # The merger's own socket sends the SUBs: numeric upstreams of its family.
     upstream = (resolve_targets(_targets(args.upstream, "--upstream"), "--upstream",
                                 host_family(args.host, "--host"))
                 if args.upstream else [])
-    key = _key(args)
+    key = key_option(args)
     out = sys.stdout
 
     def show(message: Any) -> None:
@@ -713,11 +713,11 @@ def run_pubsub_merge(args: argparse.Namespace) -> int:
     server = MergerServer(args.name, epsilon=args.epsilon, delta=args.delta, n=args.n,
                           host=args.host, port=args.port, key=key, upstream=upstream,
                           on_deliver=None if getattr(args, "quiet", False) else show,
-                          insecure=args.insecure, service=_service(args))
+                          insecure=args.insecure, service=service_option(args))
 
     async def main() -> None:
-        await _start_bound(server, args.host, args.port)
-        _announce(server.address, sys.stderr)
+        await start_bound(server, args.host, args.port)
+        announce(server.address, sys.stderr)
         try:
             await until_signal()
         finally:
@@ -741,15 +741,15 @@ def run_pubsub_subscribe(args: argparse.Namespace) -> int:
     gap_wait = _whole_ms(args.gap_wait, "--gap-wait", 0, 60000) or 0
     if args.name is not None:
         _check_name(args.name, "--name")
-    key = _key(args)
+    key = key_option(args)
     client = SubscriberClient(target, name=args.name, key=key, gap_wait=gap_wait,
-                              service=_service(args))
+                              service=service_option(args))
 
     async def main() -> None:
         await client.start()
         local = client._transport.get_extra_info("sockname") if client._transport else None
         if local is not None:  # subscribed: the SUB is out
-            _announce((local[0], local[1]), sys.stderr)
+            announce((local[0], local[1]), sys.stderr)
         seen = 0
         try:
             with on_signals(client.close):

@@ -1,0 +1,39 @@
+"""The network commands' line: ``timebound rpc serve|call|stats|bench`` and ``net
+proxy`` (``rpc``), ``channel``, ``group`` and ``pubsub`` (``services``), ``key``
+(``timebound.net._keygen``), and what they share (``common``).
+
+Every bad input is one line ``timebound: error: ...`` and exit status 2 (raised as
+``UsageError`` for ``timebound.cli``); ``rpc call`` exits 1 on a timeout, a rejection
+or a remote error, with one line naming which.
+"""
+
+from timebound.net.cli.common import check_host, format_address, parse_target, resolve_targets
+from timebound.net.cli.rpc import (
+    MAX_PAYLOAD,
+    SHOWN_RECEIVER_DEFAULTS,
+    add_key_parser,
+    add_net_parser,
+    add_rpc_parser,
+    add_service_parsers,
+    call_payload,
+    receiver_options,
+    timeout_line,
+)
+from timebound.net.cli.services import StdinLines
+
+__all__ = [
+    "MAX_PAYLOAD",
+    "SHOWN_RECEIVER_DEFAULTS",
+    "StdinLines",
+    "add_key_parser",
+    "add_net_parser",
+    "add_rpc_parser",
+    "add_service_parsers",
+    "call_payload",
+    "check_host",
+    "format_address",
+    "parse_target",
+    "receiver_options",
+    "resolve_targets",
+    "timeout_line",
+]
