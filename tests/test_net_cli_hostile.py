@@ -423,8 +423,8 @@ def test_workers_reach_the_server_and_the_help_shows_its_default(
 def test_rpc_call_says_when_a_refusal_could_be_forged(
         reason: str, authenticated: bool, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    from timebound.net.cli import rpc as cli
     from timebound.net._errors import CallRejected
+    from timebound.net.cli import rpc as cli
 
     def refused(args: argparse.Namespace, proc: str, payload: bytes) -> bytes:
         exc = CallRejected(reason)

@@ -13,6 +13,7 @@ import socket
 import sys
 from typing import Any, TextIO
 
+from timebound.durations import format_duration
 from timebound.errors import TimeboundError, UsageError
 
 
@@ -200,3 +201,62 @@ def service_option(args: argparse.Namespace) -> str:
     except TimeboundError as exc:
         raise UsageError("--service", str(exc)) from None
     return str(service)
+
+
+#: Largest --count / --timeout.
+MAX_COUNT = 10**9
+MAX_SECONDS = 86400.0
+
+
+def int_in(text: str, option: str, low: int, high: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(option, f"must be an integer, got {text!r}") from None
+    if not low <= value <= high:
+        raise UsageError(option, f"must be in [{low}, {high}], got {value}")
+    return value
+
+
+def seconds_in(value: float | None, option: str, low: float = 0.0,
+                high: float = MAX_SECONDS) -> float | None:
+    if value is None:
+        return None
+    if not low < value <= high:
+        raise UsageError(option, f"must be in ({low:g}, {high:g}] s, got {value}")
+    return value
+
+
+def whole_ms(micros: int | None, option: str, low: int, high: int) -> int | None:
+    """A duration option's microseconds as the whole milliseconds the pub-sub services
+    take (their clock ticks in ms), in [``low``, ``high``] ms."""
+    if micros is None:
+        return None
+    if micros % 1000:
+        raise UsageError(option, f"must be a whole number of milliseconds, got "
+                                 f"{format_duration(micros)}")
+    return int_in(str(micros // 1000), option, low, high)
+
+
+def readable_duration(micros: int) -> str:
+    """A duration in microseconds for people: ``5036`` -> ``5.036ms``, ``20000`` ->
+    ``20ms``, ``1500000`` -> ``1.5s``."""
+    for unit, size in (("s", 1_000_000), ("ms", 1000)):
+        if abs(micros) >= size:
+            return f"{micros / size:.6f}".rstrip("0").rstrip(".") + unit
+    return f"{micros}us"
+
+
+def print_stats_with_units(args: argparse.Namespace, endpoint: Any,
+                            micros: dict[str, int]) -> None:
+    """``--stats``: ``endpoint``'s counters as one JSON line on stderr, the durations
+    among them (``micros``: name -> microseconds per unit of its value) as strings with
+    their unit (``"srtt": "5.036ms"``)."""
+    if not args.stats:
+        return
+    stats = endpoint.statistics()
+    for name, factor in micros.items():
+        value = stats.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            stats[name] = readable_duration(value * factor)
+    print(json.dumps(stats, sort_keys=True), file=sys.stderr)

@@ -1,0 +1,196 @@
+"""``timebound channel recv|send``: a slotted-FIFO channel over UDP (FR, R, F and N
+lines on stdin; one JSON line per delivery). Readiness lines go to stderr, so stdout
+holds only the JSON lines the commands promise."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+from timebound.durations import duration_help, duration_type, format_duration
+from timebound.errors import StorageError, UsageError
+from timebound.net._endpoint import on_signals
+from timebound.net.cli.common import (
+    MAX_COUNT,
+    MAX_SECONDS,
+    add_bind_options,
+    add_key_options,
+    add_stats_option,
+    announce,
+    check_exposure,
+    check_host,
+    command_group,
+    int_in,
+    key_option,
+    parse_port,
+    parse_target,
+    print_stats,
+    print_stats_with_units,
+    seconds_in,
+    service_option,
+    start_bound,
+    utf8,
+)
+from timebound.net.cli.lines import stdin_lines
+
+#: Largest --window of a channel sender.
+MAX_CLI_WINDOW = 65536
+
+
+def add_channel_parser(commands: Any) -> None:
+    sub = command_group(
+        commands, "channel", help="slotted-FIFO channels over UDP: recv, send",
+        description="One channel carries four kinds of send: FR (FIFO, reliable; the "
+                    "slot delimiters), R (reliable), F (FIFO within its slot, "
+                    "unreliable), N (neither). The first datagram opens the channel "
+                    "through SCMP (no handshake). Guide: docs/net.md.")
+
+    recv = sub.add_parser(
+        "recv", help="print one JSON line per delivery",
+        description="Receive every channel opened towards --host:--port and print one "
+                    "JSON line per delivery: {\"kind\", \"slot\", \"id\", \"data\"} (id: "
+                    "the message's number on its channel, from 0). 'listening on "
+                    "udp://HOST:PORT' goes to stderr when ready; SIGTERM/SIGINT stop it.")
+    add_bind_options(recv)
+    add_key_options(recv)
+    recv.add_argument("--storage", metavar="PATH",
+                      help="file keeping SCMP's latest, so a restart refuses replayed openings")
+    recv.add_argument("--count", type=int, default=None, metavar="N",
+                      help=f"exit after N deliveries, 1..{MAX_COUNT} (default: run until "
+                           "SIGTERM/SIGINT)")
+    recv.add_argument("--f-hold", "--f-hold-ms", dest="f_hold", default=None,
+                      type=duration_type("--f-hold", "ms", minimum_us=0), metavar="DURATION",
+                      help=duration_help("deliver an F waiting behind a gap after this long, "
+                                         "at most 1 day (none: at its slot's end); "
+                                         "--f-hold-ms is the old name, deprecated",
+                                         None, "ms"))
+    add_stats_option(recv)
+    recv.set_defaults(handler=run_channel_recv)
+
+    send = sub.add_parser(
+        "send", help="send lines 'KIND DATA' read from stdin",
+        description="Read lines 'KIND DATA' (KIND: FR, R, F or N; DATA: the rest of the "
+                    "line, UTF-8) from stdin and send each on one channel to HOST:PORT; "
+                    "at end of input wait until every reliable message is acknowledged. "
+                    "Exit 0; 1 if the channel failed (refused or no acknowledgment); 2 on "
+                    "a bad line.")
+    send.add_argument("target", metavar="HOST:PORT",
+                      help="the channel receiver's UDP address ('timebound channel recv')")
+    add_key_options(send)
+    send.add_argument("--window", type=int, default=256, metavar="N",
+                      help=f"messages in flight, 1..{MAX_CLI_WINDOW} (default 256)")
+    send.add_argument("--timeout", type=duration_type("--timeout", "s"), default=10_000_000,
+                      metavar="DURATION",
+                      help=duration_help("give up after this long without acknowledgment, "
+                                         "at most 1 day", 10_000_000, "s"))
+    add_stats_option(send)
+    send.set_defaults(handler=run_channel_send)
+
+
+def delivery_line(kind: str, slot: int, ident: int, data: bytes) -> str:
+    return json.dumps({"kind": kind, "slot": slot, "id": ident,
+                       "data": data.decode("utf-8", "replace")})
+
+
+def run_channel_recv(args: argparse.Namespace) -> int:
+    from timebound.net._channel import ChannelListener
+    from timebound.net._loop import run
+
+    parse_port(args.port, "--port")
+    check_exposure(check_host(args.host, "--host"), keyed=args.key_file is not None,
+                   insecure=args.insecure, service="channel recv")
+    if args.count is not None:
+        int_in(str(args.count), "--count", 1, MAX_COUNT)
+    hold = args.f_hold  # µs
+    if hold is not None and hold > MAX_SECONDS * 1_000_000:
+        raise UsageError("--f-hold", f"must be at most 1 day, got {format_duration(hold)}")
+    key = key_option(args)
+    try:
+        listener = ChannelListener(host=args.host, port=args.port, key=key,
+                                   storage=args.storage,
+                                   f_hold=None if hold is None else hold / 1e6,
+                                   insecure=args.insecure, service=service_option(args))
+    except StorageError as exc:
+        raise UsageError("--storage", str(exc)) from None
+
+    async def main() -> None:
+        await start_bound(listener, args.host, args.port)
+        announce(listener.address, sys.stderr)
+        seen = 0
+        out = sys.stdout
+        try:
+            with on_signals(listener.close):
+                async for d in listener:
+                    out.write(delivery_line(d.kind.value, d.slot, d.id, d.data) + "\n")
+                    seen += 1
+                    if args.count is not None and seen >= args.count:
+                        break
+                    if listener._queue is not None and listener._queue.empty():
+                        out.flush()
+                out.flush()
+        finally:
+            listener.close()
+            print_stats(args, listener)
+
+    run(main())
+    return 0
+
+
+def parse_kind_line(line: str, number: int) -> tuple[str, bytes]:
+    text = line.rstrip("\n").rstrip("\r")
+    kind, _, data = text.partition(" ")
+    if kind.upper() not in ("FR", "R", "F", "N"):
+        raise UsageError(f"stdin:{number}", f"field 'kind': must be FR, R, F or N, "
+                                            f"got {kind!r}")
+    return kind.upper(), utf8(data, f"stdin:{number}")
+
+
+def run_channel_send(args: argparse.Namespace) -> int:
+    from timebound.net._channel import Channel, ChannelFailed
+    from timebound.net._loop import run
+
+    target = parse_target(args.target)
+    check_host(target[0], "HOST:PORT")
+    int_in(str(args.window), "--window", 1, MAX_CLI_WINDOW)
+    timeout = args.timeout / 1e6  # µs -> s, the Channel's unit
+    seconds_in(timeout, "--timeout")
+    key = key_option(args)
+    channel = Channel(target, key=key, window=args.window, give_up=timeout,
+                      service=service_option(args))
+    bad: list[UsageError] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            await channel.open()
+        except OSError as exc:
+            raise UsageError("HOST:PORT", f"cannot reach {args.target}: "
+                                          f"{exc.strerror or exc}") from None
+        lines = stdin_lines(loop)
+        try:
+            with on_signals(lines.stop):  # SIGTERM, SIGINT: input ends, sent ones drain
+                async for number, line in lines.numbered():
+                    if not line.strip():
+                        continue
+                    try:
+                        kind, data = parse_kind_line(line, number)
+                    except UsageError as exc:
+                        bad.append(exc)
+                        break
+                    await channel.send(data, kind)
+            await channel.drain(timeout=None)
+        finally:
+            channel.close()
+            print_stats_with_units(args, channel, {"srtt": 1, "rto": 1})
+
+    try:
+        run(main())
+    except ChannelFailed as exc:
+        print(f"timebound: {exc}", file=sys.stderr)
+        return 1
+    if bad:
+        raise bad[0]
+    return 0
