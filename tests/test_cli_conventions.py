@@ -82,6 +82,24 @@ def test_every_option_has_help_without_markup() -> None:
     assert missing == [] and markup == []
 
 
+def test_every_option_with_a_default_says_it() -> None:
+    """An option that takes a value and has a default says which (flags, lists and
+    options without a default aside)."""
+    quiet = (argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._CountAction,
+             argparse._AppendAction, argparse._StoreConstAction)
+    silent = []
+    for path, parser in checked():
+        for action in options(parser):
+            default = action.default
+            if (not action.option_strings or isinstance(action, quiet)
+                    or default in (None, False, argparse.SUPPRESS)):
+                continue
+            text = (action.help or "").lower()
+            if "default" not in text:
+                silent.append(f"{' '.join(path)} {action.option_strings[0]}")
+    assert silent == []
+
+
 def test_every_help_renders() -> None:
     # a stray '%' or a bad '%(default)s' in a help text fails only when --help runs
     for path, parser in checked():

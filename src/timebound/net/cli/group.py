@@ -55,9 +55,10 @@ def add_group_parser(commands: Any) -> None:
     join.add_argument("--members", required=True, metavar="a=HOST:PORT,b=HOST:PORT,...",
                       help="every member of the group and its UDP address")
     join.add_argument("--acks", choices=("timestamp", "vector"), default="timestamp",
-                      help="timestamp acks (one scalar) or the vector baseline")
+                      help="timestamp acks (one scalar) or the vector baseline (default timestamp)")
     join.add_argument("--clock", choices=("physical", "lamport"), default="physical",
-                      help="message timestamps: the system clock (µs) or a Lamport counter")
+                      help="message timestamps: the system clock (µs) or a Lamport counter "
+                           "(default physical)")
     join.add_argument("--group", default="timebound", metavar="G",
                       help="the group's name on the wire (default timebound)")
     join.add_argument("--ack-every", "--ack-every-ms", dest="ack_every", default=20_000,
