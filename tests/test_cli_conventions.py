@@ -100,6 +100,23 @@ def test_every_option_with_a_default_says_it() -> None:
     assert silent == []
 
 
+def test_trace_times_are_named_ticks() -> None:
+    """The replay, pipeline and stream options that are trace times are ticks (plain
+    integers), and their help says so: they are not wall-clock durations."""
+    times = {"--rho", "--gc-every", "--beta", "--latest-every", "--recovery-grace",
+             "--epsilon", "--delta"}
+    seen, unnamed = 0, []
+    for path, parser in checked():
+        if path[:1] not in (("replay",), ("pipeline",), ("stream",)):
+            continue
+        for action in options(parser):
+            if set(action.option_strings) & times:
+                seen += 1
+                if "tick" not in (action.help or "").lower():
+                    unnamed.append(f"{' '.join(path)} {action.option_strings[0]}")
+    assert seen >= 15 and unnamed == []
+
+
 def test_every_help_renders() -> None:
     # a stray '%' or a bad '%(default)s' in a help text fails only when --help runs
     for path, parser in checked():
