@@ -247,3 +247,67 @@ def test_no_package_reaches_into_another_packages_private_parts() -> None:
 def test_the_private_reach_check_finds_one(tmp_path: Path) -> None:
     probe = PACKAGE / "sweep.py"
     assert "timebound.sim._spark" in _private_reaches(probe)
+
+
+def _module_graph(paths: list[Path], root: Path) -> dict[str, list[str]]:
+    """Module -> the modules of ``paths`` it imports (lazy and TYPE_CHECKING imports
+    included; ``from pkg import sub`` imports ``pkg.sub``, not ``pkg`` again)."""
+    def name_of(path: Path) -> str:
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+    names = {name_of(p): p for p in paths}
+    graph: dict[str, list[str]] = {}
+    for name, path in names.items():
+        here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        found: list[str] = []
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                module = (".".join(here[: len(here) - (node.level - 1)]
+                                   + ([node.module] if node.module else []))
+                          if node.level else node.module or "")
+                subs = [f"{module}.{a.name}" for a in node.names
+                        if f"{module}.{a.name}" in names]
+                found += subs if len(subs) == len(node.names) else [module, *subs]
+        graph[name] = [m for m in found if m in names and m != name]
+    return graph
+
+
+def _circles(graph: dict[str, list[str]]) -> list[list[str]]:
+    state: dict[str, int] = {}
+    path: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        path.append(node)
+        for nxt in graph[node]:
+            if state.get(nxt) == 1:
+                found.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt)
+        path.pop()
+        state[node] = 2
+
+    for node in graph:
+        if node not in state:
+            visit(node)
+    return found
+
+
+def test_the_import_graph_has_no_circle() -> None:
+    """No module imports, even lazily, a module that imports it back (issue 30)."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    assert _circles(_module_graph(_modules(), PACKAGE.parent)) == []
+
+
+def test_the_circle_check_finds_one(tmp_path: Path) -> None:
+    package = tmp_path / "timebound" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from timebound.pkg import b\n")
+    (package / "b.py").write_text("def f():\n    from timebound.pkg import a  # lazy\n")
+    graph = _module_graph(sorted(package.rglob("*.py")), tmp_path)
+    assert _circles(graph) == [["timebound.pkg.a", "timebound.pkg.b", "timebound.pkg.a"]]

@@ -28,14 +28,13 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from timebound.contract import LOST_VERDICTS, UNDECIDED_VERDICT
+from timebound.pipeline._measures import BUCKETS, long_form
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
 
 def atmostonce(d: DataFrame) -> list[DataFrame]:
-    from timebound.pipeline import metrics as definition  # it imports this module
-
     p = "atmostonce"
     msgs = d.where(F.col("type") == "msg")
     lost = F.col("verdict").isin(*LOST_VERDICTS) & F.col("original")
@@ -44,7 +43,7 @@ def atmostonce(d: DataFrame) -> list[DataFrame]:
     # materialized once: read by several measures (see the module's docstring)
     span = msgs.groupBy("run").agg(F.min("at").alias("_lo"), F.max("at").alias("_hi")) \
         .localCheckpoint()
-    width = F.greatest(F.lit(1), F.ceil((F.col("_hi") - F.col("_lo") + 1) / definition.BUCKETS))
+    width = F.greatest(F.lit(1), F.ceil((F.col("_hi") - F.col("_lo") + 1) / BUCKETS))
     bucketed = msgs.join(F.broadcast(span), "run").withColumn(
         "t", F.col("_lo") + F.floor((F.col("at") - F.col("_lo")) / width) * width)
     by_entries = F.when(F.col("entries").isNotNull(), F.col("seq"))
@@ -99,6 +98,6 @@ def atmostonce(d: DataFrame) -> list[DataFrame]:
     series = sizes.unpivot(["run", "t"], ["table_size", "estimate"], "measure", "value") \
         .select("run", F.lit(p).alias("protocol"), "measure",
                 F.col("value").cast("double").alias("value"), F.col("t").cast("long"))
-    return [definition._long(wide, p), definition._long(final, p),
-            definition._long(twice, p), verdicts,
+    return [long_form(wide, p), long_form(final, p),
+            long_form(twice, p), verdicts,
             series]

@@ -33,34 +33,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from timebound.contract import LOST_VERDICTS, UNDECIDED_VERDICT
+from timebound.pipeline import _fast_metrics
+from timebound.pipeline._measures import BUCKETS as BUCKETS
+from timebound.pipeline._measures import long_form as _long
 from timebound.pipeline.schemas import METRICS
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
-
-#: Points per time series (per run).
-BUCKETS = 60
-
-
-def _long(wide: DataFrame, protocol: str) -> DataFrame:
-    """``run`` + one column per measure -> the metrics shape (nulls dropped)."""
-    measures = [c for c in wide.columns if c != "run"]
-    if not measures:
-        return wide.select("run").limit(0).select(*_shape(protocol))
-    # measure names hold dots, which unpivot would read as struct fields: go by index
-    cast = wide.select("run", *[F.col(f"`{m}`").cast("double").alias(f"_m{i}")
-                                for i, m in enumerate(measures)])
-    long = cast.unpivot(["run"], [f"_m{i}" for i in range(len(measures))], "_k", "value")
-    names = F.create_map(*[F.lit(x) for i, m in enumerate(measures) for x in (f"_m{i}", m)])
-    return long.where(F.col("value").isNotNull()).select(
-        "run", F.lit(protocol).alias("protocol"), F.element_at(names, F.col("_k"))
-        .alias("measure"), "value", F.lit(None).cast("long").alias("t"))
-
-
-def _shape(protocol: str) -> list[Column]:
-    return [F.col("run"), F.lit(protocol).alias("protocol"), F.lit("").alias("measure"),
-            F.lit(0.0).alias("value"), F.lit(None).cast("long").alias("t")]
-
 
 def _counts(df: DataFrame, column: str, prefix: str, protocol: str) -> DataFrame:
     return df.where(F.col(column).isNotNull()).groupBy("run", column).count().select(
@@ -186,13 +165,12 @@ def stability(d: DataFrame) -> list[DataFrame]:
     return [_long(wide, p), _long(lat, p)]
 
 
-BY_TABLE = {"messages": atmostonce, "events": causal, "arrivals": merge,
-            "channel": slotted, "acks": stability}
-
-# The same at-most-once measures without sorts (tested equal to ``atmostonce`` above).
-from timebound.pipeline import _fast_metrics  # noqa: E402
-
-BY_TABLE["messages"] = _fast_metrics.atmostonce
+#: Each table's measures as defined here.
+DEFINITIONS = {"messages": atmostonce, "events": causal, "arrivals": merge,
+               "channel": slotted, "acks": stability}
+#: What the pipeline runs: the definitions, but the at-most-once measures without
+#: sorts (``_fast_metrics``, tested equal to ``atmostonce`` above).
+BY_TABLE = {**DEFINITIONS, "messages": _fast_metrics.atmostonce}
 
 
 def metrics(spark: SparkSession, decisions: dict[str, DataFrame]) -> DataFrame:
