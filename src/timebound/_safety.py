@@ -192,17 +192,26 @@ def atomic_write_text(path: str, text: str, option: str) -> None:
         raise
 
 
+def check_int(value: int, option: str, low: int, high: int) -> int:
+    """``value`` when it is in ``[low, high]``, else a ``UsageError`` naming ``option``:
+    the one range check of the CLI (``int_range`` says the same in argparse)."""
+    if not low <= value <= high:
+        raise UsageError(option, f"must be in [{low}, {high}], got {value}")
+    return value
+
+
 def int_range(low: int, high: int) -> Callable[[str], int]:
-    """argparse ``type=``: an integer in ``[low, high]``."""
+    """argparse ``type=``: an integer in ``[low, high]`` (``check_int``'s words)."""
 
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be in [{low}, {high}], got {text}")
-        return value
+        try:
+            return check_int(value, "", low, high)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(exc.reason) from None
 
     parse.__name__ = "integer"
     return parse

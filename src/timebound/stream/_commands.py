@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
+from timebound._safety import check_int
 from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.adapters.merge import MergeOptions
 from timebound.contract import REFUSED_BY_DRIVERS
@@ -49,10 +50,8 @@ class StreamResult:
 
 
 def check_max_files(value: int | None) -> int | None:
-    low, high = MAX_FILES_RANGE
-    if value is not None and not low <= value <= high:
-        raise UsageError("--max-files-per-trigger", f"must be in [{low}, {high}], got {value}")
-    return value
+    return None if value is None else check_int(value, "--max-files-per-trigger",
+                                                *MAX_FILES_RANGE)
 
 
 def _source(spark: SparkSession, table: str, folder: str, max_files: int | None

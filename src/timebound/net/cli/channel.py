@@ -10,6 +10,7 @@ import json
 import sys
 from typing import Any
 
+from timebound._safety import check_int
 from timebound.durations import duration_help, duration_type, format_duration
 from timebound.errors import StorageError, UsageError
 from timebound.net._endpoint import on_signals
@@ -23,7 +24,6 @@ from timebound.net.cli.common import (
     check_exposure,
     check_host,
     command_group,
-    int_in,
     key_option,
     parse_port,
     parse_target,
@@ -103,7 +103,7 @@ def run_channel_recv(args: argparse.Namespace) -> int:
     check_exposure(check_host(args.host, "--host"), keyed=args.key_file is not None,
                    insecure=args.insecure, service="channel recv")
     if args.count is not None:
-        int_in(str(args.count), "--count", 1, MAX_COUNT)
+        check_int(args.count, "--count", 1, MAX_COUNT)
     hold = args.f_hold  # µs
     if hold is not None and hold > MAX_SECONDS * 1_000_000:
         raise UsageError("--f-hold", f"must be at most 1 day, got {format_duration(hold)}")
@@ -154,7 +154,7 @@ def run_channel_send(args: argparse.Namespace) -> int:
 
     target = parse_target(args.target)
     check_host(target[0], "HOST:PORT")
-    int_in(str(args.window), "--window", 1, MAX_CLI_WINDOW)
+    check_int(args.window, "--window", 1, MAX_CLI_WINDOW)
     timeout = args.timeout / 1e6  # µs -> s, the Channel's unit
     seconds_in(timeout, "--timeout")
     key = key_option(args)

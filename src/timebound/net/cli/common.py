@@ -13,6 +13,7 @@ import socket
 import sys
 from typing import Any, TextIO
 
+from timebound._safety import check_int
 from timebound.durations import format_duration
 from timebound.errors import TimeboundError, UsageError
 
@@ -208,16 +209,6 @@ MAX_COUNT = 10**9
 MAX_SECONDS = 86400.0
 
 
-def int_in(text: str, option: str, low: int, high: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(option, f"must be an integer, got {text!r}") from None
-    if not low <= value <= high:
-        raise UsageError(option, f"must be in [{low}, {high}], got {value}")
-    return value
-
-
 def seconds_in(value: float | None, option: str, low: float = 0.0,
                 high: float = MAX_SECONDS) -> float | None:
     if value is None:
@@ -235,7 +226,7 @@ def whole_ms(micros: int | None, option: str, low: int, high: int) -> int | None
     if micros % 1000:
         raise UsageError(option, f"must be a whole number of milliseconds, got "
                                  f"{format_duration(micros)}")
-    return int_in(str(micros // 1000), option, low, high)
+    return check_int(micros // 1000, option, low, high)
 
 
 def readable_duration(micros: int) -> str:

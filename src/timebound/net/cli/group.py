@@ -10,6 +10,7 @@ import json
 import sys
 from typing import Any
 
+from timebound._safety import check_int
 from timebound.durations import duration_help, duration_type, format_duration
 from timebound.errors import UsageError
 from timebound.net._endpoint import until_signal
@@ -21,7 +22,6 @@ from timebound.net.cli.common import (
     check_exposure,
     command_group,
     format_address,
-    int_in,
     key_option,
     parse_target,
     print_stats_with_units,
@@ -142,7 +142,7 @@ def run_group_join(args: argparse.Namespace) -> int:
     ack_every = args.ack_every / 1e6  # µs -> s, the Group's unit
     dead_after = seconds_in(None if args.dead_after is None else args.dead_after / 1e6,
                              "--dead-after")
-    int_in(str(args.max_buffer), "--max-buffer", 1, 1_000_000)
+    check_int(args.max_buffer, "--max-buffer", 1, 1_000_000)
     key = key_option(args)
     member = Group(args.group, args.name, members, acks=args.acks, clock=args.clock, key=key,
                    ack_every=ack_every, nack_every=ack_every,

@@ -9,6 +9,7 @@ import json
 import sys
 from typing import Any
 
+from timebound._safety import check_int
 from timebound.durations import duration_help, duration_type
 from timebound.errors import UsageError
 from timebound.net._endpoint import on_signals, until_signal
@@ -22,7 +23,6 @@ from timebound.net.cli.common import (
     check_host,
     command_group,
     host_family,
-    int_in,
     key_option,
     parse_port,
     parse_target,
@@ -59,7 +59,7 @@ def _check_system(args: argparse.Namespace) -> None:
     # µs -> the whole ms the pub-sub services take (their clock ticks in ms)
     args.epsilon = whole_ms(args.epsilon, "--epsilon", 1, MAX_EPSILON)
     args.delta = whole_ms(args.delta, "--delta", 0, MAX_DELTA)
-    int_in(str(args.n), "--n", 1, MAX_N)
+    check_int(args.n, "--n", 1, MAX_N)
 
 
 def _targets(text: str, option: str) -> list[tuple[str, int]]:
@@ -222,7 +222,7 @@ def run_pubsub_subscribe(args: argparse.Namespace) -> int:
     target = parse_target(args.target)
     check_host(target[0], "HOST:PORT")
     if args.count is not None:
-        int_in(str(args.count), "--count", 1, MAX_COUNT)
+        check_int(args.count, "--count", 1, MAX_COUNT)
     gap_wait = whole_ms(args.gap_wait, "--gap-wait", 0, 60000) or 0
     if args.name is not None:
         _check_name(args.name, "--name")
