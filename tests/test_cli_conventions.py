@@ -222,3 +222,29 @@ def test_channel_send_stats_print_durations_with_their_unit() -> None:
         assert stats["acks"] >= 1  # counts stay numbers
     finally:
         stop(recv)
+
+
+def test_protocol_flags_are_the_contracts_options() -> None:
+    """Every protocol option of the contract (``contract.OPTIONS``) is a flag of its
+    replay command, of the pipeline and, for at-most-once and merge, of the stream
+    command, with the contract's choices where it has some (issue 30: the flags come
+    from the one contract, not from lists typed again)."""
+    from timebound.contract import OPTIONS
+
+    commands = {path: parser for path, parser in checked()}
+    where = {protocol: [("replay", protocol), ("pipeline",)] for protocol in OPTIONS}
+    where["atmostonce"].append(("stream", "atmostonce"))
+    where["merge"].append(("stream", "merge"))
+    missing, wrong = [], []
+    for protocol, columns in OPTIONS.items():
+        for path in where[protocol]:
+            flags = {flag: action for action in options(commands[path])
+                     for flag in action.option_strings}
+            for column in columns:
+                action = flags.get(column.flag)
+                if action is None:
+                    missing.append(f"{' '.join(path)} {column.flag}")
+                elif column.choices and tuple(action.choices or ()) != column.choices \
+                        and action.metavar != "|".join(column.choices):
+                    wrong.append(f"{' '.join(path)} {column.flag}: {action.choices}")
+    assert missing == [] and wrong == []

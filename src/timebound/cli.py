@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from timebound import __version__
 from timebound._safety import Terminated, float_range, int_range, sigterm_raises
-from timebound.contract import OPTION_LIMITS
+from timebound.contract import ESTIMATORS, OPTION_LIMITS, VARIANTS
 from timebound.errors import TimeboundError, UsageError
 from timebound.replay import load_commands, replay_rows
 
@@ -194,7 +194,7 @@ def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:  # typ
                           help="Spark setting, passed through (repeatable)")
     at = pipeline.add_argument_group(
         "atmostonce (as timebound replay atmostonce; times in trace ticks)")
-    at.add_argument("--estimator", choices=("fixed", "unlimited", "limited"), default=None,
+    at.add_argument("--estimator", choices=ESTIMATORS, default=None,
                     help="lifetime estimator: fixed rho, unlimited horizon (adaptive Fig. 2) "
                          "or limited horizon (adaptive Fig. 3) (default: the run's, else "
                          "fixed)")
@@ -207,7 +207,7 @@ def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:  # typ
         "causal and merge (as their replay commands; times in trace ticks)")
     _limited(ca, "--epsilon", "clock-difference bound epsilon (G1), ticks")
     _limited(ca, "--delta", "merge: message-delay bound delta (G2), ticks")
-    ca.add_argument("--variant", choices=("rckn", "rc"), default=None,
+    ca.add_argument("--variant", choices=VARIANTS, default=None,
                     help="rckn: rows carry r, c, kn; rc: rows carry r, c (default: the "
                          "run's, else rckn)")
     _limited(ca, "--n", "causal rckn: the process bound of Lemma 3.4")
