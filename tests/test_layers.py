@@ -196,7 +196,6 @@ def test_the_walk_sees_relative_and_lazy_imports(tmp_path: Path) -> None:
 HOUSE_PRIVATE = {"timebound._safety", "timebound._compiled", "timebound.core._frozen"}
 #: Private reaches across packages that predate this rule (to be given public names).
 KNOWN_PRIVATE_REACHES = {
-    ("columnar.py", "timebound.core.atmostonce._drive"),
     ("sweep.py", "timebound.sim._spark"),
 }
 

@@ -40,8 +40,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from timebound.core.atmostonce import Verdict, crc32_classes
-from timebound.core.atmostonce._drive import CODES, drive, drive_resilient
+from timebound.core.atmostonce import VERDICT_CODES as CODES
+from timebound.core.atmostonce import Verdict, crc32_classes, drive, drive_resilient
 
 
 def path() -> str:

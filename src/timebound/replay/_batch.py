@@ -43,6 +43,7 @@ from timebound._safety import follow_umask
 from timebound.adapters import Row
 from timebound.adapters.atmostonce import AtMostOnceAdapter
 from timebound.contract import REPLAY_OUTPUTS
+from timebound.core.atmostonce import Verdict, drive, drive_resilient
 from timebound.errors import UsageError
 from timebound.replay._io import ARROW_TYPES, BATCH_ROWS, trace_format
 
@@ -55,6 +56,8 @@ def path_batch() -> str:
 
 
 PATH_ROW = "row (one dict per row)"
+#: Verdict names by the core loop's codes.
+_NAMES = tuple(verdict.value for verdict in Verdict)
 
 _STRINGS = ("type", "receiver", "conn")
 _INTEGERS = ("ts", "at", "down")
@@ -290,30 +293,20 @@ def rcode_at(k_sorted: pa.Array, i: int, classes: int) -> int:
 def _loop(receiver: Any, conns: list[str], stamps: list[int], times: list[int],
           resilient: bool, verdicts: list[str], rhos: list[int | None],
           sizes: list[int | None]) -> None:
-    """One core receiver over its rows in order: exactly ``decide``'s calls (timers
-    due, the down check, ``estimate`` in force, ``receive``, ``entries``)."""
-    tick = receiver.handle_timer
-    receive = receiver.receive
-    add_verdict, add_rho, add_size = verdicts.append, rhos.append, sizes.append
+    """One core receiver over its rows in order, through the core's own loop
+    (``core.atmostonce.drive``: exactly ``decide``'s calls -- timers due, the down
+    check, the estimate in force, ``receive``, ``entries``), the verdicts by name."""
     if not resilient:
-        estimator = receiver.estimator  # fixed for the receiver's life
-        for conn, ts, at in zip(conns, stamps, times):
-            tick(now=at)
-            add_rho(estimator.estimate)
-            add_verdict(receive(conn, ts, now=at)._value_)
-            add_size(receiver.entries)
+        codes, estimates, entries = drive(receiver, conns, stamps, times)
+        verdicts.extend([_NAMES[code] for code in codes])
+        rhos.extend(estimates)
+        sizes.extend(entries)
         return
-    for conn, ts, at in zip(conns, stamps, times):
-        tick(now=at)
-        if receiver.down:
-            receive(conn, ts, now=at)  # counted by the core as refused while down
-            add_verdict("down")
-            add_rho(None)
-            add_size(None)
-            continue
-        add_rho(receiver.estimate)
-        add_verdict(receive(conn, ts, now=at)._value_)
-        add_size(receiver.entries)
+    codes, estimates, entries, up = drive_resilient(receiver, conns, stamps, times)
+    for code, estimate, size, alive in zip(codes, estimates, entries, up, strict=True):
+        verdicts.append(_NAMES[code])
+        rhos.append(estimate if alive else None)
+        sizes.append(size if alive else None)
 
 
 # -- writing -----------------------------------------------------------------------------

@@ -17,6 +17,8 @@ from timebound.core.atmostonce._classes import (
     crc32_classifier,
 )
 from timebound.core.atmostonce._config import ESTIMATORS, ReceiverConfig
+from timebound.core.atmostonce._drive import CODES as VERDICT_CODES
+from timebound.core.atmostonce._drive import drive, drive_resilient
 from timebound.core.atmostonce._estimators import (
     Estimator,
     Fixed,
@@ -59,7 +61,10 @@ __all__ = [
     "StableRecord",
     "StableStorage",
     "UnlimitedHorizon",
+    "VERDICT_CODES",
     "aligned_records",
+    "drive",
+    "drive_resilient",
     "Verdict",
     "classified_snapshot",
     "crc32_class",
