@@ -2,7 +2,7 @@
 
 A parameter sweep over the simulator, distributed by Spark: every grid point x seed is
 one simulator run (seeded, single-threaded, deterministic) executed in one Spark task
-(``sim._spark.map_tasks``); the runs' datasets are then merged into ONE dataset folder
+(``sim.map_tasks``); the runs' datasets are then merged into ONE dataset folder
 that ``timebound pipeline`` and ``timebound report`` read like any other:
 
 - every table holds every run's rows, the ``run`` column prefixed with the grid point
@@ -383,7 +383,7 @@ def run_sweep(scenario: str, grid_items: list[str], *, seeds: int, out: str,
     require_extra("spark", "pyspark", "timebound sweep")
     from pyspark.sql import SparkSession
 
-    from timebound.sim._spark import map_tasks
+    from timebound.sim import map_tasks
 
     active = SparkSession.getActiveSession()
     owned = active is None  # a caller's session is left running

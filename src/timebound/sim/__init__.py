@@ -36,6 +36,7 @@ from timebound.sim._links import (
 from timebound.sim._progress import RunProgress
 from timebound.sim._run import run_scenario_with
 from timebound.sim._scenario import Param, Scenario
+from timebound.sim._spark import map_tasks
 from timebound.sim._transport import Packet, Reliable
 from timebound.sim.scenarios import load as _load
 
@@ -65,5 +66,6 @@ __all__ = [
     "DEMO_PARAMS", "SCENARIOS", "Clock", "Constant", "DatasetWriter", "Delay", "Empirical",
     "Engine", "Estimate", "Exponential", "Link", "LogNormal", "Packet", "Param", "Reliable",
     "RunPlan", "RunProgress", "Scenario", "available_memory", "check_cost", "estimate_cost",
-    "format_eta", "parse_delay", "parse_size", "read_table", "run_rows", "run_scenario",
+    "format_eta", "map_tasks", "parse_delay", "parse_size", "read_table", "run_rows",
+    "run_scenario",
 ]
