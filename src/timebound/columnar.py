@@ -206,7 +206,7 @@ def _decide_segment(replayer: Any, source: str, segment: pa.Table, lines: np.nda
     # every receiver exists (the adapter creates it at its first row, as ``decide``)
     positions = by_receiver[firsts]
     for first in positions.tolist():
-        replayer._node(source, int(lines[first]), names[rcode[first]], int(at[first]))
+        replayer.open_receiver(source, int(lines[first]), names[rcode[first]], int(at[first]))
 
     # (receiver, class) groups, each in file order
     classes = replayer.options.classes
@@ -221,8 +221,7 @@ def _decide_segment(replayer: Any, source: str, segment: pa.Table, lines: np.nda
     k_sorted = key[order]
     starts = np.flatnonzero(np.r_[True, k_sorted[1:] != k_sorted[:-1]]).tolist()
     conn_objects = np.array(conns, dtype=object)
-    counts = replayer._verdicts
-    peak = replayer._peak_entries
+    peak = 0
     resilient = replayer.config.resilient
     tally = [0] * len(NAMES)
     for g, begin in enumerate(starts):
@@ -247,10 +246,7 @@ def _decide_segment(replayer: Any, source: str, segment: pa.Table, lines: np.nda
         name = names[r_sorted[first]]
         replayer.adopt(name, replayer.node(name), int(at_sorted[last]))
     # the adapter's summary counters, as ``decide`` keeps them
-    replayer._peak_entries = peak
-    for code, count in enumerate(tally):
-        if count:
-            counts[NAMES[code]] += count
+    replayer.count_decided(dict(zip(NAMES, tally, strict=True)), peak)
     return True
 
 

@@ -26,7 +26,12 @@ from typing import Any
 from timebound.adapters._options import Values, forbid, require
 from timebound.adapters._rows import Row
 from timebound.contract import ESTIMATORS, INT64_MAX, REPLAY_OUTPUTS
-from timebound.core.atmostonce import ClassifiedReceiver, ReceiverConfig, crc32_classifier
+from timebound.core.atmostonce import (
+    ClassifiedReceiver,
+    Classifier,
+    ReceiverConfig,
+    crc32_classifier,
+)
 from timebound.errors import TraceError, UsageError
 
 ROW_TYPES = ("msg", "crash")
@@ -183,7 +188,17 @@ class AtMostOnceAdapter:
         else:
             self._last_at[name] = clock
 
-    def _node(self, source: str, line: int, name: str, at: int) -> ClassifiedReceiver:
+    @property
+    def classifier(self) -> Classifier:
+        """The class of a connection id among the receiver's ``classes``."""
+        return self._classifier
+
+    def open_receiver(self, source: str, line: int, name: str, at: int
+                      ) -> ClassifiedReceiver:
+        """The receiver named ``name`` at a row at ``at`` (``source``/``line`` name the
+        row in errors): created at its first row, as ``decide`` does; ``TraceError`` when
+        ``at`` goes back in time for it. Column-wise drivers open every receiver of a
+        segment this way before they drive its rows through the core's loop."""
         node = self._nodes.get(name)
         if node is None:
             node = ClassifiedReceiver(
@@ -226,7 +241,7 @@ class AtMostOnceAdapter:
         (Column-wise drivers call this directly; ``source`` and ``line`` name the row
         in errors.) ``marked``: the row's ``marked`` column (our extension, issue 27),
         passed to the core as ``receive(..., marked=)``."""
-        receiver = self._node(source, line, name, at).receiver_for(conn)
+        receiver = self.open_receiver(source, line, name, at).receiver_for(conn)
         receiver.handle_timer(now=at)
         if receiver.down:
             # counted by the core as refused while down
@@ -241,6 +256,16 @@ class AtMostOnceAdapter:
         self._verdicts[verdict] += 1
         return verdict, rho, entries
 
+    def count_decided(self, verdicts: Mapping[str, int], peak_entries: int) -> None:
+        """Add what a column-wise driver decided through the core's loop to the
+        counters ``--stats`` prints: ``verdicts`` (name -> messages) and the largest
+        table size it saw, as ``decide`` counts them one row at a time."""
+        for verdict, count in verdicts.items():
+            if count:
+                self._verdicts[verdict] += count
+        if peak_entries > self._peak_entries:
+            self._peak_entries = peak_entries
+
     def _crash(self, row: Row) -> Iterable[Mapping[str, Any]]:
         row.choice("type", ROW_TYPES)
         name = row.string("receiver")
@@ -248,7 +273,7 @@ class AtMostOnceAdapter:
         down = row.integer("down", minimum=1)
         if not self._resilient:
             raise row.error("type", "crash rows need --resilient")
-        node = self._node(row.source, row.line, name, at)
+        node = self.open_receiver(row.source, row.line, name, at)
         node.handle_timer(now=at)
         if node.down:
             raise row.error("at", f"receiver {name!r} is still down at {at}")

@@ -220,13 +220,13 @@ def _decide_segment(adapter: AtMostOnceAdapter, source: str, segment: pa.RecordB
                  else by_receiver.take(pa.array(firsts)).to_pylist())
     for code, position, when in sorted(zip(codes_sorted, positions, first_at),
                                        key=lambda item: item[1]):
-        adapter._node(source, first_line + position, names[code], when)
+        adapter.open_receiver(source, first_line + position, names[code], when)
 
     # (receiver, class) groups, each in file order
     classes = adapter.options.classes
     conns_enc = pc.dictionary_encode(conns)
     if classes > 1:
-        classify = adapter._classifier
+        classify = adapter.classifier
         conn_class = pa.array([classify(c) for c in conns_enc.dictionary.to_pylist()],
                               pa.int64())
         key = pc.add(pc.multiply(rcode, classes),
@@ -275,12 +275,9 @@ def _decide_segment(adapter: AtMostOnceAdapter, source: str, segment: pa.RecordB
         node = adapter.node(name)
         assert node is not None
         adapter.adopt(name, node, when)
-    peak = pc.max(entries).as_py()
-    if peak is not None and peak > adapter._peak_entries:
-        adapter._peak_entries = peak
-    counts = adapter._verdicts
-    for item in pc.value_counts(verdict).to_pylist():
-        counts[item["values"]] += item["counts"]
+    adapter.count_decided({item["values"]: item["counts"]
+                           for item in pc.value_counts(verdict).to_pylist()},
+                          pc.max(entries).as_py() or 0)
     return [verdict, rho, entries]
 
 

@@ -56,7 +56,6 @@ from timebound.core.atmostonce import (
     restore_classified,
 )
 from timebound.errors import TimeboundError
-from timebound.stream._adapt import atmostonce_adopt, atmostonce_clock, atmostonce_node
 from timebound.stream._errors import OutRow, grouping_key, marked
 from timebound.stream._schemas import MESSAGES_IN, VERDICTS, source_schema
 from timebound.stream._source import FILE_COLUMN, LINE_COLUMN
@@ -128,7 +127,7 @@ class AtMostOnceProcessor(StatefulProcessor):
             data = {k: v for k, v in row.items()
                     if v is not None and k not in (FILE_COLUMN, LINE_COLUMN)}
             at = data.get("at")
-            clock = atmostonce_clock(adapter, name) if isinstance(name, str) else None
+            clock = adapter.clock(name) if isinstance(name, str) else None
             late = isinstance(at, int) and clock is not None and at < clock
             if late:
                 data["at"] = clock
@@ -150,16 +149,16 @@ class AtMostOnceProcessor(StatefulProcessor):
             data = decode(saved[0])
             node = ClassifiedReceiver([self.options.receiver.new_receiver()],
                                       crc32_classifier(1))
-            atmostonce_adopt(adapter, name, restore_classified(node, data["node"]),
+            adapter.adopt(name, restore_classified(node, data["node"]),
                              int(data["clock"]))
         return adapter
 
     def save(self, adapter: AtMostOnceAdapter, name: str) -> None:
         """The key's receiver and clock back into the state (once the receiver exists)."""
-        node = atmostonce_node(adapter, name)
+        node = adapter.node(name)
         if node is not None:
             self.state.update((encode({"node": classified_snapshot(node),
-                                       "clock": atmostonce_clock(adapter, name)}),))
+                                       "clock": adapter.clock(name)}),))
 
     def close(self) -> None:
         pass
@@ -198,7 +197,7 @@ class ColumnarProcessor(AtMostOnceProcessor):
             return pa.Table.from_pylist(self.decide(key, rows), schema=_VERDICTS_ARROW)
         adapter = self.restored(name)
         at = table.column("at").to_numpy()
-        clock0 = atmostonce_clock(adapter, name)
+        clock0 = adapter.clock(name)
         before = np.maximum.accumulate(np.r_[_FLOOR if clock0 is None else clock0, at])[:-1]
         late = at < before
         fed = table.set_column(table.schema.get_field_index("at"), "at",
