@@ -34,6 +34,7 @@ from __future__ import annotations
 import ast
 import sys
 from pathlib import Path
+from typing import Any
 
 import timebound
 
@@ -308,3 +309,62 @@ def test_the_circle_check_finds_one(tmp_path: Path) -> None:
     (package / "b.py").write_text("def f():\n    from timebound.pkg import a  # lazy\n")
     graph = _module_graph(sorted(package.rglob("*.py")), tmp_path)
     assert _circles(graph) == [["timebound.pkg.a", "timebound.pkg.b", "timebound.pkg.a"]]
+
+
+#: Private fields of the standard library the house reads (argparse keeps the parsers
+#: of a command's subcommands only there).
+STDLIB_PRIVATE_FIELDS = {"_actions"}
+
+
+def _private_fields(paths: list[Path], name_of: Any) -> list[str]:
+    """``obj._field`` reads or writes (``obj`` not ``self``/``cls``) of a private name
+    no module of the same package defines, but one of another package does: one
+    package reaching into another's objects."""
+    defined: dict[str, set[str]] = {}
+    uses: list[tuple[str, str, str, int]] = []
+    for path in paths:
+        module = name_of(path)
+        package = _package(module)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = defined.setdefault(package, set())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+                  and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                names.add(node.attr)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and node.value.isidentifier():
+                names.add(node.value)  # __slots__ entries
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                    and not node.attr.startswith("__")
+                    and node.attr not in STDLIB_PRIVATE_FIELDS
+                    and not (isinstance(node.value, ast.Name)
+                             and node.value.id in ("self", "cls"))):
+                uses.append((package, module, node.attr, node.lineno))
+    return [f"{module}:{line} reaches {attr}" for package, module, attr, line in uses
+            if attr not in defined[package]
+            and any(attr in names for other, names in defined.items() if other != package)]
+
+
+def test_no_package_reaches_into_another_packages_objects() -> None:
+    """No ``obj._field`` of another package's object (issue 30): what one package needs
+    of another's objects is a public method or property."""
+    assert _private_fields(_modules(), _module_name) == []
+
+
+def test_the_private_field_check_finds_one(tmp_path: Path) -> None:
+    (tmp_path / "adapters").mkdir()
+    (tmp_path / "replay").mkdir()
+    (tmp_path / "adapters" / "a.py").write_text(
+        "class A:\n    def __init__(self):\n        self._count = 0\n")
+    (tmp_path / "replay" / "b.py").write_text("def f(a):\n    a._count += 1\n")
+
+    def name_of(path: Path) -> str:
+        return "timebound." + ".".join(path.relative_to(tmp_path).with_suffix("").parts)
+
+    found = _private_fields(sorted(tmp_path.rglob("*.py")), name_of)
+    assert found == ["timebound.replay.b:2 reaches _count"]
