@@ -3,29 +3,22 @@
 The row path (``replay_rows``) turns every Parquet row into a dict, wraps it in a
 ``Row``, checks its fields one by one, looks up its receiver and class by name, and
 spools every output row as a JSON line before converting the spool to Parquet. Here
-the same work is done per record batch (``BATCH_ROWS`` rows, so memory stays bounded
-by the protocol state, never by the file):
-
-- the checks of a well-formed message row (non-null, non-empty strings, ``ts >= 1``,
-  ``at >= 0``) and the trace rule (``at`` never decreasing per receiver, also against
-  the adapter's last ``at``) are column-wide ``pyarrow.compute`` work; a segment that
-  fails any of them goes to the row path untouched, which raises the exact
-  ``file:line: field`` error (nothing is decided before every check passed);
-- connection ids are dictionary-encoded and each distinct one classified once by the
-  core's own classifier; the rows of each (receiver, class) run through that one core
-  ``Receiver`` in file order, in a loop of exactly the calls ``decide`` makes
-  (``handle_timer(now=)``, the down check, ``estimate``, ``receive(now=)``,
-  ``entries``), and the results are put back in file order with an Arrow ``take``;
-- crash rows (any ``type`` other than ``msg``) split a batch into segments and go
-  through the row path between them, so crashes land at the right place;
-- output batches are spooled as Arrow IPC and written as Parquet on ``commit()`` with
-  the schema the row path would infer (same columns, same order, same types).
+each record batch (``BATCH_ROWS`` rows, so memory stays bounded by the protocol state,
+never by the file) goes to ``timebound.columnar.decide_table``, the column-wise
+decider the Spark operator, the streaming processor and the library use too: the
+column checks of well-formed message rows and of the trace rule (``at`` never
+decreasing per receiver, also against the adapter's last ``at``), the receivers opened
+as ``decide`` opens them, each (receiver, class) through the core's own loop
+(``core.atmostonce.drive``), crash and malformed rows through the adapter's row path
+(so every error is the row path's ``file:line: field`` one). Output batches are
+spooled as Arrow IPC and written as Parquet on ``commit()`` with the schema the row
+path would infer (same columns, same order, same types).
 
 Every decision is the core's; the adapter's counters (``--stats``) are kept as
 ``decide`` keeps them. Inputs whose columns are not the plain ``messages`` ones
 (``type``, ``receiver``, ``conn``, ``ts``, ``at``, ``down``, with string and integer
 types) take the row path whole. tests/test_replay_fastpath.py checks this path equal
-to the row path over generated traces. pyarrow and the standard library only.
+to the row path over generated traces.
 """
 
 from __future__ import annotations
@@ -35,15 +28,15 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from timebound._safety import follow_umask
 from timebound.adapters import Row
 from timebound.adapters.atmostonce import AtMostOnceAdapter
+from timebound.columnar import decide_table
 from timebound.contract import REPLAY_OUTPUTS
-from timebound.core.atmostonce import Verdict, drive, drive_resilient
 from timebound.errors import UsageError
 from timebound.replay._io import ARROW_TYPES, BATCH_ROWS, trace_format
 
@@ -56,8 +49,6 @@ def path_batch() -> str:
 
 
 PATH_ROW = "row (one dict per row)"
-#: Verdict names by the core loop's codes.
-_NAMES = tuple(verdict.value for verdict in Verdict)
 
 _STRINGS = ("type", "receiver", "conn")
 _INTEGERS = ("ts", "at", "down")
@@ -127,37 +118,24 @@ def replay_parquet(adapter: AtMostOnceAdapter, input_path: str, output_path: str
 def decide_batch(adapter: AtMostOnceAdapter, source: str, batch: pa.RecordBatch,
                  first_line: int, schema: pa.Schema,
                  wide: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """Output batches (``wide`` schema, file order) of one input batch whose first row
-    is line ``first_line``."""
+    """The output batch (``wide`` schema, file order) of one input batch whose first
+    row is line ``first_line``: its message rows with their decisions, decided by
+    ``timebound.columnar.decide_table`` (the column-wise decider every driver shares:
+    column checks, ``at`` order, receivers opened, the core's loop per (receiver,
+    class), crash and malformed rows through the adapter's row path)."""
     n = batch.num_rows
     if n == 0:
         return
     cast = pa.RecordBatch.from_arrays(
         [batch.column(i).cast(schema.field(i).type) for i in range(batch.num_columns)],
         schema=schema)
-    if "type" in schema.names:
-        is_msg = pc.fill_null(pc.equal(cast.column("type"), "msg"), False)
-        others = pc.indices_nonzero(pc.invert(is_msg)).to_pylist()
-    else:
-        others = list(range(n))
-    bounds = [-1, *others, n]
-    for left, right in zip(bounds, bounds[1:]):
-        start, stop = left + 1, right
-        if stop > start:
-            segment = cast.slice(start, stop - start)
-            decided = _decide_segment(adapter, source, segment, first_line + start)
-            if decided is not None:
-                columns = [*segment.columns, *decided]
-                yield pa.RecordBatch.from_arrays(columns, schema=wide)
-            else:
-                rows = [out for i in range(start, stop)
-                        for out in _row_path(adapter, source, batch, i, first_line)]
-                if rows:
-                    yield pa.RecordBatch.from_pylist(rows, schema=wide)
-        if right < n:
-            rows = list(_row_path(adapter, source, batch, right, first_line))
-            if rows:
-                yield pa.RecordBatch.from_pylist(rows, schema=wide)
+    lines = np.arange(first_line, first_line + n, dtype=np.int64)
+    decided = decide_table(adapter, source, pa.Table.from_batches([cast]), lines,
+                           lambda i: list(_row_path(adapter, source, batch, i, first_line)))
+    if len(decided.keep):
+        kept = cast.take(pa.array(decided.keep, type=pa.int64()))
+        yield pa.RecordBatch.from_arrays(
+            [*kept.columns, decided.verdict, decided.rho, decided.entries], schema=wide)
 
 
 def _row_path(adapter: AtMostOnceAdapter, source: str, batch: pa.RecordBatch, i: int,
@@ -167,143 +145,6 @@ def _row_path(adapter: AtMostOnceAdapter, source: str, batch: pa.RecordBatch, i:
     record = batch.slice(i, 1).to_pylist()[0]
     data = {key: value for key, value in record.items() if value is not None}
     yield from adapter.feed(Row(source, first_line + i, data))
-
-
-def _decide_segment(adapter: AtMostOnceAdapter, source: str, segment: pa.RecordBatch,
-                    first_line: int) -> list[pa.Array] | None:
-    """Decide a segment of message rows: ``[verdict, rho, entries]`` in row order, or
-    None (and nothing changed) when any row is malformed or goes back in time."""
-    names_in = segment.schema.names
-    for name in ("receiver", "conn", "ts", "at"):
-        if name not in names_in or segment.column(name).null_count:
-            return None
-    receivers, conns = segment.column("receiver"), segment.column("conn")
-    ts, at = segment.column("ts"), segment.column("at")
-    if pc.min(pc.binary_length(receivers)).as_py() == 0:
-        return None
-    if pc.min(pc.binary_length(conns)).as_py() == 0:
-        return None
-    if pc.min(ts).as_py() < 1 or pc.min(at).as_py() < 0:
-        return None
-
-    n = segment.num_rows
-    names_enc = pc.dictionary_encode(receivers)
-    names = names_enc.dictionary.to_pylist()
-    rcode = names_enc.indices.cast(pa.int64())
-    # trace rule: per receiver, `at` never decreases (within, and from the last call)
-    if len(names) == 1:
-        by_receiver = None
-        r_sorted, at_sorted = rcode, at
-    else:
-        by_receiver = pc.sort_indices(rcode)  # stable: file order within a receiver
-        r_sorted, at_sorted = rcode.take(by_receiver), at.take(by_receiver)
-    if n > 1:
-        same = pc.equal(r_sorted.slice(1), r_sorted.slice(0, n - 1))
-        back = pc.less(at_sorted.slice(1), at_sorted.slice(0, n - 1))
-        if pc.any(pc.and_(same, back)).as_py():
-            return None
-        change = pc.indices_nonzero(pc.invert(same)).to_pylist()
-    else:
-        change = []
-    firsts = [0, *(i + 1 for i in change)]
-    lasts = [*change, n - 1]
-    first_at = at_sorted.take(pa.array(firsts)).to_pylist()
-    last_at = at_sorted.take(pa.array(lasts)).to_pylist()
-    codes_sorted = r_sorted.take(pa.array(firsts)).to_pylist()
-    for code, when in zip(codes_sorted, first_at):
-        last = adapter.clock(names[code])
-        if last is not None and when < last:
-            return None
-
-    # every receiver exists (the adapter creates it at its first row, as ``decide``)
-    positions = (firsts if by_receiver is None
-                 else by_receiver.take(pa.array(firsts)).to_pylist())
-    for code, position, when in sorted(zip(codes_sorted, positions, first_at),
-                                       key=lambda item: item[1]):
-        adapter.open_receiver(source, first_line + position, names[code], when)
-
-    # (receiver, class) groups, each in file order
-    classes = adapter.options.classes
-    conns_enc = pc.dictionary_encode(conns)
-    if classes > 1:
-        classify = adapter.classifier
-        conn_class = pa.array([classify(c) for c in conns_enc.dictionary.to_pylist()],
-                              pa.int64())
-        key = pc.add(pc.multiply(rcode, classes),
-                     conn_class.take(conns_enc.indices))
-    else:
-        key = rcode
-    bounds_key = pc.min_max(key)
-    if bounds_key["min"] == bounds_key["max"]:
-        order = None
-        k_sorted: pa.Array = key
-    else:
-        order = pc.sort_indices(key)
-        k_sorted = key.take(order)
-    conn_list = (conns if order is None else conns.take(order)).to_pylist()
-    ts_list = (ts if order is None else ts.take(order)).to_pylist()
-    at_list = (at if order is None else at.take(order)).to_pylist()
-    if n > 1:
-        bounds = pc.indices_nonzero(
-            pc.not_equal(k_sorted.slice(1), k_sorted.slice(0, n - 1))).to_pylist()
-    else:
-        bounds = []
-    starts = [0, *(b + 1 for b in bounds)]
-    ends = [*starts[1:], n]
-
-    verdicts: list[str] = []
-    rhos: list[int | None] = []
-    sizes: list[int | None] = []
-    resilient = adapter.config.resilient
-    for begin, end in zip(starts, ends):
-        node = adapter.node(names[rcode_at(k_sorted, begin, classes)])
-        assert node is not None
-        receiver = node.receiver_for(conn_list[begin])
-        _loop(receiver, conn_list[begin:end], ts_list[begin:end], at_list[begin:end],
-              resilient, verdicts, rhos, sizes)
-
-    verdict = pa.array(verdicts, pa.string())
-    rho = pa.array(rhos, pa.int64())
-    entries = pa.array(sizes, pa.int64())
-    if order is not None:
-        inverse = pc.sort_indices(order)
-        verdict, rho, entries = verdict.take(inverse), rho.take(inverse), entries.take(inverse)
-
-    # the adapter's state and summary counters, as ``decide`` keeps them
-    for code, when in zip(codes_sorted, last_at):
-        name = names[code]
-        node = adapter.node(name)
-        assert node is not None
-        adapter.adopt(name, node, when)
-    adapter.count_decided({item["values"]: item["counts"]
-                           for item in pc.value_counts(verdict).to_pylist()},
-                          pc.max(entries).as_py() or 0)
-    return [verdict, rho, entries]
-
-
-def rcode_at(k_sorted: pa.Array, i: int, classes: int) -> int:
-    """The receiver code of sorted row ``i`` (the key is ``rcode * classes + class``)."""
-    key: int = k_sorted[i].as_py()
-    return key // classes if classes > 1 else key
-
-
-def _loop(receiver: Any, conns: list[str], stamps: list[int], times: list[int],
-          resilient: bool, verdicts: list[str], rhos: list[int | None],
-          sizes: list[int | None]) -> None:
-    """One core receiver over its rows in order, through the core's own loop
-    (``core.atmostonce.drive``: exactly ``decide``'s calls -- timers due, the down
-    check, the estimate in force, ``receive``, ``entries``), the verdicts by name."""
-    if not resilient:
-        codes, estimates, entries = drive(receiver, conns, stamps, times)
-        verdicts.extend([_NAMES[code] for code in codes])
-        rhos.extend(estimates)
-        sizes.extend(entries)
-        return
-    codes, estimates, entries, up = drive_resilient(receiver, conns, stamps, times)
-    for code, estimate, size, alive in zip(codes, estimates, entries, up, strict=True):
-        verdicts.append(_NAMES[code])
-        rhos.append(estimate if alive else None)
-        sizes.append(size if alive else None)
 
 
 # -- writing -----------------------------------------------------------------------------
