@@ -1,4 +1,4 @@
-"""``timebound rpc serve|call|stats|bench`` and ``timebound net proxy``.
+"""``timebound rpc serve|call|stats|bench`` (``net proxy``: ``proxy``).
 
 Ticks of the receiver options are microseconds (the live timestamp unit). Every bad
 input is one line ``timebound: error: ...`` and exit status 2 (raised as
@@ -65,8 +65,6 @@ from timebound.net.cli.common import (
 MAX_TIMEOUT = 3600.0
 #: The client's --timeout by default, µs.
 DEFAULT_TIMEOUT_US = 2_000_000
-#: Longest delay of ``net proxy`` (``--delay``, ``--jitter``, ``--reorder-delay``), µs.
-MAX_PROXY_DELAY_US = 60_000_000
 #: How long the previous key stays accepted by default (``--previous-key-grace``), µs.
 DEFAULT_KEY_GRACE_US = 3_600_000_000
 #: Most payload bytes ``rpc call`` sends (a CALL must fit one datagram, with a long
@@ -195,43 +193,10 @@ def add_key_parser(commands: Any) -> None:
 
 
 def add_net_parser(commands: Any) -> None:
-    sub = command_group(
-        commands, "net", help="network tooling: a fault-injecting UDP proxy")
-    proxy = sub.add_parser(
-        "proxy", help="relay UDP with loss, duplication, delay and reordering",
-        description="Relay datagrams between clients and --upstream, with faults in both "
-                    "directions. Prints 'listening on udp://HOST:PORT' when ready. It "
-                    "has no key, so it binds only loopback addresses unless --insecure.")
-    proxy.add_argument("--upstream", required=True, metavar="HOST:PORT",
-                       help="the server datagrams are relayed to (required)")
-    add_bind_options(proxy)
-    proxy.add_argument("--loss", type=float, default=0.0,
-                       help="probability in [0, 1] that a datagram is dropped (default 0)")
-    proxy.add_argument("--duplicate", type=float, default=0.0,
-                       help="probability in [0, 1] that a datagram is sent twice "
-                            "(default 0)")
-    proxy.add_argument("--reorder", type=float, default=0.0,
-                       help="probability in [0, 1] that a datagram is held back by "
-                            "--reorder-delay, so later ones overtake it (default 0)")
-    proxy.add_argument("--delay", metavar="D", default=0,
-                       type=duration_type("--delay", "s", minimum_us=0),
-                       help=duration_help("every datagram's delay, at most 60s", 0, "s"))
-    proxy.add_argument("--jitter", metavar="D", default=0,
-                       type=duration_type("--jitter", "s", minimum_us=0),
-                       help=duration_help("a random extra delay in [0, D] per datagram, at "
-                                          "most 60s", 0, "s"))
-    proxy.add_argument("--reorder-delay", metavar="D", default=5_000,
-                       type=duration_type("--reorder-delay", "s", minimum_us=0),
-                       help=duration_help("extra delay of a reordered datagram", 5_000, "s"))
-    proxy.add_argument("--seed", type=int, default=0,
-                       help="seed of the faults' random choices: the same seed, the same "
-                            "faults for the same datagrams (default 0)")
-    proxy.add_argument("--uncapped", action="store_true",
-                       help="relay to loopback clients without the 3x cap (by default "
-                            "no client gets more than 3x the bytes it sent, large "
-                            "answers included); clients that are not loopback stay "
-                            "capped")
-    proxy.set_defaults(handler=run_proxy)
+    """``timebound net proxy`` (``proxy``)."""
+    from timebound.net.cli.proxy import add_net_parser as add
+
+    add(commands)
 
 
 # -- options ---------------------------------------------------------------------
@@ -583,45 +548,6 @@ def run_stats(args: argparse.Namespace) -> int:
     else:
         for name, value in stats.items():
             print(f"{name:>22}  {value}")
-    return 0
-
-
-def run_proxy(args: argparse.Namespace) -> int:
-    from timebound.net._loop import run
-    from timebound.net._proxy import FaultProxy, Faults
-
-    upstream = parse_target(args.upstream, "--upstream")
-    check_host(upstream[0], "--upstream")
-    parse_port(args.port, "--port")
-    check_exposure(check_host(args.host, "--host"), keyed=False, insecure=args.insecure,
-                   service="net proxy")
-    for flag, micros in (("--delay", args.delay), ("--jitter", args.jitter),
-                         ("--reorder-delay", args.reorder_delay)):
-        if micros > MAX_PROXY_DELAY_US:
-            raise UsageError(flag, f"must be at most {format_duration(MAX_PROXY_DELAY_US)}, "
-                                   f"got {format_duration(micros)}")
-    faults = Faults(loss=args.loss, duplicate=args.duplicate, reorder=args.reorder,
-                    delay=args.delay / 1e6, jitter=args.jitter / 1e6,
-                    reorder_delay=args.reorder_delay / 1e6)
-
-    async def main() -> None:
-        from timebound.net._endpoint import until_signal
-
-        proxy = FaultProxy(upstream, faults, host=args.host, port=args.port, seed=args.seed,
-                           capped=not args.uncapped,
-                           insecure=args.insecure)
-        try:
-            await proxy.start()
-        except OSError as exc:
-            raise UsageError("--host/--port", f"cannot bind: {exc.strerror or exc}") from None
-        announce(proxy.address)
-        try:
-            await until_signal()
-        finally:
-            proxy.close()
-            print(json.dumps(vars(proxy.stats)), file=sys.stderr)
-
-    run(main())
     return 0
 
 
