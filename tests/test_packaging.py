@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from timebound.cli import main as cli_main
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Run in a fresh interpreter: pyspark, matplotlib, pandas and numpy cannot be imported.
@@ -63,6 +65,21 @@ def test_core_replay_and_simulator_work_without_spark_or_matplotlib(tmp_path: Pa
     done = run_blocked("replay", "slotted", "-i", "in.jsonl", "-o", "out.parquet",
                        cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+    # at-most-once Parquet -> Parquet: without numpy the row path, the same decisions
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{"type": "msg", "receiver": "s1", "conn": f"c{i % 3}", "ts": 1 + i // 2,
+             "at": 10 + i} for i in range(12)]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "m.parquet")
+    args = ["replay", "atmostonce", "-i", "m.parquet", "--estimator", "unlimited",
+            "--gc-every", "5"]
+    done = run_blocked(*args, "-o", "slow.parquet", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert cli_main([*args[:3], str(tmp_path / "m.parquet"), *args[4:], "-o",
+                 str(tmp_path / "fast.parquet")]) == 0
+    assert pq.read_table(tmp_path / "slow.parquet").equals(
+        pq.read_table(tmp_path / "fast.parquet"))
     done = run_blocked("simulate", "merge", "--out", "ds", "--set", "duration=200",
                        "--quiet", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -15,7 +15,9 @@ spooled as Arrow IPC and written as Parquet on ``commit()`` with the schema the 
 path would infer (same columns, same order, same types).
 
 Every decision is the core's; the adapter's counters (``--stats``) are kept as
-``decide`` keeps them. Inputs whose columns are not the plain ``messages`` ones
+``decide`` keeps them. ``timebound.columnar`` needs numpy (installed with every extra;
+the base package needs only pyarrow): without it the replay takes the row path, with
+the same decisions. Inputs whose columns are not the plain ``messages`` ones
 (``type``, ``receiver``, ``conn``, ``ts``, ``at``, ``down``, with string and integer
 types) take the row path whole. tests/test_replay_fastpath.py checks this path equal
 to the row path over generated traces.
@@ -28,14 +30,12 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from timebound._safety import follow_umask
 from timebound.adapters import Row
 from timebound.adapters.atmostonce import AtMostOnceAdapter
-from timebound.columnar import decide_table
 from timebound.contract import REPLAY_OUTPUTS
 from timebound.errors import UsageError
 from timebound.replay._io import ARROW_TYPES, BATCH_ROWS, trace_format
@@ -79,10 +79,19 @@ def plain_schema(path: str) -> pa.Schema | None:
     return pa.schema(fields)
 
 
+def _numpy() -> bool:
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def applies(adapter: object, input_path: str, output_path: str) -> bool:
     """The fast path can run this replay (at-most-once, a Parquet file to a Parquet
-    file, plain columns)."""
-    if not isinstance(adapter, AtMostOnceAdapter):
+    file, plain columns, and numpy installed: ``timebound.columnar`` needs it; without
+    it the replay takes the row path, the same decisions)."""
+    if not isinstance(adapter, AtMostOnceAdapter) or not _numpy():
         return False
     if input_path == "-" or output_path == "-":
         return False
@@ -129,6 +138,10 @@ def decide_batch(adapter: AtMostOnceAdapter, source: str, batch: pa.RecordBatch,
     cast = pa.RecordBatch.from_arrays(
         [batch.column(i).cast(schema.field(i).type) for i in range(batch.num_columns)],
         schema=schema)
+    import numpy as np
+
+    from timebound.columnar import decide_table
+
     lines = np.arange(first_line, first_line + n, dtype=np.int64)
     decided = decide_table(adapter, source, pa.Table.from_batches([cast]), lines,
                            lambda i: list(_row_path(adapter, source, batch, i, first_line)))
