@@ -4,7 +4,8 @@ same rows, so it is not called the state's size."""
 
 from __future__ import annotations
 
-from timebound.stream._run import human_bytes, progress_line
+from timebound.durations import format_bytes as human_bytes
+from timebound.stream._run import progress_line
 
 
 def test_the_line_names_the_rows_and_the_store_memory() -> None:

@@ -3,7 +3,8 @@
 One parser for every option that takes a wall-clock duration (trace and simulator
 ticks stay plain integers, named as ticks). A duration is a whole number followed by
 its unit, no space; the value is returned in microseconds, so every unit converts
-exactly.
+exactly. Also the two spellings of a value for people that progress and refusal lines
+share: ``readable_duration`` (``5.036ms``) and ``format_bytes`` (``9.2 KiB``).
 """
 
 from __future__ import annotations
@@ -94,3 +95,20 @@ def format_eta(seconds: float) -> str:
     if s < 100 * 3600:
         return f"{s // 3600}h{s % 3600 // 60:02d}m"
     return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+def readable_duration(micros: int) -> str:
+    """A duration in microseconds for people: ``5036`` -> ``5.036ms``, ``20000`` ->
+    ``20ms``, ``1500000`` -> ``1.5s``."""
+    for unit, size in (("s", 1_000_000), ("ms", 1000)):
+        if abs(micros) >= size:
+            return f"{micros / size:.6f}".rstrip("0").rstrip(".") + unit
+    return f"{micros}us"
+
+
+def format_bytes(n: float) -> str:
+    """A size for people: ``9416`` -> ``9.2 KiB``, ``512`` -> ``512 B``."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} B"

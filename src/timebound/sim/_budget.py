@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from timebound.durations import format_bytes
 from timebound.durations import format_eta as format_eta
 from timebound.errors import UsageError
 
@@ -185,13 +186,6 @@ def parse_size(text: str, option: str = "--max-memory") -> int:
     if suffix not in _SIZE_UNITS or not math.isfinite(number) or number <= 0:
         raise UsageError(option, f"expected a size such as 512M, 4G or 2GiB, got {text!r}")
     return int(number * _SIZE_UNITS[suffix])
-
-
-def format_bytes(n: float) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{int(n)} B"
 
 
 def check(est: Estimate, *, max_memory: int | None, max_time: float | None,

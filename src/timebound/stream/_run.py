@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from timebound.durations import format_bytes
 from timebound.errors import TimeboundError, UsageError
 from timebound.sparkutil import build_session as _build_session
 from timebound.sparkutil import parse_conf as parse_conf  # the stream's --conf
@@ -137,16 +138,6 @@ def _state(progress: Any) -> tuple[int, int]:
     return rows, size
 
 
-def human_bytes(size: int) -> str:
-    """``9416`` -> ``9.2 KiB``."""
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} B"  # pragma: no cover
-
-
 def progress_line(progress: Any, counts: tuple[int, dict[str, int]] | None) -> str:
     rows, size = _state(progress)
     out = ""
@@ -155,7 +146,7 @@ def progress_line(progress: Any, counts: tuple[int, dict[str, int]] | None) -> s
         shown = " ".join(f"{k} {v}" for k, v in sorted(by_value.items()))
         out = f", {total} out ({shown})" if shown else ", 0 out"
     return (f"batch {progress['batchId']}: {progress['numInputRows']} rows in{out}, "
-            f"state {rows} rows, store memory {human_bytes(size)}")
+            f"state {rows} rows, store memory {format_bytes(size)}")
 
 
 @dataclass

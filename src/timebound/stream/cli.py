@@ -24,7 +24,7 @@ from typing import Any, TextIO
 from timebound.adapters.atmostonce import AtMostOnceOptions, add_receiver_arguments
 from timebound.adapters.merge import MergeOptions
 from timebound.contract import VARIANTS
-from timebound.durations import parse_duration
+from timebound.durations import format_bytes, parse_duration
 from timebound.errors import MissingExtra
 
 #: ``--timers`` choices (``timebound.stream._merge.TIMERS``; pyspark is not imported
@@ -151,8 +151,6 @@ def _finish(result: Any) -> int:
     """The summary line and the exit status: 0, or 128 + the signal's number (130
     SIGINT, 143 SIGTERM, as every timebound command) when a signal stopped the query
     inside a micro-batch -- one line on stderr, the batch left for a restart."""
-    from timebound.stream._run import human_bytes
-
     summary = result.summary
     if summary.stopped_by and summary.unfinished:
         batches = ", ".join(str(b) for b in summary.unfinished)
@@ -165,7 +163,7 @@ def _finish(result: Any) -> int:
     print(f"done{stopped}: {summary.batches} batches, {summary.rows_in} rows in"
           + (f"; {counts}" if counts else "")
           + f"; state {summary.state_rows} rows, store memory "
-            f"{human_bytes(summary.state_bytes)}", flush=True)
+            f"{format_bytes(summary.state_bytes)}", flush=True)
     return 0
 
 

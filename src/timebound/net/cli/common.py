@@ -14,7 +14,7 @@ import sys
 from typing import Any, TextIO
 
 from timebound._safety import check_int
-from timebound.durations import format_duration
+from timebound.durations import format_duration, readable_duration
 from timebound.errors import TimeboundError, UsageError
 
 
@@ -227,15 +227,6 @@ def whole_ms(micros: int | None, option: str, low: int, high: int) -> int | None
         raise UsageError(option, f"must be a whole number of milliseconds, got "
                                  f"{format_duration(micros)}")
     return check_int(micros // 1000, option, low, high)
-
-
-def readable_duration(micros: int) -> str:
-    """A duration in microseconds for people: ``5036`` -> ``5.036ms``, ``20000`` ->
-    ``20ms``, ``1500000`` -> ``1.5s``."""
-    for unit, size in (("s", 1_000_000), ("ms", 1000)):
-        if abs(micros) >= size:
-            return f"{micros / size:.6f}".rstrip("0").rstrip(".") + unit
-    return f"{micros}us"
 
 
 def print_stats_with_units(args: argparse.Namespace, endpoint: Any,
