@@ -134,16 +134,25 @@ def sigterm_mid_replay(args: list[str], folder: Path, temporaries: int) -> tuple
     are in ``folder`` (it is writing), and return its exit status and stderr."""
     proc = subprocess.Popen([sys.executable, "-m", "timebound.cli", "replay", *args],
                             stderr=subprocess.PIPE, text=True)
+
+    def hidden() -> int:
+        return len([p for p in os.listdir(folder) if p.startswith(".")])
+
     try:
         deadline = time.monotonic() + 30
-        while len([p for p in os.listdir(folder) if p.startswith(".")]) < temporaries:
+        while hidden() < temporaries:
             assert proc.poll() is None and time.monotonic() < deadline, "no temp file seen"
             time.sleep(0.01)
-        time.sleep(0.2)
+        # Freeze it first, so a loaded machine cannot let it finish between seeing its
+        # temporaries and the signal; the signal is then pending when it resumes.
+        proc.send_signal(signal.SIGSTOP)
+        assert hidden() >= temporaries, "the replay finished before the signal"
         proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signal.SIGCONT)
         _, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
             proc.kill()
             proc.wait()
     return proc.returncode, err
