@@ -2,7 +2,12 @@
 
 Publishers are core ``CausalProcess`` objects (⟨r, c, kn⟩ timestamps, Fig. 1) whose
 ``rt`` is their physical clock (offset uniform in ``[-epsilon/2, epsilon/2]``, so G1
-holds with ``epsilon``; 1 tick = 1 ms). Each publisher publishes at Poisson rate
+holds with ``epsilon``; 1 tick = 1 ms). G1: no clock read beyond epsilon -- every stamp
+is the publisher's real clock reading (engine time + offset), and a publisher stamps at
+most one event per tick (the paper's assumption): a publication or receive that finds
+its publisher already stamped in this tick waits one tick on the engine (nudging the
+reading forward instead let clocks drift past epsilon, and processes reset).
+Each publisher publishes at Poisson rate
 ``rate``; every publication is also received by the other publishers (so messages
 causally depend on each other). Publishers are split in two groups; each group's
 messages go to two replicated level-1 mergers (``A1``/``B1`` and ``A2``/``B2``) with a
@@ -18,7 +23,8 @@ ordered after the arrivals of that instant and among mergers by a fixed priority
 (A1, B1, A2, B2, T1, T2), so idle ticks cost nothing. Timers stop at the end of the
 run (``end``), as the arrivals do. Runs: one per delta in ``deltas``. Measured: identical delivery
 order at replicated mergers, maximum buffering vs ``delta + 3 epsilon``, late losses
-vs delta, and timestamp bytes vs a vector clock as n grows; the timestamp size is the
+vs delta, the publishers' resets (state and message resets; none while G1 holds), and
+timestamp bytes vs a vector clock as n grows; the timestamp size is the
 core codec's (``WireCodec.size``: the bounded wire form ⟨r mod B, c, kn⟩ of sections
 3.2-3.3 for the run's epsilon and delta), not a formula of its own.
 """
@@ -172,15 +178,15 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
         count = [0]
         net = random.Random(rng.getrandbits(64))
 
-        def rt_of(q: str) -> int:
-            rt = max(engine.now + offsets[q], last_rt[q] + 1)
-            last_rt[q] = rt
-            return rt
-
         def publish(q: str) -> None:
+            rt = engine.now + offsets[q]
+            if rt <= last_rt[q]:  # q already stamped an event in this tick: wait one
+                engine.schedule(1, publish, q)
+                return
+            last_rt[q] = rt
             count[0] += 1
             msg = f"m{count[0]}"
-            stamp = processes[q].send(now=rt_of(q))
+            stamp = processes[q].send(now=rt)
             group = ("A1", "B1") if procs.index(q) < len(procs) // 2 else ("A2", "B2")
             for m in group:
                 if net.random() < p["p_late"]:
@@ -198,9 +204,11 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
         def receive(arg: tuple[str, Timestamp]) -> None:
             q, stamp = arg
             rt = engine.now + offsets[q]
-            if rt > last_rt[q]:  # a receive at an already used rt is skipped (rare)
-                last_rt[q] = rt
-                processes[q].receive(stamp, now=rt)
+            if rt <= last_rt[q]:  # q already stamped an event in this tick: wait one
+                engine.schedule(1, receive, arg)
+                return
+            last_rt[q] = rt
+            processes[q].receive(stamp, now=rt)
 
         for q in procs:
             engine.at(start + int(net.expovariate(p["rate"])), publish, q)
@@ -227,7 +235,8 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
             ("buffering_bound", float(delta + 3 * eps), None),
             ("late_pct", 100.0 * late / received if received else 0.0, None),
             ("published", float(count[0]), None),
-            ("resets", float(sum(pr.message_resets for pr in processes.values())), None),
+            ("resets", float(sum(pr.resets + pr.message_resets
+                                 for pr in processes.values())), None),
         ]
         for n in p["vector_ns"]:
             ts_bytes = WireCodec(eps, delta, n).size
