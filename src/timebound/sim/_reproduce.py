@@ -1,7 +1,8 @@
 """``timebound simulate --reproduce FILE``: the paper-vs-measured table.
 
 Runs every reproduction job (a scenario at the reproduction scale below, or the merge
-checks of ``_merge_checks``) for each of ``SEEDS``, reads each run's scalar metrics and
+checks of ``_merge_checks``) for each seed (``SEEDS`` by default; ``--seeds 7,8,9``
+names others, at least ``MIN_SEEDS`` of them: a verdict needs that many runs), reads each run's scalar metrics and
 hands them to ``timebound.claims.evaluate`` -- the same code the report uses -- which
 measures every claim on every seed and gives its verdict (``agrees`` only when all
 seeds agree). Nothing in the table is typed by hand except, in ``timebound.claims``,
@@ -31,6 +32,29 @@ from timebound.errors import UsageError
 from timebound.sim._dataset import read_table
 
 SEEDS = (1, 2, 3)
+#: a verdict is computed over at least this many seeds (runs) per row
+MIN_SEEDS = 3
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """``--seeds 7,8,9``: distinct integers in [1, 2^63), at least ``MIN_SEEDS``, in the
+    order given (the table's header names them in that order)."""
+    seeds: list[int] = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item.isdigit() or not item.isascii():
+            raise UsageError("--seeds", f"expected a comma list of positive integers "
+                             f"such as 7,8,9, got {text!r}")
+        seed = int(item)
+        if not 1 <= seed < 2**63:
+            raise UsageError("--seeds", f"a seed must be in [1, 2^63), got {seed}")
+        if seed in seeds:
+            raise UsageError("--seeds", f"seed {seed} is given twice")
+        seeds.append(seed)
+    if len(seeds) < MIN_SEEDS:
+        raise UsageError("--seeds", f"a verdict needs at least {MIN_SEEDS} seeds, got "
+                         f"{len(seeds)} ({text})")
+    return tuple(seeds)
 
 #: (label, scenario or "merge-checks", --set overrides): the full reproduction
 FULL: tuple[tuple[str, str, dict[str, str]], ...] = (
@@ -173,6 +197,8 @@ def table(rows: Sequence[Row], *, quick: bool, seeds: Sequence[int], seconds: fl
           spark: bool) -> str:
     spec = QUICK if quick else FULL
     cmd = "timebound simulate --reproduce docs/reproduction.md" + (" --quick" if quick else "")
+    if tuple(seeds) != SEEDS:
+        cmd += " --seeds " + ",".join(map(str, seeds))
     lines = [
         "# Reproduction: published claims vs measured",
         "",

@@ -1,7 +1,7 @@
 """``timebound simulate``: run a scenario and write its trace dataset.
 
 ``timebound simulate SCENARIO --out DIR [--seed N] [--set key=value ...]``,
-``timebound simulate --list``, ``timebound simulate --reproduce FILE``.
+``timebound simulate --list``, ``timebound simulate --reproduce FILE [--seeds 7,8,9]``.
 Progress goes to stderr as plain text lines (between runs and, every ~2 s, within a
 run, with an ETA); a one-screen summary to stdout.
 
@@ -96,6 +96,11 @@ def add_simulate_parser(commands: Any) -> None:
     sim.add_argument("--reproduce", metavar="FILE",
                      help="run the reproduction scenarios and write the paper-vs-measured "
                           "table to FILE (docs/reproduction.md; default: not run)")
+    sim.add_argument("--seeds", metavar="S1,S2,S3",
+                     help="with --reproduce: the seeds every job runs on, a comma list of at "
+                          "least 3 distinct integers >= 1 (a verdict is computed over at "
+                          "least 3 runs; it is `agrees` only when every seed agrees); the "
+                          "table's header names them (default 1,2,3)")
     sim.add_argument("--quick", action="store_true",
                      help="with --reproduce: every row at the demo's scale (under a minute; "
                           "default off)")
@@ -133,7 +138,8 @@ def _refuse_contradictions(args: argparse.Namespace) -> None:
         raise UsageError("--list", "cannot be combined with --reproduce")
     mode = "--list" if args.list else "--reproduce" if args.reproduce else None
     if mode != "--reproduce":
-        for name, given in (("--quick", args.quick), ("--spark", args.spark),
+        for name, given in (("--quick", args.quick), ("--seeds", args.seeds is not None),
+                            ("--spark", args.spark),
                             ("--master", args.master is not None), ("--conf", bool(args.conf))):
             if given:
                 raise UsageError(name, "only with --reproduce")
@@ -167,12 +173,13 @@ def run_simulate(args: argparse.Namespace) -> int:
                 print()
         return 0
     if args.reproduce:
-        from timebound.sim._reproduce import write_reproduction
+        from timebound.sim._reproduce import SEEDS, parse_seeds, write_reproduction
 
+        seeds = SEEDS if args.seeds is None else parse_seeds(args.seeds)
         check_writable(args.reproduce, "--reproduce")  # before the run, not after it
         write_reproduction(args.reproduce, progress=RunProgress(getattr(args, "quiet", False)),
                            quick=args.quick, spark=args.spark, master=args.master,
-                           conf=_parse_sets(args.conf))
+                           conf=_parse_sets(args.conf), seeds=seeds)
         print(f"wrote {args.reproduce}")
         return 0
     if not args.scenario:
