@@ -23,7 +23,7 @@ from timebound.core.group._member import (
     Left,
     Stable,
 )
-from timebound.core.group._wire import MAX_NACK, MAX_NAME_BYTES, check_name, decode
+from timebound.core.group._wire import MAX_NACK, MAX_NAME_BYTES, check_name, decode, encode_ack
 
 __all__ = [
     "DEFAULT_ACK_EVERY",
@@ -45,4 +45,5 @@ __all__ = [
     "Stable",
     "check_name",
     "decode",
+    "encode_ack",
 ]

@@ -17,9 +17,24 @@ sender's clock) plus the core's answers (``sim_acks``):
   ``delay``; runs: timestamp/physical, vector/physical, timestamp/logical (Lamport,
   section 5) and timestamp/physical with skewed clocks (``skew``); with ``uneven`` > 1
   also timestamp/physical and timestamp/logical with uneven send rates (Fig. 3: s1
-  sends ``uneven`` times as often as every other sender). Measured: ack bytes per
-  second, mean and max stability latency, mean and max send-buffer occupancy.
+  sends ``uneven`` times as often as every other sender); ``variants`` picks which of
+  the first four run (the ack-bandwidth runs at large N need only timestamp and
+  vector). Measured: ack bytes per second, mean and max stability latency, mean and
+  max send-buffer occupancy.
 Time unit: fig2, the paper's time unit; sweep, 1 tick = 1 microsecond.
+
+Ack bytes, two ways: ``ack_bytes_per_s`` counts the core's ack objects (8 B per
+timestamp value, the paper's count), ``ack_wire_bytes_per_s`` the bytes the live group
+puts on the wire for the same acks (``timebound.core.group.encode_ack``: ``01
+value:u64`` for a timestamp ack, ``02 n:u16 (name_len:u8 name value:u64)*n`` for a
+vector ack; ``docs/wire.md``), so the bandwidth claim is measured on the encoding a
+deployment sends, names and all.
+
+Controlled skew: the skewed run's sender offsets are spread evenly over ``[-skew/2,
+skew/2]`` (lowest ``-(skew // 2)``, highest exactly ``skew`` above it, so the spread is
+``skew`` at every N >= 2 and every seed) and dealt to the senders in an order shuffled
+per seed. Drawing each offset independently (as before) left the spread to chance: at
+N = 2 it was sometimes a few ms of a 20 ms skew, and the latency it adds with it.
 """
 
 from __future__ import annotations
@@ -28,6 +43,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from timebound.core.group import encode_ack
 from timebound.core.stability import AckMode, ClockMode, StabilityNode, TimestampAck
 from timebound.sim._clocks import Clock
 from timebound.sim._dataset import DatasetWriter
@@ -35,6 +51,15 @@ from timebound.sim._engine import LATE, Engine
 from timebound.sim._links import parse_delay
 from timebound.sim._scenario import Param, Progress, Scenario, clocked, in_run
 from timebound.sim.scenarios._amo import write_metrics
+
+#: the sweep's runs at every N (label, ack mode, clock mode, skewed clocks)
+SWEEP: tuple[tuple[str, AckMode, ClockMode, bool], ...] = (
+    ("timestamp", AckMode.TIMESTAMP, ClockMode.PHYSICAL, False),
+    ("vector", AckMode.VECTOR, ClockMode.PHYSICAL, False),
+    ("timestamp-logical", AckMode.TIMESTAMP, ClockMode.LAMPORT, False),
+    ("timestamp-skewed", AckMode.TIMESTAMP, ClockMode.PHYSICAL, True),
+)
+VARIANTS = tuple(label for label, _, _, _ in SWEEP)
 
 PARAMS = (
     Param("modes", "fig2 (deterministic Fig. 2 network) and/or sweep", "fig2,sweep", "list",
@@ -46,12 +71,15 @@ PARAMS = (
     Param("t_ack", "sweep: acknowledgment period (ticks)", "1000", lo=1),
     Param("delay", "sweep: one-way delay, messages and acks (ticks)",
           "exponential:5000:1000", "delay"),
-    Param("skew", "sweep: clock offsets uniform in [-skew/2, skew/2] in the skew run",
+    Param("skew", "sweep: the skew run's clock offsets, spread evenly over [-skew/2, "
+          "skew/2] (spread exactly skew) and dealt to the senders in a per-seed order",
           "20000", lo=0),
     Param("duration", "sweep: simulated time per run (ticks)", "3000000", lo=10_000),
     Param("uneven", "sweep: runs with uneven send rates (section 5, Fig. 3): s1 sends every "
           "t_send, the other senders every uneven * t_send; 1 = no such runs", "5",
           lo=1, hi=1000),
+    Param("variants", "sweep: which runs at every N (the uneven ones follow uneven)",
+          ",".join(VARIANTS), "list", choices=VARIANTS),
 )
 
 CLAIMS = (
@@ -92,6 +120,7 @@ class _Net:
         self.acks = 0
         self.fifo: dict[tuple[str, str], int] = {}
         self.ack_bytes = 0
+        self.ack_wire_bytes = 0
 
     def _row(self, kind: str, node: str, frm: str | None, ts: int | None, ident: str | None,
              ack: str | None, delivered: bool | None, stable: list[int] | None) -> None:
@@ -129,6 +158,7 @@ class _Net:
         self.acks += 1
         ident = f"a{self.acks}"
         self.ack_bytes += acked.ack.nbytes
+        self.ack_wire_bytes += len(encode_ack(acked.ack))
         self._row("ack", receiver, None, None, ident, None, None, acked.stable)
         for s in self.senders:
             self.engine.at(self._later(receiver, s), self._ackrecv, (s, ident, acked.ack))
@@ -195,14 +225,22 @@ def _fig2(ds: DatasetWriter, p: dict[str, Any], summary: dict[str, Any],
                          f"s2 {got['latency_max_s2']:.0f}")
 
 
+def skew_offsets(n: int, skew: int, rng: random.Random) -> list[int]:
+    """N clock offsets spread evenly over ``[-(skew // 2), skew - skew // 2]`` (the
+    spread is exactly ``skew`` for N >= 2; one clock has offset 0), in an order
+    shuffled by ``rng`` (which sender gets the fast clock changes with the seed)."""
+    if n < 2:
+        return [0] * n
+    low = -(skew // 2)
+    offsets = [low + i * skew // (n - 1) for i in range(n)]
+    rng.shuffle(offsets)
+    return offsets
+
+
 def _sweep(ds: DatasetWriter, p: dict[str, Any], seed: int, summary: dict[str, Any],
            runs: list[dict[str, Any]], progress: Progress | None) -> None:
     delay = parse_delay(p["delay"], "--set delay")
-    variants: tuple[tuple[str, AckMode, ClockMode, bool], ...] = (
-                ("timestamp", AckMode.TIMESTAMP, ClockMode.PHYSICAL, False),
-                ("vector", AckMode.VECTOR, ClockMode.PHYSICAL, False),
-                ("timestamp-logical", AckMode.TIMESTAMP, ClockMode.LAMPORT, False),
-                ("timestamp-skewed", AckMode.TIMESTAMP, ClockMode.PHYSICAL, True))
+    variants = tuple(v for v in SWEEP if v[0] in p["variants"])
     if p["uneven"] > 1:
         variants += (("timestamp-uneven", AckMode.TIMESTAMP, ClockMode.PHYSICAL, False),
                      ("timestamp-logical-uneven", AckMode.TIMESTAMP, ClockMode.LAMPORT, False))
@@ -216,14 +254,13 @@ def _sweep(ds: DatasetWriter, p: dict[str, Any], seed: int, summary: dict[str, A
         senders = [f"s{i + 1}" for i in range(n)]
         receivers = [f"r{i + 1}" for i in range(n)]
         lrng = random.Random(rng.getrandbits(64))
-        half = p["skew"] // 2
         clocks = None
         if clock is ClockMode.PHYSICAL:
             # offsets from their own stream: the skewed run sees the same traffic as
             # the synchronized one (common random numbers), only the clocks differ
             orng = random.Random(f"{seed}/stability/{n}/offsets")
-            clocks = {s: Clock(offset=orng.randint(-half, half) if skewed else 0)
-                      for s in senders}
+            offsets = skew_offsets(n, p["skew"], orng) if skewed else [0] * n
+            clocks = {s: Clock(offset=o) for s, o in zip(senders, offsets, strict=True)}
         def latency(_src: str, _dst: str, r: random.Random = lrng) -> int:
             return delay.sample(r)
 
@@ -240,10 +277,16 @@ def _sweep(ds: DatasetWriter, p: dict[str, Any], seed: int, summary: dict[str, A
         seconds = (until - start) / 1_000_000
         rows: list[tuple[str, float, int | None]] = [(k, v, None) for k, v in st.items()]
         rows.append(("ack_bytes_per_s", net.ack_bytes / seconds, None))
+        rows.append(("ack_wire_bytes_per_s", net.ack_wire_bytes / seconds, None))
         rows.append(("n", float(n), None))
         if clocks is not None and skewed:
             offsets = [c.offset for c in clocks.values()]
             rows.append(("offset_spread", float(max(offsets) - min(offsets)), None))
+            # how far the senders' clocks run ahead of the slowest, on average: the wait
+            # section 5 predicts for a message before the slowest sender's timestamps
+            # catch up with it
+            rows.append(("offset_above_slowest_mean",
+                         sum(o - min(offsets) for o in offsets) / len(offsets), None))
         write_metrics(ds, name, "stability", rows)
         runs.append({"run": name, "params": {"acks": mode.value, "clock": clock.value,
                                              "n": n, "skewed": skewed, "uneven": uneven}})
