@@ -1,0 +1,111 @@
+"""The papers' claims and their verdicts: one definition for the table and the report.
+
+``docs/reproduction.md`` (``timebound simulate --reproduce``) and the report page
+(``timebound report``) both call ``evaluate`` here, so the two never disagree.
+
+Input: ``seeds`` is a list with one entry per seed; each entry maps a *source* (a
+scenario name, or a reproduction job label such as ``adaptive-horizon``) to that
+source's scalar metrics, ``{run: {measure: value}}``. Every claim names the sources
+it needs; it measures named values on each seed and checks them. A claim's verdict is
+``agrees`` only when the check holds on every seed; otherwise ``differs (k of n seeds
+agree)`` followed by the cause, which the reproduction's own runs confirm. A claim
+whose figures come from a formula rather than from encoded or observed data has the
+verdict ``computed``; a claim without a measurement yet is ``not yet measured``; a
+claim whose runs are not in the given data is ``not measured here`` (the report of a
+dataset that lacks those runs).
+
+One module per paper holds its measurements, checks and rows (``_scmp``, ``_rpc``,
+``_adaptive``, ``_slotted``, ``_stability``, ``_merge``, ``_ours``); ``_base`` holds
+what they share; this module assembles ``CLAIMS`` in the table's order and evaluates
+it.
+
+Leaf package: standard library only (the report may import it; it imports no core).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from . import _adaptive, _merge, _rpc, _scmp, _slotted, _stability
+from ._base import Claim, Missing, Row, Runs, Sources, Values, one_value, spread
+from ._ours import OURS, REORDER, REORDER_WINDOWS, RESTART
+from ._rpc import (
+    RPC_BENCH,
+    bench_verdict,
+    rpc_bench_ratios,
+    rpc_bench_runs,
+    rpc_core_cpu_us,
+    rpc_tcp_over_udp,
+    rpc_why,
+)
+
+__all__ = [
+    "CLAIMS", "OURS", "REORDER_WINDOWS", "RPC_BENCH", "SCENARIO_PAPERS", "Claim", "Missing",
+    "Row", "Runs", "Sources", "Values", "evaluate", "one_value", "rpc_bench_ratios",
+    "rpc_bench_runs", "rpc_core_cpu_us", "rpc_tcp_over_udp", "rpc_why", "spread",
+]
+
+#: Every row, in the table's order: the restart row follows the SCMP crash row it
+#: answers, the RPC row closes SCMP, the reorder row comes last.
+CLAIMS: tuple[Claim, ...] = (
+    *_scmp.CLAIMS, RESTART, *_rpc.CLAIMS, *_adaptive.CLAIMS, *_slotted.CLAIMS,
+    *_stability.CLAIMS, *_merge.CLAIMS, REORDER,
+)
+
+
+def _verdict(claim: Claim, per_seed: list[Values], root: str) -> tuple[str, str, int]:
+    if claim.kind == "pending":
+        return bench_verdict(root)
+    labels = [k for k, _, _ in per_seed[0]]
+    fmts = {k: f for k, _, f in per_seed[0]}
+    values = [{a: b for a, b, _ in vals} for vals in per_seed]
+    measured = ", ".join(
+        f"{k}: {spread([v[k] for v in values if k in v], fmts[k])}" for k in labels)
+    if claim.kind == "computed" or claim.check is None:
+        return measured, "computed", len(per_seed)
+    oks = [claim.check({k: x for k, x, _ in vals}) for vals in per_seed]
+    n = len(oks)
+    if all(oks):
+        return measured, "agrees", n
+    return measured, f"differs ({sum(oks)} of {n} seeds agree): {claim.why}", n
+
+
+def evaluate(seeds: Sequence[Sources], *, root: str = "",
+             only: Sequence[str] | None = None) -> list[Row]:
+    """One row per claim (per paper in ``only``, if given) over the seeds' metrics."""
+    rows = []
+    for claim in CLAIMS:
+        if only is not None and claim.paper.lower() not in only:
+            continue
+        if claim.kind == "pending":
+            measured, verdict, n = _verdict(claim, [], root)
+            rows.append(Row(claim.paper, claim.claim, claim.published, measured,
+                            claim.where, verdict, n))
+            continue
+        per_seed: list[Values] = []
+        missing = ""
+        for sources in seeds:
+            if any(src not in sources for src in claim.needs if src != "adaptive-reorder"):
+                missing = "runs not in this data"
+                break
+            try:
+                assert claim.measure is not None
+                per_seed.append(claim.measure(sources))
+            except (Missing, KeyError, ZeroDivisionError) as exc:
+                missing = f"needs {exc}"
+                break
+        if missing or not per_seed:
+            rows.append(Row(claim.paper, claim.claim, claim.published, "-", claim.where,
+                            f"not measured here ({missing or 'no data'})", 0))
+            continue
+        measured, verdict, n = _verdict(claim, per_seed, root)
+        verdict = one_value(claim, per_seed) or verdict
+        rows.append(Row(claim.paper, claim.claim, claim.published, measured, claim.where,
+                        verdict, n))
+    return rows
+
+
+
+#: which papers a scenario's data can answer (the report's sections)
+SCENARIO_PAPERS = {"scmp": ("scmp", OURS), "adaptive": ("adaptive",),
+                   "slotted": ("slotted",), "stability": ("stability",), "merge": ("merge",)}

@@ -1,0 +1,112 @@
+"""What every paper's rows share: the ``Claim`` and ``Row`` records, ``Missing``, and
+the helpers that read a run's measures and check common shapes.
+
+A claim's ``measure`` takes the sources of one seed (``Sources``: source name ->
+``{run: {measure: value}}``) and returns ``Values``, the (label, value, format)
+triples the table shows; its ``check`` reads those values by label. A measure raises
+``Missing`` (or ``KeyError``) when a run or measure it needs is not in the data.
+
+Leaf module: standard library only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+Runs = Mapping[str, Mapping[str, float]]
+Sources = Mapping[str, Runs]
+#: measured values of one seed: (label, value, format) in display order
+Values = list[tuple[str, float, str]]
+
+
+@dataclass(frozen=True)
+class Claim:
+    paper: str
+    claim: str
+    published: str
+    where: str
+    needs: tuple[str, ...]
+    measure: Callable[[Sources], Values] | None
+    check: Callable[[dict[str, float]], bool] | None
+    why: str = ""          # the confirmed cause, shown when the check fails
+    kind: str = "measured"  # measured | computed | pending
+    note: str = ""          # how the check reads the claim (shown beside the verdict)
+    #: A trend (increasing, decreasing): it can fail only on two distinct values or
+    #: more, so on fewer its verdict is "not measured here" (``one_value``).
+    trend: bool = False
+
+
+def one_value(claim: Claim, per_seed: Sequence[Values]) -> str | None:
+    """Why ``claim`` cannot fail on these measurements (a trend measured at fewer than
+    two distinct values), or None."""
+    if not claim.trend:
+        return None
+    labels = {str(label) for values in per_seed for label, _, _ in values}
+    if len(labels) >= 2:
+        return None
+    what = ", ".join(sorted(labels)) or "none"
+    return (f"not measured here (a trend needs at least two distinct values; this data "
+            f"has {what} only)")
+
+
+@dataclass(frozen=True)
+class Row:
+    paper: str
+    claim: str
+    published: str
+    measured: str
+    where: str
+    verdict: str
+    seeds: int
+
+    @property
+    def agrees(self) -> bool:
+        return self.verdict == "agrees"
+
+
+class Missing(Exception):
+    """A run or measure the claim needs is not in the data."""
+
+
+def _get(runs: Runs, run: str, measure: str) -> float:
+    try:
+        value = runs[run][measure]
+    except KeyError:
+        raise Missing(f"{run}:{measure}") from None
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        raise Missing(f"{run}:{measure}")
+    return float(value)
+
+
+
+def _num(run: str, key: str) -> float:
+    found = re.search(rf"{re.escape(key)}=(-?\d+(?:\.\d+)?)", run)
+    if not found:
+        raise Missing(run)
+    return float(found.group(1))
+
+
+def spread(values: Sequence[float], fmt: str) -> str:
+    """``a`` when every seed gives the same text, else ``min-max``."""
+    lo, hi = min(values), max(values)
+    a, b = format(lo, fmt), format(hi, fmt)
+    return a if a == b else f"{a}-{b}"
+
+
+# -- checks shared by several papers' rows ----------------------------------------
+
+def _increasing(v: dict[str, float]) -> bool:
+    xs = list(v.values())
+    return all(a <= b for a, b in zip(xs, xs[1:]))
+
+
+def _decreasing(v: dict[str, float]) -> bool:
+    xs = list(v.values())
+    return all(a >= b for a, b in zip(xs, xs[1:]))
+
+
+def _zero(v: dict[str, float]) -> bool:
+    return all(x == 0 for k, x in v.items() if not k.startswith("("))

@@ -1,0 +1,114 @@
+"""Deterministic merge: Kulkarni and Ravikant, "Stabilizing Causal Deterministic
+Merge": the rows on Thm 4.4 (replicated mergers deliver in one order), Thm 4.5
+(causal delivery), Lemma 4.2 (buffering <= delta + 3 eps), sections 4.1 and 6 (late
+losses against delta), Thm 3.8 (bounded timestamp bytes against a vector clock) and
+Thms 3.7, 4.6 (recovery from corrupted state within O(eps + delta)).
+
+Sources: the ``merge`` job (runs ``delta=*``) and ``merge-checks`` (runs ``wire``,
+``causal``, ``stabilize``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+
+from ._base import Claim, Missing, Runs, Sources, Values, _decreasing, _get, _num, _zero
+
+
+def _deltas(runs: Runs) -> list[tuple[int, Mapping[str, float]]]:
+    out = sorted((int(_num(k, "delta")), v) for k, v in runs.items()
+                 if re.fullmatch(r"delta=\d+", k))
+    if not out:
+        raise Missing("merge delta=*")
+    return out
+
+
+def _mg_order(s: Sources) -> Values:
+    return [("mismatches", sum(v["order_mismatches"] for _, v in _deltas(s["merge"])), ".0f")]
+
+
+def _mg_buffer(s: Sources) -> Values:
+    out: Values = []
+    for d, v in _deltas(s["merge"]):
+        out.append((f"delta={d} max", v["max_buffering"], ".0f"))
+        out.append((f"delta={d} bound", v["buffering_bound"], ".0f"))
+    return out
+
+
+def _mg_buffer_ok(v: dict[str, float]) -> bool:
+    ds = {k.split()[0] for k in v}
+    return all(v[f"{d} max"] <= v[f"{d} bound"] for d in ds)
+
+
+def _mg_late(s: Sources) -> Values:
+    return [(f"delta={d}", v["late_pct"], ".2f") for d, v in _deltas(s["merge"])]
+
+
+def _mg_bytes(s: Sources) -> Values:
+    runs = s["merge-checks"]
+    sizes = sorted(int(k.split("=")[1]) for k in runs.get("wire", {})
+                   if k.startswith("encoded_bytes_n="))
+    if not sizes:
+        raise Missing("merge-checks wire")
+    out: Values = []
+    for n in sizes:
+        out.append((f"n={n} encoded", _get(runs, "wire", f"encoded_bytes_n={n}"), ".0f"))
+        out.append((f"n={n} vector", 8.0 * n, ".0f"))
+    out.append(("epsilon", _get(runs, "wire", "epsilon"), ".0f"))
+    return out
+
+
+def _mg_bytes_ok(v: dict[str, float]) -> bool:
+    """Encoded size within Theorem 3.8's bits (c, brt and 2 eps entries of log2(n+1)
+    bits) and growing by at most 2 eps bits per doubling of n, while 8n doubles."""
+    eps = v["epsilon"]
+    ns = sorted(int(k.split()[0][2:]) for k in v if k.endswith("encoded"))
+    enc = [v[f"n={n} encoded"] for n in ns]
+    growth = enc[-1] - enc[0]
+    allowed = 2 * eps * math.log2((ns[-1] + 1) / (ns[0] + 1)) / 8 + 1
+    return growth <= allowed and enc[-1] < v[f"n={ns[-1]} vector"]
+
+
+def _mg_causal(s: Sources) -> Values:
+    runs = s["merge-checks"]
+    return [("violations", _get(runs, "causal", "causal_order_violations"), ".0f"),
+            ("causal pairs checked", _get(runs, "causal", "causal_pairs_checked"), ".0f")]
+
+
+def _mg_stabilize(s: Sources) -> Values:
+    runs = s["merge-checks"]
+    return [("recovery (ticks)", _get(runs, "stabilize", "recovery_ticks"), ".0f"),
+            ("eps + delta", _get(runs, "stabilize", "eps_plus_delta"), ".0f"),
+            ("bound 9 eps + 2 delta", _get(runs, "stabilize", "recovery_bound"), ".0f"),
+            ("resets", _get(runs, "stabilize", "resets"), ".0f"),
+            ("violations after recovery", _get(runs, "stabilize", "violations_after"), ".0f")]
+
+
+def _mg_stabilize_ok(v: dict[str, float]) -> bool:
+    return (v["recovery (ticks)"] <= v["bound 9 eps + 2 delta"]
+            and v["violations after recovery"] == 0)
+
+
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim("merge", "replicated mergers deliver in the same order (Thm 4.4)", "0 mismatches",
+          "merge, all runs", ("merge",), _mg_order, _zero),
+    Claim("merge", "causal delivery: send(m1) -> send(m2) delivers m1 first (Thm 4.5)",
+          "0", "merge-checks, run causal (G1, G2 hold)", ("merge-checks",), _mg_causal,
+          lambda v: v["violations"] == 0 and v["causal pairs checked"] > 0),
+    Claim("merge", "buffering <= delta + 3 eps (Lemma 4.2)", "<= bound", "merge, all runs",
+          ("merge",), _mg_buffer, _mg_buffer_ok),
+    Claim("merge", "larger delta, fewer late losses (4.1, 6)", "decreasing",
+          "merge, runs delta=* (late %)", ("merge",), _mg_late, _decreasing, trend=True),
+    Claim("merge", "bounded timestamp vs vector clock bytes as n grows (Thm 3.8)",
+          "O(eps log n) vs O(n)", "merge-checks, run wire: bytes of the core's WireCodec "
+          "encoding (measured) vs 8 B x n (a vector clock, computed)", ("merge-checks",),
+          _mg_bytes, _mg_bytes_ok, "encoded size grows faster than eps log n"),
+    Claim("merge", "state corrupted mid-run recovers within O(eps + delta) "
+          "(Thms 3.7, 4.6)", "O(eps + delta)", "merge-checks, run stabilize: one "
+          "publisher's state and in-flight timestamps corrupted; ticks until the last "
+          "reset or causal-order violation", ("merge-checks",), _mg_stabilize,
+          _mg_stabilize_ok, "recovery slower than the bound"),
+)
