@@ -27,19 +27,22 @@ import pytest
 
 from timebound import _compiled
 from timebound.core.atmostonce import MemoryStorage, ReceiverConfig
-from timebound.core.rpc import MAX_TS, Ack, Call, Policy, Reply, ReplyAck
-from timebound.core.rpc._live import (
-    REFUSE_TYPE,
+from timebound.core.rpc import (
+    MAX_TS,
+    Ack,
     Answered,
+    Call,
+    Policy,
     Reason,
     Rejected,
+    Reply,
+    ReplyAck,
     RpcCaller,
     RpcService,
     Status,
     build_receiver,
-    encode_refusal,
-    encode_result,
 )
+from timebound.core.rpc._live_messages import REFUSE_TYPE, encode_refusal, encode_result
 from timebound.core.wire import KIND_CHANNEL, KIND_RPC, FrameCodec, Key, Keyring
 from timebound.errors import ProtocolUsageError
 

@@ -4,17 +4,19 @@ deferred REPLY-ACKs. No sockets: the pair is joined by hand with exact times."""
 from __future__ import annotations
 
 from timebound.core.atmostonce import MemoryStorage, StableLatest
-from timebound.core.rpc import Call, Policy, split_incarnation
-from timebound.core.rpc._live import (
+from timebound.core.rpc import (
     Answered,
+    Call,
+    Policy,
     Reason,
     Rejected,
     RpcCaller,
     RpcService,
     Status,
-    decode_refusal,
     encode_call_payload,
+    split_incarnation,
 )
+from timebound.core.rpc._live_messages import decode_refusal
 from timebound.core.wire import KIND_RPC, FrameCodec
 
 RHO = 1000

@@ -37,15 +37,8 @@ from timebound.core.atmostonce import (
 )
 from timebound.core.atmostonce._estimators import Fixed
 from timebound.core.channel import ChannelSender
-from timebound.core.rpc import Policy, split_incarnation
-from timebound.core.rpc._live import (
-    REFUSE_TYPE,
-    Answered,
-    Reason,
-    Rejected,
-    RpcCaller,
-    decode_refusal,
-)
+from timebound.core.rpc import Answered, Policy, Reason, Rejected, RpcCaller, split_incarnation
+from timebound.core.rpc._live_messages import REFUSE_TYPE, decode_refusal
 from timebound.core.slotted import Kind
 from timebound.core.wire import FrameCodec
 from timebound.errors import StorageError

@@ -9,15 +9,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from timebound.core.rpc import Ack, Call, Reply, ReplyAck
-from timebound.core.rpc._live import (
+from timebound.core.rpc import (
+    Ack,
+    Call,
     Reason,
+    Reply,
+    ReplyAck,
     RpcService,
     Status,
+    encode_call_payload,
+)
+from timebound.core.rpc._live_messages import (
     decode_call_payload,
     decode_refusal,
     decode_result,
-    encode_call_payload,
     encode_refusal,
     encode_result,
 )
@@ -90,8 +95,7 @@ def test_every_split_of_every_frame_is_dropped_and_counted(keyring: Keyring | No
 
 
 def test_client_drops_every_truncation_too() -> None:
-    from timebound.core.rpc import Policy
-    from timebound.core.rpc._live import RpcCaller
+    from timebound.core.rpc import Policy, RpcCaller
 
     codec = FrameCodec(None)
     caller = RpcCaller("c", Policy(interval=10, give_up_after=100), codec)

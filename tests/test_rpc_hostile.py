@@ -23,20 +23,25 @@ from typing import Any
 import pytest
 
 from timebound import _compiled
-from timebound.core.rpc import INCARNATION_BYTES, Call, Policy, Server
-from timebound.core.rpc._live import (
+from timebound.core.rpc import (
     AMPLIFICATION,
-    CHALLENGE_TYPE,
-    REFUSE_TYPE,
-    VALIDATE_TYPE,
+    INCARNATION_BYTES,
+    Call,
+    Policy,
     Reason,
     RpcCaller,
     RpcService,
+    Server,
     Status,
+    encode_call_payload,
+)
+from timebound.core.rpc._live_messages import (
+    CHALLENGE_TYPE,
+    REFUSE_TYPE,
+    VALIDATE_TYPE,
     call_budget_ms,
     decode_call_payload,
     decode_challenge,
-    encode_call_payload,
     encode_refusal,
 )
 from timebound.core.wire import KIND_RPC, FrameCodec, Key, Keyring

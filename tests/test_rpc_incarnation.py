@@ -34,7 +34,7 @@ from timebound.core.rpc import (
     RpcCaller,
     RpcService,
     Status,
-    _live,
+    _live_messages,
     call_mark,
     split_incarnation,
 )
@@ -279,7 +279,7 @@ def test_a_restart_costs_one_round_trip_with_marks(marks: bool) -> None:
         assert again.runs == ()
         opened = FrameCodec(Keyring(Key(KEY))).open(again.sends[0].datagram)
         assert opened is not None
-        assert _live.decode_refusal(split_incarnation(opened[1])[0])[2] is Reason.STALE
+        assert _live_messages.decode_refusal(split_incarnation(opened[1])[0])[2] is Reason.STALE
     else:
         assert runs == [] and outcomes[0].reason is Reason.DOWN
         assert service.statistics().marked == 0

@@ -56,7 +56,8 @@ from typing import Any
 PACKAGES: dict[str, tuple[str, ...]] = {
     "timebound.core.atmostonce": ("_events", "_estimators", "_receiver", "_drive"),
     "timebound.core.wire": ("_frame", "_records"),
-    "timebound.core.rpc": ("_records", "_messages", "_client", "_server", "_live"),
+    "timebound.core.rpc": ("_records", "_messages", "_client", "_server", "_live_messages",
+                           "_live", "_caller"),
     "timebound.net": ("_clock", "_client", "_server"),
 }
 MODULES = tuple(f"{package}.{name}" for package, names in PACKAGES.items() for name in names)

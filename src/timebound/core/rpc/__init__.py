@@ -9,13 +9,15 @@
   ``wrap`` (frame every datagram it sends);
 - ``Client``: retransmission schedule (``Policy``), truncated retransmissions once
   ACKed, give-up; outcomes ``Completed`` and ``GaveUp``;
-- the live service around them (``_live``): ``RpcService`` and ``RpcCaller`` (frames,
-  procedures, refusals, deadlines, address validation, incarnation marks),
-  ``build_receiver``, and
-  their records (``Invocation``, ``ServiceOutput``, ``CallerOutput``, ``Answered``,
-  ``Rejected``, ``Status``, ``Reason``), the names every driver uses.
+- the live service and caller around them, the names every driver uses: the
+  live-only messages and payload formats (``_live_messages``: ``Status``,
+  ``Reason``, ``encode_call_payload``, incarnation ids), ``RpcService`` with
+  ``build_receiver`` (``_live``: procedures, refusals, deadlines, address
+  validation, incarnation marks; records ``Invocation``, ``ServiceOutput``) and
+  ``RpcCaller`` (``_caller``: records ``CallerOutput``, ``Answered``, ``Rejected``).
 """
 
+from timebound.core.rpc._caller import Answered, CallerOutput, Rejected, RpcCaller
 from timebound.core.rpc._client import (
     CallId,
     Calling,
@@ -29,19 +31,17 @@ from timebound.core.rpc._client import (
 )
 from timebound.core.rpc._live import (
     AMPLIFICATION,
+    Invocation,
+    RpcService,
+    ServiceOutput,
+    build_receiver,
+)
+from timebound.core.rpc._live_messages import (
     INCARNATION_BYTES,
     MAX_BUDGET_MS,
     MAX_INCARNATION,
-    Answered,
-    CallerOutput,
-    Invocation,
     Reason,
-    Rejected,
-    RpcCaller,
-    RpcService,
-    ServiceOutput,
     Status,
-    build_receiver,
     call_mark,
     encode_call_payload,
     split_incarnation,

@@ -1,23 +1,18 @@
-"""The RPC of section 3.1 on a real network: frames, procedures, refusals, keys.
+"""The RPC of section 3.1 on a real network, server side: the live service
+(``RpcService``) around Fig. 3-1's ``Server``: procedures, refusals, deadlines, keys.
 
 Theory of operation
 -------------------
-``Server`` and ``Client`` (Fig. 3-1) decide everything about a call; this module
-adds what a live service needs around them, still sans-IO, so that the asyncio
-driver (``timebound.net``) holds no protocol rule:
+``Server`` (Fig. 3-1) decides everything about a call; this module adds what a live
+service needs around it, still sans-IO, so that the asyncio driver
+(``timebound.net``) holds no protocol rule. The messages and payload formats are
+``_live_messages``'s (frames of kind ``KIND_RPC``; CALL payloads ``proc_len proc
+budget_ms:u32 mark:u64 args``; REPLY results ``status:u8 data``; REFUSE, CHALLENGE,
+VALIDATE); the client side is ``_caller``'s ``RpcCaller``.
 
-- *Frames.* Every datagram is a ``timebound.core.wire`` frame of kind ``KIND_RPC``
-  whose body is one RPC message: the CALL, truncated CALL, ACK, REPLY and REPLY-ACK
-  of ``_messages`` (type bytes 1-5), or a REFUSE (type 6) defined here::
-
-      6:u8  conn_len:u8  conn  ts:u64  reason:u8      (1 stale, 2 early, 3 down,
-                                                       4 overloaded)
-
-- *Procedures.* A CALL's payload is ``proc_len:u8 proc:UTF-8 budget_ms:u32
-  mark:u64 args`` (deadlines and incarnations below); a REPLY's result
-  is ``status:u8 data`` (0 ok, 1 the handler raised: ``data`` is its UTF-8 message,
-  2 no such procedure). A CALL whose payload does not parse is malformed and dropped
-  *before* SCMP sees it, so it never takes an at-most-once slot.
+- *Procedures.* A CALL names a procedure; the driver runs it (``Invocation``) and
+  completes it with a ``Status`` and data. A CALL whose payload does not parse is
+  malformed and dropped *before* SCMP sees it, so it never takes an at-most-once slot.
 - *Refusals* (the paper's server stays silent; a live client is better told why).
   A CALL the SCMP receiver refuses is answered with REFUSE: STALE -> stale, EARLY ->
   early, DOWN and RECOVERING -> down, FULL -> overloaded. A STALE refusal while the
@@ -36,10 +31,8 @@ driver (``timebound.net``) holds no protocol rule:
 - *Keys.* ``RpcService`` answers each request with the key that authenticated it
   (remembered per peer only while it is the previous key of a rotation), so clients
   still on the previous key read their replies during the grace period.
-
-- *Deadlines.* A CALL's payload carries its caller's time budget
-  (``proc_len proc budget_ms:u32 args``; 0: none): the deadline is ``ts +
-  budget_ms`` on the caller's clock. A call the SCMP receiver accepts after its
+- *Deadlines.* A CALL's payload carries its caller's time budget (``budget_ms``;
+  0: none): the deadline is ``ts + budget_ms`` on the caller's clock. A call the SCMP receiver accepts after its
   deadline by the server's clock is *not started*: it is completed at once with
   status 3 (``expired``), so it holds its at-most-once slot like any accepted call
   (a later copy is a duplicate and gets the same answer, or is refused by
@@ -97,24 +90,17 @@ driver (``timebound.net``) holds no protocol rule:
   table is full or whose disk fails still answers them, and a flood of them takes
   no table space. Their replies obey the amplification rule.
 
-What a refusal means to the caller: *early* and *overloaded* calls were not run (an
-accepted timestamp is always at or below ``latest``, and a FULL table admits only
-connections above ``upper``); *stale* and *down* refuse this copy only: an earlier
-copy may have run before a crash or an eviction, so the outcome is unknown, exactly
-as for a timeout. Never run twice either way. Tests: ``tests/test_net_service.py``.
+What a refusal means to the caller: see ``_caller``.
 
-Hot path: ``RpcService.receive_run``/``complete_reply`` and
-``RpcCaller.receive_outcome`` are ``receive``/``complete``/``receive`` returning the
-one ``Invocation``, REPLY or ``Answered`` alone when that is all a datagram brings,
+Hot path: ``RpcService.receive_run``/``complete_reply`` are ``receive``/``complete``
+returning the one ``Invocation`` or REPLY alone when that is all a datagram brings,
 so a null call builds no output record around it (``receive`` and ``complete`` wrap
 them, one code path).
 """
 
 from __future__ import annotations
 
-import enum
 import hmac
-import struct
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
@@ -131,8 +117,23 @@ from timebound.core.atmostonce import (
     Verdict,
     crc32_classifier,
 )
-from timebound.core.rpc._client import Client, ClientOutput, Completed, GaveUp, Policy
-from timebound.core.rpc._messages import CALL_TYPE, REPLY_TYPE, TRUNCATED_TYPE, Call
+from timebound.core.rpc._live_messages import (
+    _AFTER_NAME,
+    _STATUS_BYTES,
+    _TS,
+    _U32,
+    CHALLENGE_TYPE,
+    MAX_INCARNATION,
+    TOKEN_BYTES,
+    VALIDATE_TYPE,
+    Reason,
+    Status,
+    _call_procedure,
+    decode_challenge,
+    encode_refusal,
+    token_message,
+)
+from timebound.core.rpc._messages import CALL_TYPE, REPLY_TYPE, TRUNCATED_TYPE
 
 # The records live in _records (written out by hand, not generic: see there);
 # imported as themselves, they are still importable from here.
@@ -145,58 +146,12 @@ from timebound.errors import MalformedDatagram, ProtocolUsageError
 
 P = TypeVar("P", bound=Hashable)
 
-#: Type byte of a REFUSE message (after the five of ``_messages``).
-REFUSE_TYPE: Final = 6
-#: Type byte of a CHALLENGE (server -> client: validate your address).
-CHALLENGE_TYPE: Final = 7
-#: Type byte of a VALIDATE (client -> server: the challenge's token, echoed).
-VALIDATE_TYPE: Final = 8
-#: Bytes of an address-validation token: issue time (u64) and a 16-byte MAC.
-TOKEN_BYTES: Final = 24
 #: Most bytes sent to an unvalidated address per byte received from it.
 AMPLIFICATION: Final = 3
 #: Defaults (ticks: microseconds, as the live RPC's timestamps).
 TOKEN_LIFETIME: Final = 30_000_000
 VALIDATED_FOR: Final = 600_000_000
 MAX_VALIDATED: Final = 65_536
-#: Largest time budget a CALL carries, in milliseconds (u32).
-MAX_BUDGET_MS: Final = (1 << 32) - 1
-#: Longest procedure name, in UTF-8 bytes.
-MAX_PROC_BYTES: Final = 255
-#: Bytes of the incarnation id that ends every message a server sends.
-INCARNATION_BYTES: Final = 8
-#: Largest incarnation id (u64); 0 is no incarnation (marks off, an unmarked call).
-MAX_INCARNATION: Final = (1 << 64) - 1
-
-_TS: Final = struct.Struct(">Q")
-_U32: Final = struct.Struct(">I")
-_NO_BUDGET: Final = bytes(4)
-_NO_MARK: Final = bytes(8)
-#: Bytes after a CALL payload's name: the budget (u32) and the mark (u64).
-_AFTER_NAME: Final = 12
-
-
-class Reason(enum.Enum):
-    """Why a server refused a call (the REFUSE reason byte)."""
-
-    STALE = 1
-    EARLY = 2
-    DOWN = 3
-    OVERLOADED = 4
-
-    def __str__(self) -> str:
-        return self.name.lower()
-
-
-class Status(enum.IntEnum):
-    """The first byte of a REPLY's result."""
-
-    OK = 0
-    ERROR = 1
-    NO_PROCEDURE = 2
-    #: The call was not started: its deadline had passed by the server's clock.
-    EXPIRED = 3
-
 
 _REASONS: Final[dict[Verdict, Reason]] = {
     Verdict.STALE: Reason.STALE,
@@ -205,139 +160,6 @@ _REASONS: Final[dict[Verdict, Reason]] = {
     Verdict.RECOVERING: Reason.DOWN,
     Verdict.FULL: Reason.OVERLOADED,
 }
-
-
-# -- bodies ----------------------------------------------------------------------
-
-
-def encode_call_payload(proc: str, args: bytes, budget_ms: int = 0, mark: int = 0) -> bytes:
-    """``proc_len proc budget_ms:u32 mark:u64 args`` (``budget_ms`` 0: no deadline;
-    ``mark`` 0: unmarked)."""
-    raw = proc.encode("utf-8")
-    if not 1 <= len(raw) <= MAX_PROC_BYTES:
-        raise ProtocolUsageError(f"procedure name must be 1..{MAX_PROC_BYTES} UTF-8 bytes")
-    if not 0 <= budget_ms <= MAX_BUDGET_MS:
-        raise ProtocolUsageError(f"budget_ms must be in [0, {MAX_BUDGET_MS}], got {budget_ms}")
-    if not 0 <= mark <= MAX_INCARNATION:
-        raise ProtocolUsageError(f"mark must be in [0, {MAX_INCARNATION}], got {mark}")
-    return bytes((len(raw),)) + raw + _U32.pack(budget_ms) + _TS.pack(mark) + args
-
-
-def decode_call_payload(payload: bytes) -> tuple[str, bytes]:
-    """``(proc, args)`` of a CALL payload; ``MalformedDatagram`` if it does not parse."""
-    if not payload or payload[0] == 0 or len(payload) < 1 + _AFTER_NAME + payload[0]:
-        raise MalformedDatagram("call payload does not hold a procedure name, budget "
-                                "and mark")
-    end = 1 + payload[0]
-    try:
-        proc = payload[1:end].decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise MalformedDatagram("procedure name is not UTF-8") from exc
-    return proc, payload[end + _AFTER_NAME:]
-
-
-def call_budget_ms(payload: bytes) -> int:
-    """The time budget (ms; 0: none) of a CALL payload that ``decode_call_payload``
-    accepts."""
-    return int(_U32.unpack_from(payload, 1 + payload[0])[0])
-
-
-def call_mark(payload: bytes) -> int:
-    """The incarnation mark (0: unmarked) of a CALL payload that
-    ``decode_call_payload`` accepts."""
-    return int(_TS.unpack_from(payload, 5 + payload[0])[0])
-
-
-def split_incarnation(message: bytes) -> tuple[bytes, int]:
-    """``(message, incarnation)`` of a message a server sent (its last
-    ``INCARNATION_BYTES``); ``MalformedDatagram`` if it is too short to hold one."""
-    if len(message) <= INCARNATION_BYTES:
-        raise MalformedDatagram("server message without an incarnation")
-    at = len(message) - INCARNATION_BYTES
-    return message[:at], int(_TS.unpack_from(message, at)[0])
-
-
-def token_message(kind: int, header: bytes, token: bytes) -> bytes:
-    """A CHALLENGE or a VALIDATE (``kind``): a call's ``type conn_len conn ts``
-    header with its type byte replaced by ``kind``, then the token."""
-    return bytes((kind,)) + header[1:] + token
-
-
-def _call_ids(message: bytes, kinds: tuple[int, ...], tail: int,
-              what: str) -> tuple[str, int, int]:
-    """``(conn, ts, end)`` of a live-only message (REFUSE, CHALLENGE, VALIDATE) of
-    one of ``kinds``: ``type conn_len conn ts`` then exactly ``tail`` bytes from
-    ``end``; ``MalformedDatagram`` otherwise."""
-    size = len(message)
-    if size < 2 or message[0] not in kinds or message[1] == 0:
-        raise MalformedDatagram(f"not a {what}")
-    at = 2 + message[1]
-    end = at + _TS.size
-    if size != end + tail:
-        raise MalformedDatagram(f"{what} of the wrong length")
-    try:
-        conn = message[2:at].decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise MalformedDatagram("connection id is not UTF-8") from exc
-    (ts,) = _TS.unpack_from(message, at)
-    if ts == 0:
-        raise MalformedDatagram(f"{what} with timestamp 0")
-    return conn, ts, end
-
-
-def decode_challenge(message: bytes) -> tuple[str, int, bytes]:
-    """``(conn, ts, token)`` of a CHALLENGE or VALIDATE; ``MalformedDatagram``
-    otherwise."""
-    conn, ts, end = _call_ids(message, (CHALLENGE_TYPE, VALIDATE_TYPE), TOKEN_BYTES,
-                              "challenge")
-    return conn, ts, message[end:]
-
-
-def encode_result(status: Status, data: bytes) -> bytes:
-    return bytes((status,)) + data
-
-
-def decode_result(result: bytes) -> tuple[Status, bytes]:
-    if not result or result[0] > Status.EXPIRED:
-        raise MalformedDatagram("reply result has no valid status byte")
-    return Status(result[0]), result[1:]
-
-
-def encode_refusal(conn: str, ts: int, reason: Reason) -> bytes:
-    Call(conn, ts, None)  # validates conn and ts
-    raw = conn.encode("utf-8")
-    return bytes((REFUSE_TYPE, len(raw))) + raw + _TS.pack(ts) + bytes((reason.value,))
-
-
-def decode_refusal(message: bytes) -> tuple[str, int, Reason]:
-    """``(conn, ts, reason)`` of a REFUSE message; ``MalformedDatagram`` otherwise."""
-    conn, ts, end = _call_ids(message, (REFUSE_TYPE,), 1, "refusal")
-    reason = message[end]
-    if not 1 <= reason <= len(Reason):
-        raise MalformedDatagram("refusal with an unknown reason")
-    return conn, ts, Reason(reason)
-
-
-def _call_procedure(message: bytes) -> str | None:
-    """The procedure named by a CALL message's payload, or None if the payload does
-    not start with a well-formed name and budget (the rest of the message is checked by
-    ``_messages.parse``)."""
-    size = len(message)
-    if size < 2:
-        return None
-    at = 2 + message[1] + 8 + 4
-    if size <= at:
-        return None
-    n = message[at]
-    if n == 0 or size < at + 1 + _AFTER_NAME + n:  # the name, the budget and the mark
-        return None
-    try:
-        return message[at + 1:at + 1 + n].decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-# -- server ----------------------------------------------------------------------
 
 
 def build_receiver(config: ReceiverConfig, storages: list[StableStorage], *, start: int,
@@ -740,286 +562,3 @@ def _check_incarnation(incarnation: int) -> None:
 
 
 _NOTHING: Final[ServiceOutput] = ServiceOutput()
-
-
-# -- client ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Rejected:
-    """The server refused call ``(conn, ts)`` for ``reason``; ``incarnation``: the
-    refusing server's, ``mark``: the call's (equal and nonzero: the call was made
-    after that incarnation began)."""
-
-    conn: str
-    ts: int
-    reason: Reason
-    incarnation: int = 0
-    mark: int = 0
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return by_constructor(self)
-
-
-@dataclass(frozen=True, slots=True, init=False)
-class Answered:
-    """Call ``(conn, ts)`` came back with ``status`` and ``data``."""
-
-    conn: str
-    ts: int
-    status: Status
-    data: bytes
-
-    def __init__(self, conn: str, ts: int, status: Status, data: bytes) -> None:
-        # Written out, as ``Completed``'s: one is made per answered call.
-        object.__setattr__(self, "conn", conn)
-        object.__setattr__(self, "ts", ts)
-        object.__setattr__(self, "status", status)
-        object.__setattr__(self, "data", data)
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return by_constructor(self)
-
-
-LiveOutcome = Answered | Rejected | GaveUp
-
-
-@dataclass(frozen=True, slots=True)
-class CallerOutput:
-    datagrams: tuple[bytes, ...] = ()
-    outcomes: tuple[LiveOutcome, ...] = ()
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return by_constructor(self)
-
-
-_NO_OUTPUT: Final = CallerOutput()
-#: Procedure name -> its CALL payload prefix, shared by every caller (a pure
-#: function's memo: a fresh caller making one call does not encode the name again).
-_PROC_PREFIXES: Final[dict[str, bytes]] = {}
-_MAX_PROC_PREFIXES: Final = 1024
-
-
-class RpcCaller:
-    """A live at-most-once RPC client over ``Client``: frames, procedures, refusals.
-
-    One caller talks to one server over any number of connections (``conn`` ids of
-    at most ``MAX_CONN_BYTES`` UTF-8 bytes), each with at most one outstanding call.
-
-    ``reply_ack_delay`` (ticks; 0: at once): the REPLY-ACK hint of a completed call is
-    sent only if no new call on its connection comes within the delay; a new call
-    makes it unnecessary (Fig. 3-1: a NEW call discards the stored reply), so a
-    client calling in sequence sends two datagrams per call, as plain UDP does.
-    Deferred hints fall due in the order their replies came (a hint sent a little
-    early or late is harmless), so the next one due is always the oldest: O(1).
-
-    ``reply_ack_min_bytes`` (0: every reply): no REPLY-ACK at all for a reply whose
-    result (status byte included) is shorter (``Client``'s option: the hint only
-    lets the server drop the stored reply before GC drops it with the entry). The
-    server then keeps the entry REPLYING until GC; at-most-once is unchanged.
-    """
-
-    def __init__(self, name: str, policy: Policy, codec: FrameCodec, *,
-                 reply_ack_delay: int = 0, reply_ack_min_bytes: int = 0) -> None:
-        if reply_ack_delay < 0:
-            raise ProtocolUsageError(f"reply_ack_delay must be >= 0, got {reply_ack_delay}")
-        if reply_ack_min_bytes < 0:
-            raise ProtocolUsageError(
-                f"reply_ack_min_bytes must be >= 0, got {reply_ack_min_bytes}")
-
-        self.client = Client(name, policy, reply_ack_min_bytes=reply_ack_min_bytes)
-        self.codec = codec
-        # The incarnation of the server this caller last heard from (0: none yet),
-        # packed: every new call is marked with it (``incarnation``).
-        self._mark = _NO_MARK
-        self.reply_ack_delay = reply_ack_delay
-        self.rejected = 0
-        self.challenges = 0
-        self.reply_acks_saved = 0
-        self._malformed = 0
-        # conn -> (due, REPLY-ACK message, sealed when sent); insertion order = due order.
-        self._acks: dict[str, tuple[int, bytes]] = {}
-        self._procs = _PROC_PREFIXES  # proc -> its payload prefix (bounded, shared)
-
-    @property
-    def incarnation(self) -> int:
-        """The incarnation of the server this caller last heard from (0: none yet);
-        every new call is marked with it."""
-        return int(_TS.unpack(self._mark)[0])
-
-    def next_deadline(self) -> int | None:
-        deadline = self.client.next_deadline()
-        if self._acks:
-            for due, _ in self._acks.values():  # the oldest is the first due
-                if deadline is None or due < deadline:
-                    deadline = due
-                break
-        return deadline
-
-    def flush_reply_acks(self) -> tuple[bytes, ...]:
-        """Every deferred REPLY-ACK, now (the client is closing)."""
-        if not self._acks:
-            return ()
-        seal = self.codec.seal
-        frames = tuple(seal(KIND_RPC, message) for _, message in self._acks.values())
-        self._acks.clear()
-        return frames
-
-    def call(self, proc: str, args: bytes, *, now: int, conn: str,
-             budget_ms: int = 0) -> tuple[int, tuple[bytes, ...]]:
-        """Start ``proc(args)`` on ``conn``: its timestamp and the frames to send.
-        ``budget_ms`` (0: none): the server does not start the call once ``ts +
-        budget_ms`` has passed by its clock (it answers ``expired``)."""
-        acks = self._acks
-        if acks and acks.pop(conn, None) is not None:
-            self.reply_acks_saved += 1  # the new call tells the server (Fig. 3-1)
-        prefix = self._procs.get(proc)
-        if prefix is None:
-            prefix = encode_call_payload(proc, b"")[:-_AFTER_NAME]  # name only: budget, mark follow
-            if len(self._procs) < _MAX_PROC_PREFIXES:
-                self._procs[proc] = prefix
-        mark = self._mark
-        if budget_ms:
-            if not 0 < budget_ms <= MAX_BUDGET_MS:
-                raise ProtocolUsageError(
-                    f"budget_ms must be in [0, {MAX_BUDGET_MS}], got {budget_ms}")
-            payload = prefix + _U32.pack(budget_ms) + mark + args
-        else:
-            payload = prefix + _NO_BUDGET + mark + args
-        ts, datagram = self.client.start(payload, now=now, conn=conn)  # checks conn
-        return ts, (self.codec.seal(KIND_RPC, datagram),)
-
-    def abandon(self, conn: str) -> None:
-        """Forget the outstanding call on ``conn`` (its caller stopped waiting)."""
-        self.client.abandon(conn)
-
-    def receive(self, datagram: bytes, *, now: int) -> CallerOutput:
-        out = self.receive_outcome(datagram, now=now)
-        if type(out) is Answered:
-            return CallerOutput((), (out,))
-        return out  # type: ignore[return-value]
-
-    def receive_outcome(self, datagram: bytes, *, now: int) -> CallerOutput | Answered:
-        """``receive``, except that an answer that is all there is comes alone, not
-        in a ``CallerOutput`` (the driver's hot path). A lone answer sends nothing and
-        sets no new deadline (it defers no REPLY-ACK): ``next_deadline()`` can only
-        have moved later."""
-        opened = self.codec.open(datagram, now=now)
-        if opened is None:
-            return _NO_OUTPUT
-        kind, message, _key = opened
-        size = len(message)
-        if kind != KIND_RPC or size <= INCARNATION_BYTES:
-            self._malformed += 1
-            return _NO_OUTPUT
-        mark = message[size - INCARNATION_BYTES:]
-        if mark != self._mark:
-            self._mark = mark  # new calls are marked with it
-        message = message[:size - INCARNATION_BYTES]
-        first = message[0]
-        if first == REFUSE_TYPE:
-            return self._refusal(message, int(_TS.unpack(mark)[0]))
-        if first == CHALLENGE_TYPE:
-            return self._challenged(message)
-        out = self.client.receive_outcome(message, now=now)
-        if type(out) is Completed:  # a reply that needs no REPLY-ACK: the common case
-            r = out.result
-            if r and r[0] <= _LAST_STATUS:
-                return Answered(out.conn, out.ts, _STATUSES[r[0]], r[1:])
-            return CallerOutput((), self._outcomes((out,)))
-        assert isinstance(out, ClientOutput)
-        outcomes = out.outcomes
-        datagrams = out.datagrams
-        if not outcomes and not datagrams:
-            return _NO_OUTPUT
-        if not datagrams:
-            return CallerOutput((), self._outcomes(outcomes))
-        if self.reply_ack_delay and len(outcomes) == 1 and len(datagrams) == 1:
-            # The REPLY-ACK of a completed call waits: a next call on the connection
-            # makes it unnecessary (a new CALL discards the stored reply).
-            conn = outcomes[0].conn
-            self._acks.pop(conn, None)  # keep insertion order = due order
-            self._acks[conn] = (now + self.reply_ack_delay, datagrams[0])
-            return CallerOutput((), self._outcomes(outcomes))
-        return CallerOutput(self._seal(datagrams), self._outcomes(outcomes))
-
-    def handle_timer(self, *, now: int) -> CallerOutput:
-        out = self.client.handle_timer(now=now)
-        frames = self._seal(out.datagrams) if out.datagrams else ()
-        acks = self._acks
-        if acks:
-            due = []
-            for conn, (at, _) in acks.items():
-                if at > now:
-                    break
-                due.append(conn)
-            if due:
-                seal = self.codec.seal
-                frames += tuple(seal(KIND_RPC, acks.pop(conn)[1]) for conn in due)
-        if not frames and not out.outcomes:
-            return _NO_OUTPUT
-        return CallerOutput(frames, self._outcomes(out.outcomes) if out.outcomes else ())
-
-    @property
-    def malformed(self) -> int:
-        return self.codec.malformed + self._malformed + self.client.statistics().malformed
-
-    def _refusal(self, message: bytes, incarnation: int) -> CallerOutput:
-        try:
-            conn, ts, reason = decode_refusal(message)
-        except MalformedDatagram:
-            self._malformed += 1
-            return _NO_OUTPUT
-        payload = self.client.payload_of(conn, ts)
-        if payload is None:
-            return _NO_OUTPUT
-        self.client.abandon(conn, ts)
-        self.rejected += 1
-        return CallerOutput(outcomes=(Rejected(conn, ts, reason, incarnation,
-                                               call_mark(payload)),))
-
-    def _challenged(self, message: bytes) -> CallerOutput:
-        """A CHALLENGE for an outstanding call: echo its token (VALIDATE) and send
-        the call again at once (the server answers it once the address is valid)."""
-        try:
-            conn, ts, _token = decode_challenge(message)
-        except MalformedDatagram:
-            self._malformed += 1
-            return _NO_OUTPUT
-        again = self.client.resend(conn, ts)
-        if again is None:
-            return _NO_OUTPUT
-        self.challenges += 1
-        seal = self.codec.seal
-        return CallerOutput((seal(KIND_RPC, bytes((VALIDATE_TYPE,)) + message[1:]),
-                             seal(KIND_RPC, again)))
-
-    def _seal(self, datagrams: tuple[bytes, ...]) -> tuple[bytes, ...]:
-        seal = self.codec.seal
-        return tuple(seal(KIND_RPC, d) for d in datagrams)
-
-    def _outcomes(self, outcomes: tuple[Completed | GaveUp, ...]) -> tuple[LiveOutcome, ...]:
-        if len(outcomes) == 1:
-            o = outcomes[0]
-            if type(o) is Completed:
-                r = o.result
-                if r and r[0] <= _LAST_STATUS:
-                    return (Answered(o.conn, o.ts, _STATUSES[r[0]], r[1:]),)
-        result: list[LiveOutcome] = []
-        for o in outcomes:
-            if isinstance(o, Completed):
-                r = o.result
-                if r and r[0] <= _LAST_STATUS:
-                    result.append(Answered(o.conn, o.ts, _STATUSES[r[0]], r[1:]))
-                else:
-                    result.append(Answered(o.conn, o.ts, Status.ERROR,
-                                           b"malformed reply result"))
-            else:
-                result.append(o)
-        return tuple(result)
-
-
-_STATUSES: Final = tuple(Status)
-#: Each status's byte, by status value (``Status`` is an ``IntEnum``: it indexes).
-_STATUS_BYTES: Final = tuple(bytes((status,)) for status in _STATUSES)
-_LAST_STATUS: Final = len(_STATUSES) - 1
