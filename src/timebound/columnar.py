@@ -15,11 +15,11 @@ table most of that is column-wide work, done here once per column in Arrow/numpy
 - receivers and connection ids are dictionary-encoded; each distinct id is
   classified once by the core's own classifier (``crc32_classes``: ``crc32(utf-8
   conn) mod K``), and checked against the class Spark routed it to, if any;
-- receivers (and their classes) are independent, so the rows of each
-  (receiver, class) run through that one core ``Receiver`` in file order, through
-  the core's ``_drive`` loop of exactly the calls ``decide`` makes (timers, down
-  check, ``estimate``, ``receive``, ``entries``; compiled with the receiver), and
-  the results are scattered back to file order.
+- each receiver's rows, in file order, go as plain columns to the adapter's column
+  path, ``AtMostOnceAdapter.decide_receiver`` (receiver creation, the ``at`` rule, the
+  class split, the core's ``drive`` loop of ``decide_message`` per row, the counters
+  and the receiver's clock: the same decisions ``decide`` makes row by row), and the
+  results are scattered back to file order.
 
 Crash rows (any ``type`` other than ``msg``) split a table into segments; they go
 through the row path between the segments, so crashes land at the right place.
@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from timebound.core.atmostonce import VERDICT_CODES as CODES
-from timebound.core.atmostonce import Verdict, crc32_classes, drive, drive_resilient
+from timebound.core.atmostonce import Verdict, crc32_classes
 
 
 def path() -> str:
@@ -203,12 +203,8 @@ def _decide_segment(replayer: Any, source: str, segment: pa.Table, lines: np.nda
         if last is not None and at_sorted[first] < last:
             return False
 
-    # every receiver exists (the adapter creates it at its first row, as ``decide``)
-    positions = by_receiver[firsts]
-    for first in positions.tolist():
-        replayer.open_receiver(source, int(lines[first]), names[rcode[first]], int(at[first]))
-
-    # (receiver, class) groups, each in file order
+    # each receiver's rows, in file order, through the adapter's column path (receiver
+    # creation, the class split, the core's loop, the counters, the clock)
     classes = replayer.options.classes
     conn_class = np.array(crc32_classes(conns, classes), dtype=np.int64)
     if expect_class is not None:
@@ -216,50 +212,22 @@ def _decide_segment(replayer: Any, source: str, segment: pa.Table, lines: np.nda
         if len(wrong):
             raise AssertionError(misrouted(conns[int(wrong[0])], expect_class, classes))
     row_class = conn_class[ccode]
-    key = rcode * classes + row_class
-    order = np.argsort(key, kind="stable")
-    k_sorted = key[order]
-    starts = np.flatnonzero(np.r_[True, k_sorted[1:] != k_sorted[:-1]]).tolist()
     conn_objects = np.array(conns, dtype=object)
-    peak = 0
-    resilient = replayer.config.resilient
-    tally = [0] * len(NAMES)
-    for g, begin in enumerate(starts):
-        end = starts[g + 1] if g + 1 < len(starts) else len(order)
-        idx = order[begin:end]
-        first = int(idx[0])
-        name = names[rcode[first]]
-        node = replayer.node(name)
-        receiver = node.receiver_for(conns[ccode[first]])
-        codes, rhos, sizes, ok = _loop(receiver, conn_objects[ccode[idx]].tolist(),
-                                       ts[idx].tolist(), at[idx].tolist(), resilient)
-        verdict[idx] = codes
-        rho[idx] = rhos
-        entries[idx] = sizes
-        valid[idx] = ok
-        peak = max(peak, int(sizes.max()))
-        for code, count in enumerate(np.bincount(codes, minlength=len(NAMES)).tolist()):
-            tally[code] += count
+    lasts = np.r_[firsts[1:], len(at_sorted)]
+    for first, stop in zip(firsts.tolist(), lasts.tolist()):
+        idx = by_receiver[first:stop]
+        cls: int | list[int]
+        if classes == 1 or expect_class is not None:
+            cls = 0 if expect_class is None else expect_class
+        else:
+            cls = row_class[idx].tolist()
+        decided = replayer.decide_receiver(
+            source, lines[idx].tolist(), names[r_sorted[first]],
+            conn_objects[ccode[idx]].tolist(), ts[idx].tolist(), at[idx].tolist(), cls)
+        verdict[idx] = decided.codes
+        rho[idx] = decided.estimates
+        entries[idx] = decided.sizes
+        if decided.up is not None:
+            valid[idx] = decided.up
     classes_out[:] = row_class
-    lasts = np.r_[firsts[1:] - 1, len(at_sorted) - 1]
-    for first, last in zip(firsts.tolist(), lasts.tolist()):
-        name = names[r_sorted[first]]
-        replayer.adopt(name, replayer.node(name), int(at_sorted[last]))
-    # the adapter's summary counters, as ``decide`` keeps them
-    replayer.count_decided(dict(zip(NAMES, tally, strict=True)), peak)
     return True
-
-
-def _loop(receiver: Any, conns: list[str], stamps: list[int], times: list[int],
-          resilient: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | bool]:
-    """One core receiver over its rows in order (``core.atmostonce.drive``: exactly
-    ``decide``'s calls). The last item is the per-row "not down" mask, or True when
-    the receiver is not resilient (never down)."""
-    if resilient:
-        codes, rhos, sizes, up = drive_resilient(receiver, conns, stamps, times)
-        ok: np.ndarray | bool = np.array(up, dtype=bool)
-    else:
-        codes, rhos, sizes = drive(receiver, conns, stamps, times)
-        ok = True
-    return (np.array(codes, dtype=np.int8), np.array(rhos, dtype=np.int64),
-            np.array(sizes, dtype=np.int64), ok)

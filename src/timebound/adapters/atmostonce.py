@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,12 +29,20 @@ from timebound.contract import ESTIMATORS, INT64_MAX, REPLAY_OUTPUTS
 from timebound.core.atmostonce import (
     ClassifiedReceiver,
     Classifier,
+    Receiver,
     ReceiverConfig,
+    Verdict,
     crc32_classifier,
+    decide_message,
+    drive,
+    drive_resilient,
 )
 from timebound.errors import TraceError, UsageError
 
 ROW_TYPES = ("msg", "crash")
+
+#: Verdict code (``core.atmostonce.VERDICT_CODES``) -> the output's verdict string.
+VERDICT_NAMES: tuple[str, ...] = tuple(verdict.value for verdict in Verdict)
 
 
 def add_receiver_arguments(parser: argparse.ArgumentParser, *, classes: bool = True) -> None:
@@ -152,6 +160,20 @@ def well_formed(name: object, conn: object, ts: object, at: object) -> bool:
             and type(at) is int and 0 <= at <= INT64_MAX)
 
 
+@dataclass(frozen=True, slots=True)
+class Decisions:
+    """What ``AtMostOnceAdapter.decide_receiver`` decided, one entry per row in the
+    order given: the verdict code (``core.atmostonce.VERDICT_CODES``, names in
+    ``VERDICT_NAMES``), the estimate in force and the table size after it, and ``up``
+    (False: refused while down, estimate and size 0 meaning none; None when the
+    receiver is not resilient, so never down)."""
+
+    codes: list[int]
+    estimates: list[int]
+    sizes: list[int]
+    up: list[bool] | None
+
+
 class AtMostOnceAdapter:
     """``messages`` rows -> verdicts (the replay's, the pipeline's, the simulator's
     offline re-check's and streaming's one copy)."""
@@ -237,34 +259,82 @@ class AtMostOnceAdapter:
 
     def decide(self, source: str, line: int, name: str, conn: str, ts: int,
                at: int, *, marked: bool = False) -> tuple[str, int | None, int | None]:
-        """One well-formed message row: ``(verdict, rho, entries)`` per the contract.
-        (Column-wise drivers call this directly; ``source`` and ``line`` name the row
-        in errors.) ``marked``: the row's ``marked`` column (our extension, issue 27),
-        passed to the core as ``receive(..., marked=)``."""
+        """One well-formed message row: ``(verdict, rho, entries)`` per the contract
+        (``source`` and ``line`` name the row in errors). ``marked``: the row's
+        ``marked`` column (our extension, issue 27), passed to the core as
+        ``receive(..., marked=)``. The decision is the core's ``decide_message``."""
         receiver = self.open_receiver(source, line, name, at).receiver_for(conn)
-        receiver.handle_timer(now=at)
-        if receiver.down:
-            # counted by the core as refused while down
-            receiver.receive(conn, ts, now=at, marked=marked)
-            self._verdicts["down"] += 1
-            return "down", None, None
-        rho = receiver.estimate
-        verdict = receiver.receive(conn, ts, now=at, marked=marked).value
-        entries = receiver.entries
+        code, rho, entries, up = decide_message(receiver, conn, ts, at, marked)
+        verdict = VERDICT_NAMES[code]
+        self._verdicts[verdict] += 1
+        if not up:
+            return verdict, None, None
         if entries > self._peak_entries:
             self._peak_entries = entries
-        self._verdicts[verdict] += 1
         return verdict, rho, entries
 
-    def count_decided(self, verdicts: Mapping[str, int], peak_entries: int) -> None:
-        """Add what a column-wise driver decided through the core's loop to the
-        counters ``--stats`` prints: ``verdicts`` (name -> messages) and the largest
-        table size it saw, as ``decide`` counts them one row at a time."""
-        for verdict, count in verdicts.items():
-            if count:
-                self._verdicts[verdict] += count
-        if peak_entries > self._peak_entries:
-            self._peak_entries = peak_entries
+    def decide_receiver(self, source: str, lines: Sequence[int], name: str,
+                        conns: list[str], stamps: list[int], times: list[int],
+                        classes: int | Sequence[int]) -> Decisions:
+        """The column path: the message rows of receiver ``name``, in trace order, as
+        plain columns, decided as ``decide`` decides them one by one.
+
+        The caller has checked each row well formed (``well_formed``); ``lines[i]``
+        names row ``i`` in errors. ``classes``: the class of each row's conn (by
+        ``classifier``), or one int when every row is in that class. This method owns
+        the rest: the receiver is created at its first row, ``at`` may never go back
+        in time (``TraceError`` naming the row, before any row is decided), each
+        class's rows run in order through the core's ``drive`` loop (one
+        ``decide_message`` per row), and ``--stats``' counters and the receiver's
+        clock are kept as ``decide`` keeps them."""
+        if not conns:
+            return Decisions([], [], [], None)
+        if times != sorted(times):  # (C speed; the loop only finds the row)
+            for i in range(1, len(times)):
+                if times[i] < times[i - 1]:
+                    raise TraceError(source, lines[i], "at",
+                                     f"goes back in time for receiver {name!r} "
+                                     f"({times[i]} < {times[i - 1]})")
+        node = self.open_receiver(source, lines[0], name, times[0])
+        if isinstance(classes, int):
+            decided = self._drive(node.receivers[classes], conns, stamps, times)
+        else:
+            decided = self._split(node, conns, stamps, times, classes)
+        self._last_at[name] = times[-1]
+        counts = Counter(decided.codes)
+        for code, count in counts.items():
+            self._verdicts[VERDICT_NAMES[code]] += count
+        peak = max(decided.sizes)
+        if peak > self._peak_entries:
+            self._peak_entries = peak
+        return decided
+
+    def _drive(self, receiver: Receiver, conns: list[str], stamps: list[int],
+               times: list[int]) -> Decisions:
+        if self._resilient:
+            return Decisions(*drive_resilient(receiver, conns, stamps, times))
+        return Decisions(*drive(receiver, conns, stamps, times), None)
+
+    def _split(self, node: ClassifiedReceiver, conns: list[str], stamps: list[int],
+               times: list[int], classes: Sequence[int]) -> Decisions:
+        """Each class's rows through its own receiver, results back in row order."""
+        rows: dict[int, list[int]] = {}
+        for i, cls in enumerate(classes):
+            rows.setdefault(cls, []).append(i)
+        n = len(conns)
+        codes, estimates, sizes = [0] * n, [0] * n, [0] * n
+        up: list[bool] | None = [True] * n if self._resilient else None
+        for cls, idx in rows.items():
+            part = self._drive(node.receivers[cls], [conns[i] for i in idx],
+                               [stamps[i] for i in idx], [times[i] for i in idx])
+            for j, i in enumerate(idx):
+                codes[i] = part.codes[j]
+                estimates[i] = part.estimates[j]
+                sizes[i] = part.sizes[j]
+            if up is not None and part.up is not None:
+                for j, i in enumerate(idx):
+                    up[i] = part.up[j]
+        return Decisions(codes, estimates, sizes, up)
 
     def _crash(self, row: Row) -> Iterable[Mapping[str, Any]]:
         row.choice("type", ROW_TYPES)

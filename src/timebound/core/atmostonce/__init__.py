@@ -18,7 +18,7 @@ from timebound.core.atmostonce._classes import (
 )
 from timebound.core.atmostonce._config import ESTIMATORS, ReceiverConfig
 from timebound.core.atmostonce._drive import CODES as VERDICT_CODES
-from timebound.core.atmostonce._drive import drive, drive_resilient
+from timebound.core.atmostonce._drive import decide_message, drive, drive_resilient
 from timebound.core.atmostonce._estimators import (
     Estimator,
     Fixed,
@@ -63,6 +63,7 @@ __all__ = [
     "UnlimitedHorizon",
     "VERDICT_CODES",
     "aligned_records",
+    "decide_message",
     "drive",
     "drive_resilient",
     "Verdict",

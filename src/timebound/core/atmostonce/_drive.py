@@ -1,17 +1,21 @@
-"""One ``Receiver`` over a run of messages, in order: the calls a trace replay makes.
+"""One ``Receiver`` deciding trace messages: the one copy of a message row's decision.
 
-No rule of its own: for each message ``(conn, ts, at)`` it makes exactly the calls
-``AtMostOnceAdapter.decide`` makes for a message row (SCMP Fig. 2-1 driven by a
-trace) -- the timers due by ``at`` (``handle_timer``), the estimate in force,
-``receive``, the table size after it -- and returns them as columns. A resilient
-receiver (Fig. 2-2) gets ``handle_timer`` at every message, since going down and
-recovering are timer events; a message that arrives while it is down is still given
-to ``receive`` (which counts it as refused while down) and reported as ``DOWN`` with
-no estimate and no size.
+No rule of its own (SCMP Fig. 2-1, Fig. 2-2 driven by a trace): ``decide_message``
+is what every driver does for one message ``(conn, ts, at)`` -- the timers due by
+``at`` (``handle_timer``), the down check, the estimate in force, ``receive``, the
+table size after it. A message that arrives while the receiver is down (Fig. 2-2) is
+still given to ``receive`` (which counts it as refused while down) and reported as
+``DOWN`` with no estimate and no size. ``AtMostOnceAdapter.decide`` (the row path)
+calls it once per row.
 
-The column-wise drivers (``timebound.columnar``: the Spark operator, the streaming
-processor, the library) hand each (receiver, class) its rows here. The module is compiled
-with the receiver (``timebound._compiled``), so its loop calls the receiver's methods
+``drive`` and ``drive_resilient`` run it over a run of messages, in order, and return
+the results as columns (``AtMostOnceAdapter.decide_receiver``, the column path of the
+replay, the pipeline, the stream and the library). ``drive_resilient`` is exactly
+``decide_message`` per message; ``drive`` is the same step for a receiver that is
+never down (not resilient), with one saving: ``handle_timer`` is called only once
+``at`` reaches ``next_deadline()``, since before it a timer call changes nothing
+(the differential tests compare both paths row for row). The module is compiled with
+the receiver (``timebound._compiled``), so the loops call the receiver's methods
 directly and a message costs about what ``receive`` itself costs.
 """
 
@@ -40,6 +44,21 @@ def code_of(verdict: Verdict) -> int:
     return CODES[verdict._value_]
 
 
+def decide_message(receiver: Receiver, conn: str, ts: int, at: int,
+                   marked: bool = False) -> tuple[int, int, int, bool]:
+    """One message at ``at``: its verdict code, the estimate in force when it arrived,
+    the table size after it, and False when the receiver was down (then the estimate
+    and the size are 0: none). ``marked``: the message carries an incarnation mark
+    (``Receiver.receive(..., marked=)``)."""
+    receiver.handle_timer(now=at)
+    if receiver.down:
+        receiver.receive(conn, ts, now=at, marked=marked)  # counted as refused while down
+        return DOWN_CODE, 0, 0, False
+    estimate = receiver.estimator.estimate
+    code = code_of(receiver.receive(conn, ts, now=at, marked=marked))
+    return code, estimate, receiver.entries, True
+
+
 def drive(receiver: Receiver, conns: list[str], stamps: list[int],
           times: list[int]) -> tuple[list[int], list[int], list[int]]:
     """A receiver that is never down (not resilient): per message, its verdict code,
@@ -60,24 +79,16 @@ def drive(receiver: Receiver, conns: list[str], stamps: list[int],
 
 def drive_resilient(receiver: Receiver, conns: list[str], stamps: list[int],
                     times: list[int]) -> tuple[list[int], list[int], list[int], list[bool]]:
-    """``drive`` for a resilient receiver; the last column is False for a message
-    refused because the receiver was down (its estimate and size are 0: none)."""
-    down = DOWN_CODE
+    """``drive`` for a resilient receiver: ``decide_message`` per message; the last
+    column is False for a message refused because the receiver was down."""
     verdicts: list[int] = []
     estimates: list[int] = []
     sizes: list[int] = []
     up: list[bool] = []
     for conn, ts, at in zip(conns, stamps, times):
-        receiver.handle_timer(now=at)
-        if receiver.down:
-            receiver.receive(conn, ts, now=at)  # counted by the core as refused while down
-            verdicts.append(down)
-            estimates.append(0)
-            sizes.append(0)
-            up.append(False)
-            continue
-        estimates.append(receiver.estimator.estimate)
-        verdicts.append(code_of(receiver.receive(conn, ts, now=at)))
-        sizes.append(receiver.entries)
-        up.append(True)
+        code, estimate, size, ok = decide_message(receiver, conn, ts, at)
+        verdicts.append(code)
+        estimates.append(estimate)
+        sizes.append(size)
+        up.append(ok)
     return verdicts, estimates, sizes, up
