@@ -112,3 +112,72 @@ def test_skewed_runs_record_the_spread(tmp_path: Path) -> None:
         # evenly spread: the clocks run ahead of the slowest by skew/2 on average
         assert metrics["N=2/timestamp-skewed"]["offset_above_slowest_mean"] == 5_000
         assert metrics["N=3/timestamp-skewed"]["offset_above_slowest_mean"] == 5_000
+
+
+# -- the rows' checks (timebound.claims) ---------------------------------------------
+
+def _stability_runs(wire: dict[int, tuple[float, float]],
+                    mean_plus: float = 4.0) -> dict[str, dict[str, float]]:
+    """Runs of the stability job: per N, (timestamp, vector) wire bytes per second,
+    and a skewed run whose mean latency is ``mean_plus`` ms above the synchronized one
+    (offsets spread 20 ms, 10 ms above the slowest clock on average)."""
+    runs: dict[str, dict[str, float]] = {}
+    for n, (ts, vec) in wire.items():
+        runs[f"N={n}/timestamp"] = {"ack_wire_bytes_per_s": ts, "latency_mean": 40_000.0,
+                                    "latency_max": 80_000.0}
+        runs[f"N={n}/vector"] = {"ack_wire_bytes_per_s": vec}
+        runs[f"N={n}/timestamp-skewed"] = {
+            "latency_mean": 40_000.0 + 1000 * mean_plus, "latency_max": 90_000.0,
+            "offset_spread": 20_000.0, "offset_above_slowest_mean": 10_000.0}
+    return runs
+
+
+def _wire(n: int, per_ack_vector: float | None = None) -> tuple[float, float]:
+    """The wire bytes of N receivers acking 1000 times a second, names s1..sN."""
+    vector = len(encode_ack(VectorAck("r1", {f"s{i + 1}": 1 for i in range(n)})))
+    return 9000.0 * n, 1000.0 * n * (vector if per_ack_vector is None else per_ack_vector)
+
+
+def _row(sources: dict[str, dict[str, dict[str, float]]], text: str) -> str:
+    from timebound.claims import evaluate
+
+    rows = evaluate([sources] * 3, only=["stability"])
+    return next(r for r in rows if text in r.claim).verdict
+
+
+def test_bandwidth_row_is_measured_and_can_fail() -> None:
+    good = {n: _wire(n) for n in (2, 4, 8)}
+    assert _row({"stability": _stability_runs(good)}, "bandwidth") == "agrees"
+    # the larger N of the stability-acks job join the row
+    wide = {"stability": _stability_runs(good),
+            "stability-acks": _stability_runs({n: _wire(n) for n in (16, 32)})}
+    assert _row(wide, "bandwidth") == "agrees"
+    # a vector ack of constant size (leaves senders out): vector / timestamp falls
+    # below N_s at N = 8
+    flat = {n: _wire(n, per_ack_vector=30) for n in (2, 4, 8)}
+    assert _row({"stability": _stability_runs(flat)}, "bandwidth").startswith("differs")
+    # a timestamp ack growing with the senders: bytes per receiver not flat in N
+    growing = {n: (9000.0 * n * (1 + n / 8), _wire(n)[1] * (1 + n / 8)) for n in (2, 4, 8)}
+    assert _row({"stability": _stability_runs(growing)}, "bandwidth").startswith("differs")
+    # a wide job that disagrees is read too
+    wide["stability-acks"] = _stability_runs({32: _wire(32, per_ack_vector=9 * 32 * 3)})
+    assert _row(wide, "bandwidth").startswith("differs")
+    # no wire bytes (a dataset written before the wire measure): not measured
+    old = {"stability": {k: {m: x for m, x in v.items() if m != "ack_wire_bytes_per_s"}
+                         for k, v in _stability_runs(good).items()}}
+    assert _row(old, "bandwidth").startswith("not measured here")
+
+
+def test_skew_row_needs_growth_beyond_its_share() -> None:
+    good = {n: _wire(n) for n in (2, 4, 8)}
+    assert _row({"stability": _stability_runs(good, mean_plus=3.0)}, "clock skew") == "agrees"
+    # the old check (> 0) passed on any growth; a growth of 1 ms under 10 ms of clocks
+    # ahead of the slowest is within the synchronized run's seed-to-seed noise
+    small = _row({"stability": _stability_runs(good, mean_plus=1.0)}, "clock skew")
+    assert small.startswith("differs (0 of 3 seeds agree)")
+    # no skew at all cannot agree
+    none = _stability_runs(good, mean_plus=0.0)
+    for n in (2, 4, 8):
+        none[f"N={n}/timestamp-skewed"].update(offset_spread=0.0,
+                                               offset_above_slowest_mean=0.0)
+    assert _row({"stability": none}, "clock skew").startswith("differs")
