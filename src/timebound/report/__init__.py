@@ -7,6 +7,6 @@ scenario and protocol, with the figures a reader of the paper expects, the paper
 claims beside our numbers, and the scenario, seed and parameters that produced them.
 """
 
-from timebound.report._build import find_outputs, is_dataset, write_report
+from timebound.report._build import REPO_ROOT, claim_rows, find_outputs, is_dataset, write_report
 
-__all__ = ["find_outputs", "is_dataset", "write_report"]
+__all__ = ["REPO_ROOT", "claim_rows", "find_outputs", "is_dataset", "write_report"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -14,6 +14,9 @@ from timebound._safety import atomic_write_text, check_writable
 from timebound.contract import INPUT_TABLES, METRICS
 from timebound.errors import UsageError
 from timebound.report import _figures as fig
+
+if TYPE_CHECKING:
+    from timebound.claims import Row
 
 PROTOCOL_TITLES = {
     "atmostonce": "At-most-once messages (SCMP; adaptive lifetime estimation)",
@@ -286,14 +289,26 @@ def _grid_points(grid: dict[str, list[Any]]) -> list[str]:
             for combo in combos]
 
 
-def _verdicts(output: str, manifest: dict[str, Any], scenario: str) -> str:
-    """The claims of the scenario's papers, each with its measurement and verdict, from
-    ``timebound.claims`` -- the code that writes docs/reproduction.md."""
+#: The checkout this package runs from (``src/timebound/report/`` three folders up):
+#: where ``timebound simulate --reproduce docs/reproduction.md`` reads the RPC bench file
+#: (``benchmarks/rpc_bench.md``), so the report's RPC row is the table's. Installed
+#: outside a checkout, there is no bench file there and both say "not yet measured".
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+
+
+def claim_rows(output: str, manifest: dict[str, Any], scenario: str, *,
+               root: str = REPO_ROOT) -> tuple[list[Row], str] | None:
+    """The claims of the scenario's papers with their measurements and verdicts, and a
+    note naming the data: ``timebound.claims.evaluate`` -- the evaluation that writes
+    docs/reproduction.md -- on the simulator's metrics behind ``output``, one source per
+    seed keyed by the scenario (the table's job label for the same scenario), and the
+    table's root for the bench file. None: no paper claims for this scenario."""
     from timebound.claims import SCENARIO_PAPERS, evaluate
 
     papers = SCENARIO_PAPERS.get(scenario)
     if papers is None:
-        return "<p class='note'>No paper claims for this scenario.</p>"
+        return None
     frame, folder = _sim_metrics(output, manifest)
     if frame is None:
         seeds: list[dict[str, Any]] = [{}]
@@ -301,7 +316,15 @@ def _verdicts(output: str, manifest: dict[str, Any], scenario: str) -> str:
     else:
         seeds, note = _seed_sources(frame, manifest, scenario)
         note = f"simulator metrics of {folder} ({note})"
-    rows = evaluate(seeds, only=list(papers))
+    return evaluate(seeds, only=list(papers), root=root), note
+
+
+def _verdicts(output: str, manifest: dict[str, Any], scenario: str) -> str:
+    """The claims table of a section (``claim_rows``)."""
+    found = claim_rows(output, manifest, scenario)
+    if found is None:
+        return "<p class='note'>No paper claims for this scenario.</p>"
+    rows, note = found
     body = []
     for row in rows:
         kind = ("agrees" if row.verdict == "agrees" else

@@ -152,6 +152,19 @@ def _sources(jobs: Sequence[Job], results: Sequence[dict[str, dict[str, float]]]
     return [per_seed[s] for s in seeds]
 
 
+def root_of(target: str) -> str:
+    """The root the claims read bench files under: the folder above the table's folder
+    (the checkout, for docs/reproduction.md)."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(target)))
+
+
+def rows_of(jobs: Sequence[Job], results: Sequence[dict[str, dict[str, float]]],
+            seeds: Sequence[int], *, root: str) -> list[Row]:
+    """The table's rows: ``timebound.claims.evaluate`` over the jobs' metrics, one source
+    per job label and seed (what the report does for one dataset: ``report.claim_rows``)."""
+    return evaluate(_sources(jobs, results, seeds), root=root)
+
+
 def check_target(target: str) -> None:
     """Refuse an unwritable target before any work (one line, exit 2)."""
     folder = os.path.dirname(os.path.abspath(target))
@@ -257,8 +270,7 @@ def write_reproduction(target: str,
                             conf=conf or {}, progress=progress)
     else:
         results = run_local(jobs, workers, progress)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(target)))
-    rows = evaluate(_sources(jobs, results, seeds), root=root)
+    rows = rows_of(jobs, results, seeds, root=root_of(target))
     text = table(rows, quick=quick, seeds=seeds, seconds=time.perf_counter() - started,
                  spark=spark)
     tmp = target + ".tmp"
