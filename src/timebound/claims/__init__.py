@@ -24,10 +24,12 @@ Leaf package: standard library only (the report may import it; it imports no cor
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from . import _adaptive, _merge, _rpc, _scmp, _slotted, _stability
-from ._base import Claim, Missing, Row, Runs, Sources, Values, one_value, spread
+from ._base import Claim, Live, Missing, Row, Runs, Sources, Values, one_value, spread
+from ._live import LIVE, LIVE_JOBS
 from ._ours import OURS, REORDER, REORDER_WINDOWS, RESTART
 from ._rpc import (
     RPC_BENCH,
@@ -40,70 +42,91 @@ from ._rpc import (
 )
 
 __all__ = [
-    "CLAIMS", "OURS", "REORDER_WINDOWS", "RPC_BENCH", "SCENARIO_PAPERS", "Claim", "Missing",
+    "CLAIMS", "LIVE_JOBS", "OURS", "REORDER_WINDOWS", "RPC_BENCH", "SCENARIO_PAPERS", "Claim",
+    "Live", "Missing",
     "Row", "Runs", "Sources", "Values", "evaluate", "one_value", "rpc_bench_ratios",
     "rpc_bench_runs", "rpc_core_cpu_us", "rpc_tcp_over_udp", "rpc_why", "spread",
 ]
 
 #: Every row, in the table's order: the restart row follows the SCMP crash row it
 #: answers, the RPC row closes SCMP, the reorder row comes last.
-CLAIMS: tuple[Claim, ...] = (
-    *_scmp.CLAIMS, RESTART, *_rpc.CLAIMS, *_adaptive.CLAIMS, *_slotted.CLAIMS,
-    *_stability.CLAIMS, *_merge.CLAIMS, REORDER,
+#: Each row's live check, if it has one, comes from ``_live`` (by the row's claim text).
+CLAIMS: tuple[Claim, ...] = tuple(
+    dataclasses.replace(claim, live=LIVE[claim.claim]) if claim.claim in LIVE else claim
+    for claim in (*_scmp.CLAIMS, RESTART, *_rpc.CLAIMS, *_adaptive.CLAIMS,
+                  *_slotted.CLAIMS, *_stability.CLAIMS, *_merge.CLAIMS, REORDER)
 )
 
 
-def _verdict(claim: Claim, per_seed: list[Values], root: str) -> tuple[str, str, int]:
-    if claim.kind == "pending":
-        return bench_verdict(root)
+def _judge(per_seed: list[Values], check: object, why: str) -> tuple[str, str, int]:
+    """The measured text and the verdict of values measured on every seed."""
     labels = [k for k, _, _ in per_seed[0]]
     fmts = {k: f for k, _, f in per_seed[0]}
     values = [{a: b for a, b, _ in vals} for vals in per_seed]
     measured = ", ".join(
         f"{k}: {spread([v[k] for v in values if k in v], fmts[k])}" for k in labels)
-    if claim.kind == "computed" or claim.check is None:
+    if not callable(check):
         return measured, "computed", len(per_seed)
-    oks = [claim.check({k: x for k, x, _ in vals}) for vals in per_seed]
+    oks = [bool(check({k: x for k, x, _ in vals})) for vals in per_seed]
     n = len(oks)
     if all(oks):
         return measured, "agrees", n
-    return measured, f"differs ({sum(oks)} of {n} seeds agree): {claim.why}", n
+    return measured, f"differs ({sum(oks)} of {n} seeds agree): {why}", n
+
+
+def _measure(measure: object, needs: Sequence[str],
+             seeds: Sequence[Sources]) -> tuple[list[Values], str]:
+    """``measure`` on every seed, or why it cannot be (its runs are not in the data)."""
+    per_seed: list[Values] = []
+    for sources in seeds:
+        if any(src not in sources for src in needs):
+            return [], "runs not in this data"
+        try:
+            assert callable(measure)
+            per_seed.append(measure(sources))
+        except (Missing, KeyError, ZeroDivisionError) as exc:
+            return [], f"needs {exc}"
+    return per_seed, "" if per_seed else "no data"
+
+
+def _live(claim: Claim, seeds: Sequence[Sources]) -> tuple[str, str, str, int]:
+    """The live column of ``claim``'s row: measured, where, verdict, runs."""
+    live = claim.live
+    if live is None:
+        return "-", "", "not run live" + (f" ({claim.no_live})" if claim.no_live else ""), 0
+    per_seed, missing = _measure(live.measure, (live.job,), seeds)
+    if missing:
+        return "-", live.where, f"not measured here ({missing})", 0
+    measured, verdict, n = _judge(per_seed, live.check, live.why)
+    return measured, live.where, verdict, n
 
 
 def evaluate(seeds: Sequence[Sources], *, root: str = "",
              only: Sequence[str] | None = None) -> list[Row]:
-    """One row per claim (per paper in ``only``, if given) over the seeds' metrics."""
+    """One row per claim (per paper in ``only``, if given) over the seeds' metrics;
+    the live columns from the seeds' live jobs (``LIVE_JOBS``), when they ran."""
     rows = []
     for claim in CLAIMS:
         if only is not None and claim.paper.lower() not in only:
             continue
+        lm, lw, lv, ln = _live(claim, seeds)
         if claim.kind == "pending":
-            measured, verdict, n = _verdict(claim, [], root)
+            measured, verdict, n = bench_verdict(root)
             rows.append(Row(claim.paper, claim.claim, claim.published, measured,
-                            claim.where, verdict, n))
+                            claim.where, verdict, n, lm, lw, lv, ln))
             continue
-        per_seed: list[Values] = []
-        missing = ""
-        for sources in seeds:
-            if any(src not in sources for src in claim.needs if src != "adaptive-reorder"):
-                missing = "runs not in this data"
-                break
-            try:
-                assert claim.measure is not None
-                per_seed.append(claim.measure(sources))
-            except (Missing, KeyError, ZeroDivisionError) as exc:
-                missing = f"needs {exc}"
-                break
-        if missing or not per_seed:
+        per_seed, missing = _measure(
+            claim.measure, [src for src in claim.needs if src != "adaptive-reorder"], seeds)
+        if missing:
             rows.append(Row(claim.paper, claim.claim, claim.published, "-", claim.where,
-                            f"not measured here ({missing or 'no data'})", 0))
+                            f"not measured here ({missing})", 0, lm, lw, lv, ln))
             continue
-        measured, verdict, n = _verdict(claim, per_seed, root)
+        check = None if claim.kind == "computed" else claim.check
+        measured, verdict, n = _judge(per_seed, check, claim.why)
         verdict = one_value(claim, per_seed) or verdict
         rows.append(Row(claim.paper, claim.claim, claim.published, measured, claim.where,
-                        verdict, n))
+                        verdict, n, lm, lw, lv, ln))
     return rows
-
 
 
 #: which papers a scenario's data can answer (the report's sections)

@@ -23,6 +23,21 @@ Values = list[tuple[str, float, str]]
 
 
 @dataclass(frozen=True)
+class Live:
+    """A row's live column: the same claim checked on the live service over loopback
+    UDP (``timebound.net``), run by ``simulate --reproduce`` on the same seeds.
+    ``job``: the live job whose runs ``measure`` reads (a ``Sources`` key such as
+    ``live-channel``); ``measure``/``check``/``why`` as a claim's; ``where``: what ran
+    live and what result would make it differ."""
+
+    job: str
+    measure: Callable[[Sources], Values]
+    check: Callable[[dict[str, float]], bool]
+    where: str
+    why: str = ""
+
+
+@dataclass(frozen=True)
 class Claim:
     paper: str
     claim: str
@@ -37,6 +52,9 @@ class Claim:
     #: A trend (increasing, decreasing): it can fail only on two distinct values or
     #: more, so on fewer its verdict is "not measured here" (``one_value``).
     trend: bool = False
+    #: The live column (None: the claim has no live check; ``no_live`` says why).
+    live: Live | None = None
+    no_live: str = ""
 
 
 def one_value(claim: Claim, per_seed: Sequence[Values]) -> str | None:
@@ -61,6 +79,11 @@ class Row:
     where: str
     verdict: str
     seeds: int
+    #: the live column: measured values, what ran, verdict (over ``live_seeds`` runs)
+    live_measured: str = "-"
+    live_where: str = ""
+    live_verdict: str = "not run live"
+    live_seeds: int = 0
 
     @property
     def agrees(self) -> bool:
