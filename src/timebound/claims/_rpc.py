@@ -70,6 +70,20 @@ def rpc_tcp_over_udp(path: str, loop: str = "asyncio") -> float | None:
     return found
 
 
+def rpc_udp_median_us(path: str, loop: str = "asyncio") -> float | None:
+    """Plain UDP's median µs per null call, (i) one client calling in sequence, in
+    ``loop``'s table of the bench file (a loopback round trip), or None."""
+    found = None
+    for section, line in _bench_lines(path):
+        if section == loop and line.startswith("| plain UDP |"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            try:
+                found = float(cells[1])
+            except (IndexError, ValueError):
+                found = None
+    return found
+
+
 def rpc_bench_runs(path: str) -> str:
     """``N run(s) per cell`` as the bench file says, or ``runs per cell unknown``."""
     found = _bench_search(path, r"x (\d+) run\(s\) per cell")
@@ -85,7 +99,8 @@ def _bench_search(path: str, pattern: str) -> str | None:
 
 
 def rpc_why(ratios: Sequence[tuple[str, float, bool]], cpu_us: float | None,
-            core: str | None = None, tcp_over_udp: float | None = None) -> str:
+            core: str | None = None, tcp_over_udp: float | None = None,
+            udp_us: float | None = None) -> str:
     """Why the RPC row differs, from the bench run's own figures (no number is
     written here)."""
     missed = [f"{k} = {x:.2f}x" for k, x, ok in ratios if not ok and k.startswith("asyncio")]
@@ -97,10 +112,11 @@ def rpc_why(ratios: Sequence[tuple[str, float, bool]], cpu_us: float | None,
     if tcp_over_udp is not None and any("(ii, fresh)" in m for m in missed):
         fresh = (f"; in the (ii, fresh) column TCP per call is itself only "
                  f"{tcp_over_udp:.2f}x plain UDP on loopback")
+    trip = (f"a loopback UDP round trip ({udp_us:.0f} us, plain UDP's median in (i))"
+            if udp_us is not None else "a loopback UDP round trip")
     return (f"bars missed on the asyncio loop: {'; '.join(missed) or 'none'}{fresh}; what "
-            f"is left is {cost}, on top of a loopback UDP round trip of a few tens of us "
-            "(benchmarks/rpc_bench.md), and the event loop's own work per datagram; the "
-            "paper's C implementation had neither")
+            f"is left is {cost}, on top of {trip} (benchmarks/rpc_bench.md), and the event "
+            "loop's own work per datagram; the paper's C implementation had neither")
 
 
 def bench_verdict(root: str) -> tuple[str, str, int]:
@@ -117,7 +133,7 @@ def bench_verdict(root: str) -> tuple[str, str, int]:
     bench = os.path.join(root, RPC_BENCH)
     why = rpc_why(ratios, rpc_core_cpu_us(bench),
                   _bench_search(bench, r"µs \((mypyc-compiled core|pure-Python core)\)"),
-                  rpc_tcp_over_udp(bench))
+                  rpc_tcp_over_udp(bench), rpc_udp_median_us(bench))
     return text, f"differs (one bench run, {rpc_bench_runs(bench)}): {why}", 1
 
 

@@ -28,6 +28,19 @@ unreliable (N, F) arrivals they come from (``discard_pct_unreliable``). Delivery
 is the paper's T_d: from the transport-receive event to delivery. Time unit: 1 tick =
 1 microsecond; defaults are section 6.1's.
 
+Why the buffer holds what it holds (the causes in ``timebound.claims`` quote these,
+never typed figures): every delivered message's wait is split at the moment its slot
+opened (the delivery of the FR before it). The part before is D1, waiting for the FR
+that opens its slot (``queue_slot_mean``: the time average of messages so waiting);
+the part after is D2, waiting inside the open slot -- an F behind an earlier F of its
+slot, an FR behind its slot's R (``queue_order_mean``). ``queue_f_mean`` is the F
+share of the two. Little's law, queue = delivered rate x mean wait, is checked against
+the measured time average: ``little_gap_pct`` is how far ``queue_mean`` lies from
+(delivered / time) x (mean wait of the delivered), in percent of ``queue_mean`` (only
+messages still buffered at the end make a difference). ``fr_waited_pct`` is the share
+of delivered FRs that arrived before their slot opened, i.e. before the FR ahead of
+them was delivered.
+
 The receiver is driven like any core: after every call the channel arms one engine
 timer at ``next_deadline()`` and calls ``handle_timer(now=)`` when it fires (with the
 replay's ``f_hold=None`` the receiver has no timer, so none is ever armed).
@@ -123,6 +136,13 @@ class _Channel:
         self.count = 0
         self.discards = 0
         self.delivered = 0
+        # slot s opens when the FR closing slot s - 1 is delivered (slot 0 at time 0)
+        self.opened: dict[int, int] = {0: 0}
+        self.wait_slot = 0  # message-ticks waited for the slot to open (D1)
+        self.wait_order = 0  # message-ticks waited inside the open slot (D2)
+        self.wait_f = 0  # message-ticks the F messages waited (D1 + D2)
+        self.fr_delivered = 0
+        self.fr_waited = 0  # FRs that arrived before their slot opened
 
     def _row(self, kind: str, ident: str, send_kind: str | None) -> None:
         self.seq += 1
@@ -184,8 +204,9 @@ class _Channel:
         for act in actions:
             deliver = isinstance(act, Deliver)
             self.actions.add((self.run, "c1", act.message, "deliver" if deliver else "discard"))
-            if deliver:
+            if isinstance(act, Deliver):
                 self.delivered += 1
+                self._split(act)
             else:
                 self.discards += 1
         deadline = self.receiver.next_deadline()
@@ -193,9 +214,26 @@ class _Channel:
             self.armed.add(deadline)
             self.engine.at(max(deadline, self.engine.now), self._timer, deadline)
 
+    def _split(self, act: Deliver[str]) -> None:
+        """Split one delivered message's wait at the opening of its slot (D1, D2)."""
+        slot = act.stamp.slot
+        opened = self.opened[slot]  # its slot is open: the FR before it was delivered
+        before = max(0, opened - act.arrived)
+        self.wait_slot += before
+        self.wait_order += act.delay - before
+        if act.stamp.kind is Kind.F:
+            self.wait_f += act.delay
+        elif act.stamp.kind is Kind.FR:
+            self.fr_delivered += 1
+            self.fr_waited += before > 0
+            self.opened[slot + 1] = act.delivered
+
     def metrics(self) -> list[tuple[str, float, int | None]]:
         self._record(self.receiver.handle_timer(now=self.engine.now))
         st = self.receiver.statistics()
+        now = st.now
+        queue = st.buffer_area / now if now else 0.0
+        little = (self.wait_slot + self.wait_order) / now if now else 0.0
         fr = Kind.FR.value
         others = [k.value for k in (Kind.R, Kind.F, Kind.N)]
         d_other = sum(st.delivered[k] for k in others)
@@ -213,8 +251,14 @@ class _Channel:
             ("fr_delay_ms", st.delay_sum[fr] / st.delivered[fr] / 1000 if st.delivered[fr]
              else 0.0, None),
             ("inslot_delay_ms", delay_other / d_other / 1000 if d_other else 0.0, None),
-            ("queue_mean", st.buffer_area / st.now if st.now else 0.0, None),
+            ("queue_mean", queue, None),
             ("queue_max", float(st.max_buffered), None),
+            ("queue_slot_mean", self.wait_slot / now if now else 0.0, None),
+            ("queue_order_mean", self.wait_order / now if now else 0.0, None),
+            ("queue_f_mean", self.wait_f / now if now else 0.0, None),
+            ("little_gap_pct", 100.0 * abs(queue - little) / queue if queue else 0.0, None),
+            ("fr_waited_pct", 100.0 * self.fr_waited / self.fr_delivered
+             if self.fr_delivered else 0.0, None),
             ("retransmissions", float((self.geometric or self.transport).retransmissions),
              None),
             ("events", float(self.engine.events), None),

@@ -1,0 +1,249 @@
+"""The causes of the reproduction table's "differs" rows quote only figures measured on
+the same runs (issue 32, item 1).
+
+- The slotted causes (``queue_c_cause``, ``discard_cause``) are evaluated on small real
+  runs of the slotted scenario (three seeds); each figure they quote is the min-max over
+  the seeds of a run metric, and changing one metric changes the text with it.
+- A scan of the claims package: no cause (a Claim's ``why``, a ``*_cause`` or
+  ``*_why`` function) contains a digit that is not part of a label (R11, D1, Fig. 5,
+  Thm 4.5, 1/p) or a format placeholder. The papers' figures a cause needs are named
+  constants (``PAPER_DISCARD_PCT``...). The scan flags the causes as they were typed
+  before (``test_scan_flags_typed_figures``).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import timebound.claims
+from timebound.claims import spread
+from timebound.claims._slotted import (
+    PAPER_DISCARD_PCT,
+    PAPER_QUEUE_C_RATIO,
+    QUEUE_C_TOLERANCE,
+    discard_cause,
+    queue_c_cause,
+)
+from timebound.sim import read_table, run_scenario
+
+SEEDS = (1, 2, 3)
+#: Small runs of the reproduction's slotted job (paper transport): 2 s per run.
+PARAMS = {"transport": "paper", "duration": "2000000", "slots": "2000,20000,40000"}
+SLOTS = (2000, 20000, 40000)
+
+
+def _scalars(path: Path) -> dict[str, dict[str, float]]:
+    got: dict[str, dict[str, float]] = {}
+    for row in read_table(str(path), "metrics").to_pylist():
+        if row["t"] is None:
+            got.setdefault(row["run"], {})[row["measure"]] = row["value"]
+    return got
+
+
+@pytest.fixture(scope="module")
+def seeds(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    base = tmp_path_factory.mktemp("slotted-causes")
+    out = []
+    for seed in SEEDS:
+        run_scenario("slotted", str(base / f"s{seed}"), seed=seed, params=PARAMS)
+        out.append({"slotted": _scalars(base / f"s{seed}")})
+    return out
+
+
+def _m(seeds: list[dict[str, Any]], run: str, measure: str) -> list[float]:
+    return [float(s["slotted"][run][measure]) for s in seeds]
+
+
+def test_split_of_the_buffer_adds_up(seeds: list[dict[str, Any]]) -> None:
+    """D1 + D2 is the whole buffer (every message of these runs is delivered or
+    discarded by the end), the F part is within it, and (a) never waits in D2 (no R)."""
+    for s in seeds:
+        for run, v in s["slotted"].items():
+            assert v["queue_slot_mean"] + v["queue_order_mean"] == pytest.approx(
+                v["queue_mean"], rel=0.01, abs=1e-9), run
+            assert v["queue_f_mean"] <= v["queue_mean"] + 1e-9, run
+            assert 0 <= v["little_gap_pct"] < 1, run
+            assert 0 <= v["fr_waited_pct"] <= 100, run
+            if run.startswith("a/"):
+                assert v["queue_order_mean"] == 0 and v["queue_f_mean"] == 0, run
+    # FRs overtake each other at 2 ms slots far more than at 40 ms
+    assert min(_m(seeds, "c/Ts=2000", "fr_waited_pct")) > max(
+        _m(seeds, "c/Ts=40000", "fr_waited_pct"))
+
+
+def _ratio(seeds: list[dict[str, Any]], t: int, measure: str) -> list[float]:
+    return [c / a for c, a in zip(_m(seeds, f"c/Ts={t}", measure),
+                                  _m(seeds, f"a/Ts={t}", measure), strict=True)]
+
+
+def test_queue_cause_quotes_the_runs(seeds: list[dict[str, Any]]) -> None:
+    """Each figure is the min-max over the seeds of the runs' metrics, at the slot
+    lengths where the ratio leaves the paper's 1/3-1/2 (the check's tolerance)."""
+    text = queue_c_cause(seeds)
+    lo, hi = PAPER_QUEUE_C_RATIO
+    high = [t for t in SLOTS if max(_ratio(seeds, t, "queue_mean")) > hi + QUEUE_C_TOLERANCE]
+    low = [t for t in SLOTS if min(_ratio(seeds, t, "queue_mean")) < lo - QUEUE_C_TOLERANCE]
+    assert high == [2000] and low, (high, low)  # these runs show both causes
+
+    def over(group: list[int], run: str, measure: str) -> str:
+        return spread([x for t in group for x in _m(seeds, run.format(t), measure)], ".0f")
+
+    ratios = spread(_ratio(seeds, 2000, "queue_mean"), ".2f")
+    fr = spread(_ratio(seeds, 2000, "fr_delay_ms"), ".2f")
+    assert f"queue ratio ({ratios}) follows the FR delay ratio" in text
+    assert f"of the same runs ({fr}), above 1/2" in text
+    assert f"at 2 ms slots {over(high, 'c/Ts={}', 'fr_waited_pct')}% of (c)'s FRs" in text
+    assert f"(D1, {over(low, 'c/Ts={}', 'queue_slot_mean')} of its " \
+           f"{over(low, 'c/Ts={}', 'queue_mean')} buffered)" in text
+    assert f"(D2, {over(low, 'c/Ts={}', 'queue_order_mean')})" in text
+    assert f"(c) discards {over(low, 'c/Ts={}', 'discard_pct_unreliable')}% of its F" in text
+    assert f"every earlier one ({over(low, 'a/Ts={}', 'fr_delay_ms')} ms)" in text
+    assert f"with {PAPER_DISCARD_PCT:g}% discards the ratio would be" in text
+
+
+def test_queue_cause_follows_a_changed_measurement(seeds: list[dict[str, Any]]) -> None:
+    before = queue_c_cause(seeds)
+    changed = copy.deepcopy(seeds)
+    for t in SLOTS[1:]:  # both long slots below 1/3 on seed 1
+        changed[0]["slotted"][f"c/Ts={t}"]["queue_mean"] = 0.1 * changed[0]["slotted"][
+            f"a/Ts={t}"]["queue_mean"]
+    changed[0]["slotted"]["c/Ts=40000"]["discard_pct_unreliable"] = 77.0
+    changed[0]["slotted"]["c/Ts=40000"]["queue_slot_mean"] = 99.0
+    after = queue_c_cause(changed)
+    assert after != before
+    assert "at 20-40 ms the ratio is 0.10-" in after, after
+    assert re.search(r"\(c\) discards \d+-77% of its F", after), after
+    assert re.search(r"\(D1, \d+-99 of its", after), after
+    # a ratio pushed above 1/2 at 40 ms joins the slots the FR delay explains
+    changed[1]["slotted"]["c/Ts=40000"]["queue_mean"] = 0.9 * changed[1]["slotted"][
+        "a/Ts=40000"]["queue_mean"]
+    assert queue_c_cause(changed).startswith("at 2 and 40 ms slots")
+    assert before.startswith("at 2 ms slots")
+
+
+def test_discard_cause_quotes_the_runs(seeds: list[dict[str, Any]]) -> None:
+    text = discard_cause(seeds)
+    top = [max(_m(seeds, f"{x}/Ts={t}", "discard_pct_unreliable")[i] for t in SLOTS)
+           for i in range(len(SEEDS)) for x in "bc"]
+    assert text.startswith(f"only (b) and (c) exceed {PAPER_DISCARD_PCT:g}% (up to "
+                           f"{spread(top, '.0f')}% of their N/F arrivals"), text
+    e = [max(_m(seeds, f"e/Ts={t}", "discard_pct_unreliable")[i] for t in SLOTS)
+         for i in range(len(SEEDS))]
+    assert f"(e) stays below, at {spread(e, '.0f')}% at most" in text
+    assert text.endswith("(a) and (d) send no unreliable message")
+    changed = copy.deepcopy(seeds)
+    changed[2]["slotted"]["e/Ts=2000"]["discard_pct_unreliable"] = 64.0
+    after = discard_cause(changed)
+    assert after.startswith(f"only (b), (c) and (e) exceed {PAPER_DISCARD_PCT:g}%"), after
+    assert "(e) stays below" not in after
+
+
+# -- the scan --------------------------------------------------------------------------
+
+#: What a digit may belong to in a cause: a label of the papers or the protocol (Fig. 5,
+#: Figs. 3-2, 3-3, Thm 4.5, Lemma 4.2, section 6, R11, D1, G2), 1/p, a str.format field,
+#: or a whole format spec handed to ``spread`` (".2f").
+_LABELS = re.compile(r"""
+    \b(?:Figs?\.|Thms?\.?|Theorems?|Lemmas?|section|Definition)\s*
+        \d+(?:\.\d+)*(?:-\d+)?(?:,\s*\d+(?:\.\d+)*(?:-\d+)?)*
+  | \b[A-Z]{1,2}\d+\b
+  | \b1/p\b
+  | \{[^{}]*\}
+  | ^\.\d+[fg%]$
+""", re.VERBOSE)
+
+
+def typed_figures(text: str) -> list[str]:
+    """The digits of ``text`` outside labels, as the words holding them."""
+    rest = _LABELS.sub(" ", text)
+    return re.findall(r"\S*\d\S*", rest)
+
+
+def _strings(node: ast.AST) -> Iterator[ast.Constant]:
+    """String constants under ``node``, not counting f-string format specs (``:.2f``)."""
+    if isinstance(node, ast.FormattedValue):
+        yield from _strings(node.value)
+        return
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        yield node
+    for child in ast.iter_child_nodes(node):
+        yield from _strings(child)
+
+
+def _is_docstring(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    parent = parents.get(node)
+    return (isinstance(parent, ast.Expr) and isinstance(
+        parents.get(parent), (ast.FunctionDef, ast.Module, ast.ClassDef)))
+
+
+def cause_strings(source: str) -> list[tuple[int, str]]:
+    """(line, text) of every string a cause is built from in one module: the ``why``
+    of each ``Claim(...)`` (8th argument or keyword) and every string in a function
+    named ``*_why``, ``*_cause`` or ``bench_verdict`` (docstrings aside)."""
+    tree = ast.parse(source)
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        roots: list[ast.AST] = []
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Claim":
+            roots += node.args[7:8]
+            roots += [k.value for k in node.keywords if k.arg == "why"]
+        elif isinstance(node, ast.FunctionDef) and (
+                node.name.endswith(("_why", "_cause")) or node.name == "bench_verdict"):
+            roots = [node]
+        for root in roots:
+            out += [(c.lineno, str(c.value)) for c in _strings(root)
+                    if not _is_docstring(c, parents)]
+    return out
+
+
+def _modules() -> list[Path]:
+    return sorted(Path(timebound.claims.__file__).parent.glob("*.py"))
+
+
+def test_no_cause_holds_a_typed_figure() -> None:
+    found = []
+    scanned = 0
+    for path in _modules():
+        for line, text in cause_strings(path.read_text(encoding="utf-8")):
+            scanned += 1
+            found += [f"{path.name}:{line}: {w}" for w in typed_figures(text)]
+    assert scanned > 20  # the scan sees the causes (every Claim's why, the cause functions)
+    assert not found, "figures typed into causes (compute them from the runs):\n" + \
+        "\n".join(found)
+
+
+#: Two causes as they were written before (claims.py at 6fdd66d): figures pasted in.
+TYPED = '''
+CLAIMS = (
+    Claim("slotted", "up to 40 ms", "1/3-1/2", "where", ("slotted",), m, ok,
+          "so the queue ratio equals the FR delay ratio (c)/(a) of the same runs "
+          "(0.66-0.70 in the row above), above 1/2; at 20-40 ms the ratio is 0.28-0.32 "
+          "because (c) discards 22-27% of its F (D1, 8-14 of its 21-23 buffered) and by "
+          "Little's law (within 0.5%)"),
+    Claim("slotted", "discards", "< 10%", "where", ("slotted",), m, ok,
+          why="(R11, R15) ... (7% at 2 ms, 12% at 100 ms); (e) stays at 7%"),
+)
+
+
+def rpc_why() -> str:
+    return f"on top of a loopback UDP round trip of {40} us, about 3x the core's cost"
+'''
+
+
+def test_scan_flags_typed_figures() -> None:
+    found = [w for _, text in cause_strings(TYPED) for w in typed_figures(text)]
+    for figure in ("(0.66-0.70", "0.28-0.32", "22-27%", "8-14", "21-23", "0.5%)", "(7%",
+                   "12%", "3x"):
+        assert figure in found, (figure, found)
+    # labels are not figures
+    assert not typed_figures("(R11, R15), D1, D2, Fig. 5, Figs. 3-2, 3-3, Thm 4.5, 1/p, "
+                             "{:.0f}")
+    assert typed_figures("within 0.5%") == ["0.5%"]
