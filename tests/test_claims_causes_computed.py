@@ -167,8 +167,12 @@ def typed_figures(text: str) -> list[str]:
 
 
 def _strings(node: ast.AST) -> Iterator[ast.Constant]:
-    """String constants under ``node``, not counting f-string format specs (``:.2f``)."""
+    """String constants under ``node``, not counting f-string format specs (``:.2f``);
+    a number written straight into an f-string (``{7}``) counts as its text."""
     if isinstance(node, ast.FormattedValue):
+        if isinstance(node.value, ast.Constant) and not isinstance(node.value.value, str):
+            yield ast.Constant(str(node.value.value), lineno=node.lineno)
+            return
         yield from _strings(node.value)
         return
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -241,7 +245,7 @@ def rpc_why() -> str:
 def test_scan_flags_typed_figures() -> None:
     found = [w for _, text in cause_strings(TYPED) for w in typed_figures(text)]
     for figure in ("(0.66-0.70", "0.28-0.32", "22-27%", "8-14", "21-23", "0.5%)", "(7%",
-                   "12%", "3x"):
+                   "12%", "3x", "40"):
         assert figure in found, (figure, found)
     # labels are not figures
     assert not typed_figures("(R11, R15), D1, D2, Fig. 5, Figs. 3-2, 3-3, Thm 4.5, 1/p, "
