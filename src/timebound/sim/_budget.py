@@ -133,7 +133,7 @@ def _slotted(p: Mapping[str, Any]) -> list[RunPlan]:
 def _stability(p: Mapping[str, Any]) -> list[RunPlan]:
     plan: list[RunPlan] = []  # the fig2 runs (a few hundred deliveries) cost nothing
     if "sweep" in p["modes"]:
-        variants = 4 + (2 if p["uneven"] > 1 else 0)
+        variants = len(p["variants"]) + (2 if p["uneven"] > 1 else 0)
         for n in p["sizes"]:
             # every sender to every receiver, every receiver's ack to every sender
             each = n * n * (p["duration"] // p["t_send"] + p["duration"] // p["t_ack"])
