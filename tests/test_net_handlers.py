@@ -40,7 +40,7 @@ from timebound.core.wire import KIND_RPC, MAX_DATAGRAM, FrameCodec, Keyring
 from timebound.core.wire import Key as WireKey
 from timebound.errors import ProtocolUsageError, UsageError
 from timebound.net import RemoteError, RpcClient, RpcServer
-from timebound.net._server import DEFAULT_WORKERS, handlers_of
+from timebound.net._handlers import DEFAULT_WORKERS, handlers_of
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = b"k" * 32

@@ -14,7 +14,7 @@ import pytest
 
 from tests.test_net_support import start_server, stop
 from timebound.net import RemoteError, RpcClient, RpcServer
-from timebound.net._server import LATENCY_BUCKETS, LatencyHistogram
+from timebound.net._handlers import LATENCY_BUCKETS, LatencyHistogram
 
 SLEEP = 0.003  # the slow handler's least time, s: it never lands below 2.5 ms
 

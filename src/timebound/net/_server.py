@@ -15,27 +15,17 @@ here, a fifth of a null call's server CPU). A reply the socket cannot take right
 now waits for it to be writable, as a transport's buffer would; a socket error is
 counted in ``socket_errors``.
 
-Handlers are ``def f(payload: bytes) -> bytes`` or ``async def``. Sync handlers run in a
-bounded pool of daemon worker threads (``workers``, ``DEFAULT_WORKERS``; ``workers=0``
-runs them inline on the loop: the fastest null call, for handlers that never block); a
-worker only calls the handler and hands the outcome back with
-``loop.call_soon_threadsafe``, so every reply is made on the loop through
-``service.complete_reply``. Async handlers run on the loop, one task per call. An
-exception, a result that is not bytes (``None`` included) or one that cannot fit one
-REPLY datagram becomes a REPLY with an error status (``RemoteError``), once, in both
-builds; the server keeps serving. ``timebound.stats`` is a read-only built-in of the
-service (``core.rpc._live``): answered without an at-most-once entry.
-
-Latency (``--metrics-port``, ``timebound.net._metrics``): the driver times calls, never
-the core (which reads no clock). ``RpcServer.procedure_latency`` holds one
-``LatencyHistogram`` per served procedure: the handler's execution time (a sync
-handler's call, in its worker thread or inline; an async handler's until its awaitable
-completes). ``RpcServer.call_latency`` holds the service's: from the moment the server
-starts a call (hands it to its handler or to the worker pool, right after the core
-accepted its CALL) to its reply handed to the socket, so the wait for a worker and the
-reply's framing are in it; a retransmitted reply and a duplicate's answer are not. The
-cost on the hot path is ``time.perf_counter`` at the start, at the handler's end and at
-the reply, and two bucket increments.
+Handlers are ``def f(payload: bytes) -> bytes`` or ``async def``; where they run (a
+bounded pool of worker threads, ``workers``, or inline on the loop, ``workers=0``;
+async handlers on the loop, one task per call) and how calls are timed
+(``procedure_latency``, ``call_latency``) is ``_handlers``'s; every reply is made on
+the loop through ``service.complete_reply``. An exception, a result that is not
+bytes (``None`` included) or one that cannot fit one REPLY datagram becomes a REPLY
+with an error status (``RemoteError``), once, in both builds; the server keeps
+serving. ``timebound.stats`` is a read-only built-in of the service
+(``core.rpc._live``): answered without an at-most-once entry. The defaults
+(receiver, table bound, classes) are ``_defaults``'s; both modules' names are
+still importable from here (the command line and the channel listener read them).
 
 This module is compiled with mypyc alongside the core when built (``timebound._compiled``;
 the same source runs pure otherwise): the loop, its handles and tasks are held as
@@ -46,15 +36,12 @@ annotations and uvloop's differ from asyncio's.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import dataclasses
 import inspect
 import json
-import os
 import queue
 import secrets
 import socket
-import sys
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
@@ -79,7 +66,21 @@ from timebound.core.rpc import (
 from timebound.core.wire import HEADER_BYTES, MAX_DATAGRAM, TAG_BYTES, FrameCodec
 from timebound.errors import UsageError
 from timebound.net._clock import Clock, seconds
+from timebound.net._defaults import DEFAULT_BETA as DEFAULT_BETA
+from timebound.net._defaults import DEFAULT_CAPACITY as DEFAULT_CAPACITY
+from timebound.net._defaults import DEFAULT_GC_EVERY as DEFAULT_GC_EVERY
+from timebound.net._defaults import DEFAULT_LATEST_EVERY as DEFAULT_LATEST_EVERY
+from timebound.net._defaults import DEFAULT_RHO as DEFAULT_RHO
+from timebound.net._defaults import MAX_CLASSES as MAX_CLASSES
+from timebound.net._defaults import default_receiver as default_receiver
 from timebound.net._endpoint import guard_exposure, is_ip_literal, on_signals, udp_socket
+from timebound.net._handlers import DEFAULT_WORKERS as DEFAULT_WORKERS
+from timebound.net._handlers import LATENCY_BUCKETS as LATENCY_BUCKETS
+from timebound.net._handlers import MAX_WORKERS as MAX_WORKERS
+from timebound.net._handlers import Handler as Handler
+from timebound.net._handlers import LatencyHistogram as LatencyHistogram
+from timebound.net._handlers import handlers_of as handlers_of
+from timebound.net._handlers import on_loop, work
 from timebound.net._keys import keyring
 from timebound.net._latest import LatestWriter
 from timebound.net._loop import running_loop
@@ -87,130 +88,16 @@ from timebound.net._stores import class_storages as class_storages  # re-export
 from timebound.net._stores import open_storages
 from timebound.storage import FileStorage
 
-Handler = Callable[[bytes], bytes] | Callable[[bytes], Awaitable[bytes]]
 Address = Any  # (host, port) or (host, port, flowinfo, scope_id)
 
 _OK = Status.OK
 
 #: The built-in procedure answering the server's counters as JSON.
 STATS_PROCEDURE = "timebound.stats"
-
-#: Threads running sync handlers by default (``RpcServer(workers=)``, ``--workers``).
-DEFAULT_WORKERS = 8
-#: Most worker threads a server takes.
-MAX_WORKERS = 1024
 #: Bytes of a REPLY frame around its data, besides the connection id and the tag:
 #: frame header, type, conn_len, ts:u64, body_len:u32, status, the incarnation
 #: (``docs/wire.md``).
 _REPLY_OVERHEAD = HEADER_BYTES + 1 + 1 + 8 + 4 + 1 + INCARNATION_BYTES
-
-def _default_capacity() -> int:
-    """Connection-table entries a server keeps by default, over all its classes:
-    one per KiB of a sixteenth of physical memory (an entry with its RPC state takes
-    about 0.65 KiB), between 10,000 and 1,000,000."""
-    try:
-        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, OSError, ValueError):
-        memory = 1 << 30
-    return min(1_000_000, max(10_000, memory // 16 // 1024))
-
-
-#: The default table bound (``capacity=None``); ``capacity=0`` is unbounded.
-DEFAULT_CAPACITY = _default_capacity()
-
-#: Defaults of the receiver (ticks are microseconds): the paper's five minutes.
-DEFAULT_RHO = seconds(300)
-DEFAULT_GC_EVERY = seconds(1)
-DEFAULT_BETA = seconds(2)
-DEFAULT_LATEST_EVERY = seconds(1)
-
-
-#: Upper bounds of the latency histograms' buckets, seconds (Prometheus ``le``; a last
-#: bucket, +Inf, takes the rest): 25 µs (a null call on loopback) to 10 s.
-LATENCY_BUCKETS = (0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                   0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
-
-
-class LatencyHistogram:
-    """Durations in seconds counted into ``bounds`` (upper bounds, ascending) and one
-    last bucket for the rest (+Inf), with their sum. Observed on the server's loop
-    only; ``snapshot`` may be read from another thread (the metrics endpoint): it copies
-    the counts, and its total is theirs, so the +Inf bucket always equals the count."""
-
-    def __init__(self, bounds: tuple[float, ...] = LATENCY_BUCKETS) -> None:
-        self.bounds = bounds
-        self.counts = [0] * (len(bounds) + 1)
-        self.total = 0.0
-
-    def observe(self, elapsed: float) -> None:
-        self.counts[bisect.bisect_left(self.bounds, elapsed)] += 1
-        self.total += elapsed
-
-    def snapshot(self) -> tuple[tuple[float, ...], list[int], float]:
-        """``(bounds, per-bucket counts (not cumulative), sum of seconds)``."""
-        return self.bounds, list(self.counts), self.total
-
-
-def handlers_of(target: object) -> dict[str, Handler]:
-    """A dict of handlers, or the public methods of an object of the user's own
-    class (``uvicorn module:app``); anything else is a ``UsageError`` naming
-    ``MODULE:ATTR``.
-
-    Choices: the class of an object must not come from the standard library
-    (``builtins`` included), so an ``int`` or a ``str`` never serves ``bit_length``
-    or ``upper``; a module is refused too (its public names include everything it
-    imports: ``from subprocess import run`` would become a procedure), and so is a
-    class or a function. A mapping's keys must be procedure names (1..255 UTF-8
-    bytes) and its values callables. Pinned by
-    ``tests/test_net_handlers.py::test_handlers_of_*``."""
-    if isinstance(target, Mapping):
-        table = dict(target)
-    else:
-        kind = type(target)
-        if (isinstance(target, type)
-                or kind.__module__.partition(".")[0] in sys.stdlib_module_names):
-            raise UsageError("MODULE:ATTR", f"{kind.__name__} {_shown(target)} is not "
-                             "served: it must be a dict of handlers or an object of "
-                             "your own class")
-        table = {name: getattr(target, name) for name in dir(target)
-                 if not name.startswith("_") and callable(getattr(target, name))}
-    for name, fn in table.items():
-        try:
-            size = len(name.encode("utf-8")) if isinstance(name, str) else 0
-        except UnicodeEncodeError:
-            size = 0
-        if not 1 <= size <= 255:
-            raise UsageError("MODULE:ATTR",
-                             f"procedure name {_shown(name)} must be 1..255 UTF-8 bytes")
-        if not callable(fn):
-            raise UsageError("MODULE:ATTR", f"handler {name!r} is not callable")
-    return table
-
-
-def _shown(value: object) -> str:
-    """``repr(value)``, shortened to one short line of an error message."""
-    try:
-        text = repr(value)
-    except Exception:  # noqa: BLE001 - a user's __repr__ may raise
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _on_loop(fn: object) -> bool:
-    """Whether handler ``fn`` is ``async`` (run on the loop, never in a worker):
-    a coroutine function, a method or partial of one, or an object whose
-    ``__call__`` is one."""
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None))  # noqa: B004 - the method, not callable()
-
-
-#: Most hash classes (the replay's ``--classes`` range).
-MAX_CLASSES = 4096
-
-
-def default_receiver() -> ReceiverConfig:
-    return ReceiverConfig("fixed", rho=DEFAULT_RHO, gc_every=DEFAULT_GC_EVERY,
-                          resilient=True, beta=DEFAULT_BETA, latest_every=DEFAULT_LATEST_EVERY)
 
 
 #: Largest datagram read (the UDP limit).
@@ -342,7 +229,7 @@ class RpcServer:
         self.procedure_latency = {name: LatencyHistogram() for name in self.handlers}
         self.call_latency = LatencyHistogram()
         self._async_procs = frozenset(
-            name for name, fn in self.handlers.items() if _on_loop(fn))
+            name for name, fn in self.handlers.items() if on_loop(fn))
         self._jobs: Any = None  # queue.SimpleQueue of (Invocation, handler) or None
         self._idle: Any = None  # threading.Semaphore: one release per idle worker
         self._threads = 0
@@ -627,32 +514,8 @@ class RpcServer:
             return
         if self._threads < self.workers:
             self._threads += 1
-            threading.Thread(target=self._work, args=(jobs, self._idle, running_loop()),
+            threading.Thread(target=work, args=(jobs, self._idle, running_loop(), self._done),
                              name=f"timebound-handler-{self._threads}", daemon=True).start()
-
-    def _work(self, jobs: Any, idle: Any, loop: Any) -> None:
-        """A worker thread: runs queued sync handlers and hands each outcome to the
-        loop (``_done``, by ``call_soon_threadsafe``); it touches no server state."""
-        while True:
-            job = jobs.get()
-            if job is None:
-                return
-            run: Invocation = job[0]
-            call: Callable[[bytes], object] = job[1]
-            started: float = job[2]
-            failed = False
-            began = perf_counter()
-            try:
-                result: object = call(run.args)
-            except BaseException as exc:  # noqa: BLE001 - the caller's, as inline
-                result, failed = exc, True
-            elapsed = perf_counter() - began
-            try:
-                loop.call_soon_threadsafe(self._done, run, result, failed, started, elapsed)
-            except RuntimeError:  # the loop is closed: the server is gone
-                return
-            job = result = None  # hold nothing while idle
-            idle.release()
 
     def _done(self, run: Invocation, result: object, failed: bool, started: float,
               elapsed: float) -> None:
