@@ -24,6 +24,7 @@ import pytest
 
 import timebound.claims
 from timebound.claims import spread
+from timebound.claims._rpc import bench_verdict, rpc_udp_median_us
 from timebound.claims._slotted import (
     PAPER_DISCARD_PCT,
     PAPER_QUEUE_C_RATIO,
@@ -143,6 +144,25 @@ def test_discard_cause_quotes_the_runs(seeds: list[dict[str, Any]]) -> None:
     after = discard_cause(changed)
     assert after.startswith(f"only (b), (c) and (e) exceed {PAPER_DISCARD_PCT:g}%"), after
     assert "(e) stays below" not in after
+
+
+def test_rpc_cause_quotes_the_bench_file(tmp_path: Path) -> None:
+    """The RPC row's cause reads its round trip from the bench file it judges."""
+    bench = Path(timebound.claims.__file__).parents[3] / timebound.claims.RPC_BENCH
+    if not bench.exists():
+        pytest.skip("no benchmarks/rpc_bench.md in this tree")
+    text = bench.read_text(encoding="utf-8")
+    udp = rpc_udp_median_us(str(bench))
+    assert udp is not None
+    missed = re.sub(r"\(bar: (.*?): met\)", r"(bar: \1: not met)", text)  # a row that differs
+    (tmp_path / "benchmarks").mkdir()
+    target = tmp_path / timebound.claims.RPC_BENCH
+    for median in (udp, 4321.0):
+        target.write_text(missed.replace(f"| plain UDP | {udp:.0f} |", f"| plain UDP | "
+                                         f"{median:.0f} |"), encoding="utf-8")
+        verdict = bench_verdict(str(tmp_path))[1]
+        assert verdict.startswith("differs"), verdict
+        assert f"round trip ({median:.0f} us: plain UDP's median in (i)" in verdict, verdict
 
 
 # -- the scan --------------------------------------------------------------------------

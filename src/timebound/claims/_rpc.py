@@ -112,10 +112,10 @@ def rpc_why(ratios: Sequence[tuple[str, float, bool]], cpu_us: float | None,
     if tcp_over_udp is not None and any("(ii, fresh)" in m for m in missed):
         fresh = (f"; in the (ii, fresh) column TCP per call is itself only "
                  f"{tcp_over_udp:.2f}x plain UDP on loopback")
-    trip = (f"a loopback UDP round trip ({udp_us:.0f} us, plain UDP's median in (i))"
-            if udp_us is not None else "a loopback UDP round trip")
+    trip = (f"{udp_us:.0f} us: plain UDP's median in (i) of benchmarks/rpc_bench.md"
+            if udp_us is not None else "benchmarks/rpc_bench.md")
     return (f"bars missed on the asyncio loop: {'; '.join(missed) or 'none'}{fresh}; what "
-            f"is left is {cost}, on top of {trip} (benchmarks/rpc_bench.md), and the event "
+            f"is left is {cost}, on top of a loopback UDP round trip ({trip}), and the event "
             "loop's own work per datagram; the paper's C implementation had neither")
 
 
