@@ -23,7 +23,7 @@ JOB = "live-group"
 JOBS: Mapping[str, str] = {JOB: "group"}
 
 _WHERE = ("live: N members of one timebound.net group (every member sends and receives) "
-          "on 127.0.0.1 in one process, N = 2, 4, 8, timestamp acks and vector acks on the "
+          "on 127.0.0.1 in one process, N = 2, 4, 8 (2, 4 with --quick), timestamp acks and vector acks on the "
           "same traffic (messages from members drawn per seed, the service's own ack "
           "period, the Group default); ")
 
