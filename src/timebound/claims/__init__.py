@@ -28,7 +28,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from . import _adaptive, _merge, _rpc, _scmp, _slotted, _stability
-from ._base import Claim, Live, Missing, Row, Runs, Sources, Values, one_value, spread
+from ._base import Claim, Live, Missing, Row, Runs, Sources, Values, Why, one_value, spread
 from ._live import LIVE, LIVE_JOBS
 from ._ours import OURS, REORDER, REORDER_WINDOWS, RESTART
 from ._rpc import (
@@ -44,7 +44,7 @@ from ._rpc import (
 __all__ = [
     "CLAIMS", "LIVE_JOBS", "OURS", "REORDER_WINDOWS", "RPC_BENCH", "SCENARIO_PAPERS", "Claim",
     "Live", "Missing",
-    "Row", "Runs", "Sources", "Values", "evaluate", "one_value", "rpc_bench_ratios",
+    "Row", "Runs", "Sources", "Values", "Why", "evaluate", "one_value", "rpc_bench_ratios",
     "rpc_bench_runs", "rpc_core_cpu_us", "rpc_tcp_over_udp", "rpc_why", "spread",
 ]
 
@@ -58,8 +58,10 @@ CLAIMS: tuple[Claim, ...] = tuple(
 )
 
 
-def _judge(per_seed: list[Values], check: object, why: str) -> tuple[str, str, int]:
-    """The measured text and the verdict of values measured on every seed."""
+def _judge(per_seed: list[Values], check: object, why: Why,
+           seeds: Sequence[Sources]) -> tuple[str, str, int]:
+    """The measured text and the verdict of values measured on every seed (a cause
+    given as a function is built from the same ``seeds``)."""
     labels = [k for k, _, _ in per_seed[0]]
     fmts = {k: f for k, _, f in per_seed[0]}
     values = [{a: b for a, b, _ in vals} for vals in per_seed]
@@ -71,7 +73,8 @@ def _judge(per_seed: list[Values], check: object, why: str) -> tuple[str, str, i
     n = len(oks)
     if all(oks):
         return measured, "agrees", n
-    return measured, f"differs ({sum(oks)} of {n} seeds agree): {why}", n
+    cause = why if isinstance(why, str) else why(seeds)
+    return measured, f"differs ({sum(oks)} of {n} seeds agree): {cause}", n
 
 
 def _measure(measure: object, needs: Sequence[str],
@@ -97,7 +100,7 @@ def _live(claim: Claim, seeds: Sequence[Sources]) -> tuple[str, str, str, int]:
     per_seed, missing = _measure(live.measure, (live.job,), seeds)
     if missing:
         return "-", live.where, f"not measured here ({missing})", 0
-    measured, verdict, n = _judge(per_seed, live.check, live.why)
+    measured, verdict, n = _judge(per_seed, live.check, live.why, seeds)
     return measured, live.where, verdict, n
 
 
@@ -122,7 +125,7 @@ def evaluate(seeds: Sequence[Sources], *, root: str = "",
                             f"not measured here ({missing})", 0, lm, lw, lv, ln))
             continue
         check = None if claim.kind == "computed" else claim.check
-        measured, verdict, n = _judge(per_seed, check, claim.why)
+        measured, verdict, n = _judge(per_seed, check, claim.why, seeds)
         verdict = one_value(claim, per_seed) or verdict
         rows.append(Row(claim.paper, claim.claim, claim.published, measured, claim.where,
                         verdict, n, lm, lw, lv, ln))

@@ -20,6 +20,9 @@ Runs = Mapping[str, Mapping[str, float]]
 Sources = Mapping[str, Runs]
 #: measured values of one seed: (label, value, format) in display order
 Values = list[tuple[str, float, str]]
+#: the cause of a row that differs: text, or a function of every seed's sources that
+#: builds it from their measurements (so no figure in it is typed by hand)
+Why = str | Callable[[Sequence[Sources]], str]
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,7 @@ class Live:
     measure: Callable[[Sources], Values]
     check: Callable[[dict[str, float]], bool]
     where: str
-    why: str = ""
+    why: Why = ""
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ class Claim:
     needs: tuple[str, ...]
     measure: Callable[[Sources], Values] | None
     check: Callable[[dict[str, float]], bool] | None
-    why: str = ""          # the confirmed cause, shown when the check fails
+    why: Why = ""          # the confirmed cause, shown when the check fails
     kind: str = "measured"  # measured | computed | pending
     note: str = ""          # how the check reads the claim (shown beside the verdict)
     #: A trend (increasing, decreasing): it can fail only on two distinct values or
