@@ -106,8 +106,8 @@ class Size:
     timeout: float
 
 
-FULL = Size(callers=16, before_kill=2.0, beta_us=1_000_000, after=1.5, timeout=1.5)
-QUICK = Size(callers=8, before_kill=0.4, beta_us=300_000, after=0.3, timeout=1.0)
+FULL = Size(callers=16, before_kill=1.5, beta_us=1_000_000, after=1.0, timeout=1.5)
+QUICK = Size(callers=8, before_kill=0.35, beta_us=500_000, after=0.25, timeout=1.0)
 
 
 @dataclass
