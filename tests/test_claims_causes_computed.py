@@ -129,6 +129,25 @@ def test_queue_cause_follows_a_changed_measurement(seeds: list[dict[str, Any]]) 
     assert before.startswith("at 2 ms slots")
 
 
+def test_the_table_shows_the_computed_causes(seeds: list[dict[str, Any]]) -> None:
+    """``evaluate`` (the table and the report) shows each slotted cause as computed
+    from the same seeds, and a changed measurement changes the row's verdict text."""
+    def verdicts(data: list[dict[str, Any]]) -> dict[str, str]:
+        return {r.claim: r.verdict for r in timebound.claims.evaluate(data, only=["slotted"])}
+
+    before = verdicts(seeds)
+    queue = next(c for c in before if "(c)'s queue" in c)
+    discards = next(c for c in before if c.startswith("discards"))
+    assert before[queue].startswith("differs (0 of 3 seeds agree): at 2 ms slots ")
+    assert before[queue].endswith(": " + queue_c_cause(seeds))
+    assert before[discards].endswith(": " + discard_cause(seeds))
+    changed = copy.deepcopy(seeds)
+    changed[2]["slotted"]["e/Ts=2000"]["discard_pct_unreliable"] = 64.0
+    after = verdicts(changed)
+    assert after[discards] != before[discards]
+    assert "only (b), (c) and (e) exceed" in after[discards]
+
+
 def test_discard_cause_quotes_the_runs(seeds: list[dict[str, Any]]) -> None:
     text = discard_cause(seeds)
     top = [max(_m(seeds, f"{x}/Ts={t}", "discard_pct_unreliable")[i] for t in SLOTS)

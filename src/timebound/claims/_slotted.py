@@ -313,12 +313,8 @@ CLAIMS: tuple[Claim, ...] = (
           "the ratio is below about ten"),
     Claim("slotted", "up to 40 ms, (c)'s queue is 1/2 to 1/3 of (a)'s (Fig. 7)",
           "1/3-1/2", "slotted, queue (c)/(a) at slots <= 40 ms", ("slotted",), _sl_queue_c,
-          _sl_queue_c_ok,
-          "the queue of (c) follows its FR delay where FRs arrive out of order, and "
-          "its discards where slots are long"),
+          _sl_queue_c_ok, queue_c_cause),
     Claim("slotted", "discards always below 10% (share of unreliable N/F arrivals)",
           "< 10%", "slotted, max over slot lengths per scheme", ("slotted",), _sl_discard,
-          _below10,
-          "an N/F message arriving after its slot closed is discarded (R11, R15), and "
-          "the network delay often outlasts a slot"),
+          _below10, discard_cause),
 )
