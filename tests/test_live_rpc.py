@@ -11,7 +11,7 @@ import pytest
 
 import timebound.claims as claims
 from timebound.claims import Live, Runs
-from timebound.net import live
+from timebound.net import _live_rpc, live
 
 DUPLICATE_ROW = "no duplicate accepted, whatever rho or the clocks (2.3)"
 CRASH_ROW = ("after a crash, all messages sent after t_cr + beta are accepted, if GC waits "
@@ -112,3 +112,16 @@ def test_table_judges_both_rows_live(runs: Runs) -> None:
     rows = {r.claim: r for r in claims.evaluate([{"live-rpc": runs}, {"live-rpc": broken},
                                                   {"live-rpc": runs}])}
     assert rows[DUPLICATE_ROW].live_verdict.startswith("differs (2 of 3 seeds agree)")
+
+
+def test_where_quotes_the_sizes_that_ran() -> None:
+    """The rows' ``where`` states the sizes and faults of ``timebound.net._live_rpc``."""
+    full, quick = _live_rpc.FULL, _live_rpc.QUICK
+    quoted = [f"losing {_live_rpc.LOSS:.0%}", f"duplicating {_live_rpc.DUPLICATE:.0%}",
+              f"{full.callers} callers ({quick.callers} with --quick)",
+              f"SIGKILL after {full.before_kill:g} s ({quick.before_kill:g} s)",
+              f"beta {full.beta_us / 1e6:g} s ({quick.beta_us / 1e6:g} s)",
+              f"until {full.after:g} s ({quick.after:g} s) past t_cr + beta"]
+    for claim in (DUPLICATE_ROW, CRASH_ROW):
+        where = _row(claim).where
+        assert all(text in where for text in quoted), (where, quoted)

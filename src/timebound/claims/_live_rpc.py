@@ -75,11 +75,14 @@ def _crash_ok(v: dict[str, float]) -> bool:
             and v["refused down (recovered bound)"] > 0)
 
 
+#: What runs (``timebound.net._live_rpc``'s ``LOSS``, ``DUPLICATE``, ``FULL``, ``QUICK``;
+#: ``tests/test_live_rpc.py`` checks that this text quotes them).
 _SETUP = ("live: timebound rpc serve --no-marks (a process of its own, latest on "
-          "storage) behind a FaultProxy with loss and duplication of datagrams both ways, "
-          "callers making calls with distinct ids and retransmissions; the server is "
-          "SIGKILLed mid-load and restarted on the same storage and port; executions "
-          "counted in the handler's ledger, which survives the SIGKILL")
+          "storage) behind a FaultProxy losing 10% and duplicating 10% of the datagrams "
+          "both ways; 16 callers (8 with --quick) making sequential calls with distinct "
+          "ids and retransmissions; SIGKILL after 1.5 s (0.35 s), restart on the same "
+          "storage and port, beta 1 s (0.5 s), calls until 1 s (0.25 s) past t_cr + beta; "
+          "executions counted in the handler's ledger, which survives the SIGKILL")
 
 #: claim text of a row -> its live check on this service
 LIVE: Mapping[str, Live] = {
