@@ -13,7 +13,7 @@ Kinds (``KINDS``; each module's ``measure(seed, quick)`` says what it runs):
 - ``channel``: slotted-FIFO channels (``timebound.net`` channel, slotted paper §6);
 - ``group``: stable multicast groups, timestamp vs vector acks (stability paper §4);
 - ``pubsub``: replicated mergers and subscribers (causal merge, Thm 4.4, Lemma 4.2);
-- ``rpc``: at-most-once RPC under loss and a SIGKILL of the server (SCMP §2.3, §3).
+- ``rpc``: at-most-once RPC under loss and a SIGKILL of the server (SCMP §2.3, §2.4, §3).
 """
 
 from __future__ import annotations
