@@ -41,6 +41,7 @@ from timebound.sim._dataset import DatasetWriter
 from timebound.sim._links import Delay, Empirical, Exponential
 from timebound.sim._scenario import Param, Progress, Scenario, counted, in_run
 from timebound.sim.scenarios._amo import (
+    START,
     AmoRun,
     NetConfig,
     open_messages,
@@ -57,9 +58,38 @@ class _Tracked(AmoRun):
     force during the second half of the traffic, L/A at the TREND checkpoints, and
     acceptances out of timestamp order per connection (Theorem 2)."""
 
-    def __init__(self, *args: Any, expected: int, **kw: Any) -> None:
+    def __init__(self, *args: Any, expected: int, bound: int = 0, step: int | None = None,
+                 slowdown: float = 1.0, **kw: Any) -> None:
         super().__init__(*args, **kw)
         self.expected = max(1, expected)
+        #: the load's bound on a one-way delay: a longer one is a spike
+        self.bound = bound
+        #: limited horizon: arrivals in the current group of S, spikes among them, and
+        #: how many groups held more than H spikes (outside (t, X, S, H)-bounded)
+        self.group = self.group_spikes = self.groups = self.groups_over_h = 0
+        self.spike_arrivals = 0
+        #: step loads: the step's time, the largest lifetime before it (X1) and of the
+        #: messages sent after it (X2), the estimate in force at the step, every later
+        #: change of the estimate (time, value), and arrivals after the step
+        self.step = step
+        self.x1 = self.x2 = 0
+        self.at_step: int | None = None
+        self.changes: list[tuple[int, int]] = []
+        self.after_step = 0
+        self.last_arrival = 0
+        #: Lemma 3 (unlimited horizon): the last increase of the estimate (time, new
+        #: value; the start counts as one, to 1), losses not yet explained (waiting for
+        #: the next change), the losses Lemma 3 does not allow, and the increases
+        self.estimate = 1
+        self.increase = (0, 1)
+        self.pending: list[int] = []
+        self.previous = 0
+        self.lost_outside = self.increases = self.decreases = 0
+        #: step-slow: from the step on, a client's turn to send is taken only with
+        #: probability 1/slowdown (a separate stream), so every client sends that many
+        #: times slower at once while the traffic before the step stays the same
+        self.slowdown = slowdown
+        self.thin_rng = random.Random(self.rng.getrandbits(64))
         self.arrivals = 0
         self.estimate_late_max = 0
         self.trend: dict[int, float] = {}
@@ -71,15 +101,20 @@ class _Tracked(AmoRun):
     def _arrive(self, packet: Any) -> bool:
         msg = packet.payload
         before = msg.accepted
+        lost_before = self.lost
         if msg.ts < self.highest_seen.get(msg.conn, 0):
             self.out_of_order_arrivals += 1
         self.highest_seen[msg.conn] = max(msg.ts, self.highest_seen.get(msg.conn, 0))
         taken = super()._arrive(packet)
+        self.last_arrival = self.engine.now
+        if self.opts.estimator == "unlimited":
+            self._lemma3(self.lost > lost_before, self.servers[msg.server].estimate)
         if msg.accepted > before:
             if msg.ts <= self.last_accepted.get(msg.conn, 0):
                 self.out_of_order_accepted += 1
             self.last_accepted[msg.conn] = msg.ts
         if packet.arrivals == 1:
+            self._watch(msg)
             self.arrivals += 1
             if 2 * self.arrivals > self.expected:
                 self.estimate_late_max = max(self.estimate_late_max,
@@ -88,6 +123,113 @@ class _Tracked(AmoRun):
                 if pct not in self.trend and 100 * self.arrivals >= pct * self.expected:
                     self.trend[pct] = self.lost / self.accepted if self.accepted else 0.0
         return taken
+
+    def _send(self, arg: tuple[int, int]) -> None:
+        if (self.slowdown > 1 and self.step is not None and self.engine.now >= self.step
+                and self.thin_rng.random() * self.slowdown >= 1):
+            self.engine.schedule(max(1, self.net.gap.sample(self.work_rng)), self._send, arg)
+            return
+        super()._send(arg)
+
+    def _watch(self, msg: Any) -> None:
+        """Spike groups (limited horizon) and the step's lifetimes and estimates."""
+        now = self.engine.now
+        opts = self.opts
+        if opts.estimator == "limited" and opts.window:
+            self.group += 1
+            if now - msg.sent > self.bound:
+                self.group_spikes += 1
+                self.spike_arrivals += 1
+            if self.group == opts.window:
+                self.groups += 1
+                self.groups_over_h += self.group_spikes > (opts.spikes or 0)
+                self.group = self.group_spikes = 0
+        if self.step is None:
+            return
+        server = self.servers[msg.server]
+        lifetime = self.server_clocks[msg.server].read(now) - msg.ts
+        if msg.sent < self.step:
+            self.x1 = max(self.x1, lifetime)
+        else:
+            self.x2 = max(self.x2, lifetime)
+        if now < self.step:
+            return
+        self.after_step += 1
+        if self.at_step is None:
+            self.at_step = server.estimate
+            self.changes.append((self.step, server.estimate))
+        elif server.estimate != self.changes[-1][1]:
+            self.changes.append((now, server.estimate))
+
+    def _lemma3(self, lost: bool, estimate: int) -> None:
+        """Lemma 3 (on which Theorems 4 and 6 rest): with t1 an increase of the estimate
+        to B and the estimate not increased again up to a GC t2, no message is
+        summary-rejected in [t1 + B, t2]. So a loss at time u lies within B of the last
+        increase, or in the GC period just before the next increase. Counted in
+        ``lost_outside``: losses in neither (none, if the estimator is right); the
+        slack is the clock bound epsilon (GC periods are read on the server's clock)."""
+        now = self.engine.now
+        slack = self.net.epsilon
+        if estimate != self.estimate:
+            # a GC ran after the previous arrival, at the latest at this one (then
+            # before its decision): a loss waiting since then is explained by an
+            # increase when it came at most one GC period before the earliest such GC
+            if estimate > self.estimate:
+                period = self.opts.gc_every or 0
+                self.lost_outside += sum(1 for u in self.pending
+                                         if u < self.previous - period - slack)
+                self.increase = (now, estimate)
+                self.increases += 1
+            else:
+                self.lost_outside += len(self.pending)
+                self.decreases += 1
+            self.pending = []
+            self.estimate = estimate
+        if lost:
+            at, value = self.increase
+            if now > at + value + slack:
+                self.pending.append(now)
+        self.previous = now
+
+    def lemma_metrics(self) -> list[tuple[str, float, None]]:
+        """Lemma 3's count (a loss still waiting at the end counts when a whole GC
+        period followed it without an increase) and the estimate's increases and
+        decreases."""
+        if self.opts.estimator != "unlimited":
+            return []
+        end = self.last_arrival - (self.opts.gc_every or 0) - self.net.epsilon
+        waiting = sum(1 for u in self.pending if u < end)
+        return [("lost_outside_lemma3", float(self.lost_outside + waiting), None),
+                ("estimate_increases", float(self.increases), None),
+                ("estimate_decreases", float(self.decreases), None)]
+
+    def step_metrics(self) -> list[tuple[str, float, None]]:
+        """The step's X1, X2, the estimate at the step over 2 X2, and the settling
+        time: from the step to the last change after which the estimate stays below
+        2 X2 (``step_settled`` 0: it never does before the traffic ends)."""
+        if self.step is None or self.at_step is None or not self.x2:
+            return []
+        limit = 2 * self.x2
+        settle = self.step
+        for at, value in self.changes:
+            if value >= limit:
+                settle = -1
+            elif settle < 0:
+                settle = at
+        settled = settle >= 0
+        if not settled:
+            settle = self.last_arrival
+        before = sum(1 for m in self.msgs if self.step <= m.sent < settle)
+        out: list[tuple[str, float, None]] = [
+            ("step_x1", float(self.x1), None), ("step_x2", float(self.x2), None),
+            ("step_estimate_over_2x2", self.at_step / limit, None),
+            ("step_final_over_2x2", self.changes[-1][1] / limit, None),
+            ("step_settled", float(settled), None),
+            ("step_settle_s", (settle - self.step) / 1e6, None),
+            ("step_after_s", (self.last_arrival - self.step) / 1e6, None),
+            ("step_messages_to_settle", float(before), None),
+        ]
+        return out
 
 
 class Spiky(Delay):
@@ -113,7 +255,7 @@ class Spiky(Delay):
 
 PARAMS = (
     Param("loads", "loads to run", "bounded,spikes,daynight", "list",
-          choices=("bounded", "spikes", "daynight")),
+          choices=("bounded", "spikes", "daynight", "step", "step-slow", "step-up")),
     Param("estimators", "estimators to run", "small,large,unlimited,limited", "list",
           choices=("small", "large", "unlimited", "limited")),
     Param("messages", "messages per run (about)", "20000", lo=10, hi=10_000_000),
@@ -125,6 +267,14 @@ PARAMS = (
     Param("spike_p", "spikes load: spike probability per datagram", "0.002", "float",
           lo=0, hi=0.5),
     Param("spike", "spikes load: spike delay (ticks)", "2000000", lo=0),
+    Param("step_at", "step loads: the step's time after the traffic starts (ticks)",
+          "5000000", lo=0),
+    Param("step_values", "step loads: after the step, delays drawn uniformly from "
+          "1..X ms (X ticks)", "10000", lo=1000),
+    Param("step_up_values", "step-up load: after the step, delays drawn uniformly from "
+          "1..X ms (X ticks)", "200000", lo=1000),
+    Param("slowdown", "step-slow load: after the step every client sends this many "
+          "times slower", "4", "float", lo=1, hi=1000),
     Param("day", "daynight load: cycle length (ticks)", "10000000", lo=1000),
     Param("mean", "daynight load: mean one-way delay (ticks)", "20000", "float", lo=1),
     Param("amplitude", "daynight load: relative amplitude of the cycle", "0.8", "float",
@@ -161,6 +311,16 @@ def _load(p: dict[str, Any], name: str) -> tuple[Delay, Any]:
         return Empirical(values), None
     if name == "spikes":
         return Spiky(Empirical(values), p["spike_p"], p["spike"]), None
+    if name.startswith("step"):
+        step = START + p["step_at"]
+        before = Empirical(values)
+        top = p["step_up_values"] if name == "step-up" else p["step_values"]
+        after = Empirical(list(range(1000, top + 1, 1000)))
+
+        def step_at(t: int) -> Delay:
+            return before if t < step else after
+
+        return before, step_at
     day, mean, amp = p["day"], p["mean"], p["amplitude"]
 
     def delay_at(t: int) -> Delay:
@@ -203,8 +363,12 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
         name = f"{load}/{est}"
         if progress:
             progress(f"adaptive {name}", index, len(plan))
-        sim = _Tracked(ds, name, net, opts, random.Random(f"{seed}/adaptive/{load}"),
-                       p["sample_every"], expected=clients * calls)
+        step = START + p["step_at"] if load.startswith("step") else None
+        sim = _Tracked(ds, name, net, opts,
+                       random.Random(f"{seed}/adaptive/{load.split('-')[0]}"),
+                       p["sample_every"], expected=clients * calls,
+                       bound=p["bounded_values"], step=step,
+                       slowdown=p["slowdown"] if load == "step-slow" else 1.0)
         sim.execute(tick=in_run(progress, counted(sim.msgs), clients * calls, "calls"))
         rows = sim.metrics()
         got = {m: v for m, v, t in rows if t is None}
@@ -223,6 +387,15 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
         rows.append(("out_of_order_accepted", float(sim.out_of_order_accepted), None))
         rows.append(("out_of_order_arrivals", float(sim.out_of_order_arrivals), None))
         rows.append(("p", float(opts.p or 0), None))
+        if est == "limited":
+            rows += [("window", float(opts.window or 0), None),
+                     ("horizon_spikes", float(opts.spikes or 0), None),
+                     ("spike_share", sim.spike_arrivals / max(1, sim.arrivals), None),
+                     ("groups", float(sim.groups), None),
+                     ("groups_over_h", float(sim.groups_over_h), None)]
+        rows += sim.lemma_metrics() + sim.step_metrics()
+        if load == "step-slow":
+            rows.append(("slowdown", float(p["slowdown"]), None))
         write_metrics(ds, name, "atmostonce", rows)
         runs.append({"run": name, "params": {**option_params(opts), "load": load}})
         summary[name] = (f"L/A {got['lost_per_accepted']:.4f}, final estimate "
