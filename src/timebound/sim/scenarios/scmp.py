@@ -22,8 +22,8 @@ Experiments (``experiments=``, any subset, one or more runs each):
   flagged", "may refuse"), about clocks that are not synchronized but still run the
   protocol as designed, so the defaults sit inside that window: ``skew`` beyond
   epsilon and within rho (a message is flagged only when it takes longer than
-  rho - skew to arrive, about one retransmission; a skew beyond rho flags every first
-  copy of a slow client), ``skew_early`` beyond beta - latest_every and within beta
+  rho - skew to arrive: a slow delivery or a retransmission; a skew beyond rho flags
+  every first copy of a slow client), ``skew_early`` beyond beta - latest_every and within beta
   (a message is refused only when ``latest`` was written more than beta - skew_early
   ago; a skew beyond beta refuses every one);
 - ``crash``: a resilient server (Fig. 2-2, ``latest`` on stable storage every
@@ -141,7 +141,7 @@ PARAMS = (
           "50000,100000,200000,400000,800000,1600000,3200000", "intlist", lo=1),
     Param("gc_every", "GC period (ticks)", "50000", lo=1),
     Param("skew", "clock offset of the clients-slow and server-fast runs (ticks; section "
-          "2.3, flagged as duplicates: beyond epsilon, within rho)", "800000", lo=0),
+          "2.3, flagged as duplicates: beyond epsilon, within rho)", "900000", lo=0),
     Param("skew_early", "clock offset of the clients-fast and server-slow runs (ticks; "
           "section 2.3, refused as too early: beyond beta - latest_every, within beta)",
           "1500000", lo=0),
