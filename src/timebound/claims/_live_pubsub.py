@@ -1,13 +1,170 @@
-"""Live checks on the pubsub service (``timebound.net.live pubsub``): see ``_live``."""
+"""Live checks on the pubsub service (``timebound.net.live pubsub``): see ``_live``.
+
+The job ``live-pubsub`` runs live ``timebound.net`` publishers -> two replicated
+mergers (each behind its own fault proxy that delays and reorders, within delta) ->
+one subscriber on each, over loopback UDP; one run, ``publishers=<P>``. Two merge rows
+are checked on it: the subscribers' sequences agree on every message both delivered
+(Thm 4.4), counted only when the mergers got their common messages in different orders
+(so order was at stake), and the longest buffering at a merger, arrival -> delivery on
+the merger's own clock, stays within delta + 3 eps (Lemma 4.2), with the clocks within
+epsilon of each other (G1). Each row also shows what explains it: the merger's own wait
+(deadline - arrival) apart from how late its timer delivered, and the longest
+publish -> arrival delay against delta (G2).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from ._base import Live
+from ._base import Live, Missing, Runs, Sources, Values, _get, spread
+
+JOB = "live-pubsub"
 
 #: label of this service's live job (a ``Sources`` key) -> the ``timebound.net.live`` kind
-JOBS: Mapping[str, str] = {}
+JOBS: Mapping[str, str] = {JOB: "pubsub"}
+
+ORDER = "replicated mergers deliver in the same order (Thm 4.4)"
+BUFFER = "buffering <= delta + 3 eps (Lemma 4.2)"
+
+_WHERE = ("live: four timebound.net publishers of ds(eps, delta) = ds(5, 40) ms send every "
+          "message to two replicated mergers, each behind its own FaultProxy on "
+          "127.0.0.1 (every datagram delayed by up to 10 ms, a quarter of them by "
+          "6-18 ms more: at most 28 ms, within delta), one subscriber on each merger; "
+          "every clock is the system clock plus an offset drawn per seed, any two within "
+          "epsilon (G1); 150 publications per second per publisher for 2 s (0.6 s with "
+          "--quick); ")
+
+
+def _run(s: Sources) -> Runs:
+    runs = s[JOB]
+    names = [k for k in runs if k.startswith("publishers=")]
+    if len(names) != 1:
+        raise Missing(f"{JOB} publishers=*")
+    return {"run": runs[names[0]]}
+
+
+def _order(s: Sources) -> Values:
+    """Order mismatches between the two subscribers (positions of their common
+    messages that differ), the messages both delivered, and whether order was at
+    stake: the two mergers' arrival orders compared the same way, the arrivals out of
+    deadline order at the mergers, the proxies' reordered datagrams; late drops."""
+    runs = _run(s)
+
+    def g(measure: str) -> float:
+        return _get(runs, "run", measure)
+
+    return [("mismatches", g("order_mismatches"), ".0f"),
+            ("common delivered", g("common_delivered"), ".0f"),
+            ("subscriber 1 delivered", g("delivered_1"), ".0f"),
+            ("subscriber 2 delivered", g("delivered_2"), ".0f"),
+            ("arrival order differs", g("arrival_order_differs"), ".0f"),
+            ("out-of-order arrivals", g("out_of_order_arrivals"), ".0f"),
+            ("proxy reordered", g("proxy_reordered"), ".0f"),
+            ("late drops", g("late"), ".0f")]
+
+
+def _order_ok(v: dict[str, float]) -> bool:
+    """Thm 4.4 on messages both delivered, with order at stake (the mergers got their
+    common messages in different orders, some out of deadline order)."""
+    return (v["mismatches"] == 0 and v["common delivered"] > 0
+            and v["arrival order differs"] > 0 and v["out-of-order arrivals"] > 0)
+
+
+def _buffer(s: Sources) -> Values:
+    """The longest buffering at a merger (arrival -> delivery, ms of its clock) and
+    the bound; the merger's own wait (deadline - arrival) and its timer's lateness
+    (delivery - deadline); messages delivered; G1 (clock spread vs epsilon) and G2
+    (longest publish -> arrival delay vs delta, the proxies' own most)."""
+    runs = _run(s)
+
+    def g(measure: str) -> float:
+        return _get(runs, "run", measure)
+
+    return [("max buffering", g("max_buffering"), ".0f"),
+            ("bound", g("buffering_bound"), ".0f"),
+            ("max deadline - arrival", g("max_to_deadline"), ".0f"),
+            ("max lateness", g("max_lateness"), ".0f"),
+            ("delivered", g("merger_delivered"), ".0f"),
+            ("clock spread", g("clock_spread"), ".0f"),
+            ("epsilon", g("epsilon"), ".0f"),
+            ("longest delay", g("longest_delay"), ".1f"),
+            ("proxy delay max", g("proxy_max_delay"), ".0f"),
+            ("delta", g("delta"), ".0f")]
+
+
+def _buffer_ok(v: dict[str, float]) -> bool:
+    """Lemma 4.2 inside G1: every buffering within the bound, on delivered messages."""
+    return (v["max buffering"] <= v["bound"] and v["delivered"] > 0
+            and v["clock spread"] <= v["epsilon"])
+
+
+def _each(seeds: Sequence[Sources], measure: str) -> list[float]:
+    return [_get(_run(s), "run", measure) for s in seeds]
+
+
+def _order_why(seeds: Sequence[Sources]) -> str:
+    """What broke the order row, from the same runs."""
+    parts = []
+    mismatches = _each(seeds, "order_mismatches")
+    if max(mismatches) > 0:
+        common = _each(seeds, "common_delivered")
+        parts.append(f"the two subscribers' sequences differ at up to {max(mismatches):.0f} "
+                     f"positions of the {spread(common, '.0f')} messages both delivered")
+    stake = [min(a, b) for a, b in zip(_each(seeds, "arrival_order_differs"),
+                                       _each(seeds, "out_of_order_arrivals"))]
+    if min(stake) == 0:
+        parts.append(f"order was not at stake on {sum(x == 0 for x in stake)} of "
+                     f"{len(stake)} seeds (the mergers got their common messages in one "
+                     "order, or none out of deadline order)")
+    if min(_each(seeds, "common_delivered")) == 0:
+        parts.append("a run delivered no message at both subscribers")
+    return "; ".join(parts)
+
+
+def _buffer_why(seeds: Sequence[Sources]) -> str:
+    """What broke the buffering row, from the same runs."""
+    parts = []
+    spread = max(_each(seeds, "clock_spread"))
+    eps = max(_each(seeds, "epsilon"))
+    if spread > eps:
+        parts.append(f"the clocks were {spread:.0f} ms apart, more than epsilon "
+                     f"({eps:.0f} ms): outside G1")
+    bound = min(_each(seeds, "buffering_bound"))
+    waited = max(_each(seeds, "max_to_deadline"))
+    late = max(_each(seeds, "max_lateness"))
+    longest = max(_each(seeds, "longest_delay"))
+    proxy = max(_each(seeds, "proxy_max_delay"))
+    if waited > bound:
+        parts.append(f"the merger's own wait (deadline - arrival) reached {waited:.0f} ms, "
+                     f"over the bound of {bound:.0f} ms")
+    elif max(_each(seeds, "max_buffering")) > bound:
+        parts.append(f"the merger's own wait (deadline - arrival) stayed within the bound "
+                     f"(at most {waited:.0f} of {bound:.0f} ms), but it delivered up to "
+                     f"{late:.0f} ms after a deadline: its event loop ran the timer late on "
+                     f"this machine (the same stalls stretched publish -> arrival to "
+                     f"{longest:.1f} ms, where the proxies add at most {proxy:.0f} ms)")
+    if min(_each(seeds, "merger_delivered")) == 0:
+        parts.append("a run delivered no message")
+    return "; ".join(parts)
+
 
 #: claim text of a row -> its live check on this service
-LIVE: Mapping[str, Live] = {}
+LIVE: Mapping[str, Live] = {
+    ORDER: Live(
+        JOB, _order, _order_ok,
+        _WHERE + "order mismatches: positions at which the two subscribers' sequences, "
+        "restricted to the messages both delivered, differ; checked: 0 mismatches, "
+        "with order at stake (the two mergers' arrival orders of their common messages "
+        "differ, and some arrivals came out of deadline order). It differs if two "
+        "subscribers see common messages in different orders, or if the run never put "
+        "the order at stake",
+        _order_why),
+    BUFFER: Live(
+        JOB, _buffer, _buffer_ok,
+        _WHERE + "buffering: from a message's first arrival at a merger's handler to "
+        "its delivery, ms of that merger's clock, the largest over both mergers; "
+        "checked: within delta + 3 eps on every seed, with the clocks within epsilon. "
+        "It differs if a merger holds a message longer than that (its deadline too far "
+        "from the arrival, or its timer delivering late), or if the clocks leave G1",
+        _buffer_why),
+}
