@@ -54,7 +54,7 @@ from typing import Any
 #: The compiled modules, by package. They are built together (one mypyc group: they
 #: call each other's classes directly) and loaded together, all compiled or all pure.
 PACKAGES: dict[str, tuple[str, ...]] = {
-    "timebound.core.atmostonce": ("_events", "_estimators", "_receiver", "_drive"),
+    "timebound.core.atmostonce": ("_events", "_estimators", "_table", "_receiver", "_drive"),
     "timebound.core.wire": ("_frame", "_records"),
     "timebound.core.rpc": ("_records", "_messages", "_client", "_server", "_live_messages",
                            "_live", "_caller"),

@@ -89,37 +89,10 @@ Choices where the papers leave room
 
 Reorder window (beyond the paper; issue 16)
 -------------------------------------------
-Fig. 2-1 refuses every message whose timestamp is not above its connection's last
-accepted one, so a genuine message overtaken by a later one on the same connection is
-lost (``DUPLICATE``, a table rejection). With ``reorder_window = W`` (default 1: the
-figures exactly, on the unchanged code path; no window state exists) a connection
-remembers up to W accepted timestamps above a *floor*: its table entry is
-``[floor, s_1 < ... < s_k]`` (``1 <= k <= W``, ``floor < s_1``, ``s_k = CT[conn]``,
-the value every other part of the receiver sees). A message on a known connection is
-accepted iff ``ts`` is above the bound -- ``s_1`` when the window is full (k = W),
-``floor`` otherwise -- and not among ``s_1..s_k``; accepting inserts it, and when that
-makes k exceed W the smallest remembered timestamp is dropped and becomes the floor.
-A connection enters the table with ``floor = upper`` (the bound Fig. 2-1 applies to an
-unknown connection) and ``s_1 = ts``. GC forgets a whole connection exactly when
-Fig. 2-1 would (``s_k <= now - estimate``) and raises ``upper`` to ``s_k``.
-
-Invariant (I): for every connection ``c`` in the table, every timestamp ever accepted
-on ``c`` is one of ``s_1..s_k`` or ``<= floor``; for every connection not in the
-table, every timestamp ever accepted on it is ``<= upper`` (and, resilient, ``<=``
-the ``upper`` set at recovery for anything accepted before a crash). It holds
-initially (empty table). Accepting on a known connection adds ``ts`` to the set;
-dropping the smallest ``m`` into the floor keeps it (``floor < m``, so everything
-``<= floor`` is ``<= m``); a new entry starts with ``floor = upper``, which bounds
-everything accepted on ``c`` before (I for an absent ``c``); forgetting ``c`` raises
-``upper`` to ``s_k >= floor``, the largest timestamp it held; a crash empties the
-table and recovery sets ``upper = latest``, which bounds every timestamp accepted
-before the crash (SCMP 2.3, unchanged). Nothing else removes a timestamp or lowers a
-floor. No duplicate: a copy of an accepted ``(c, ts)`` finds, by (I), either ``c`` in
-the table with ``ts`` in the set (refused: ``ts <= s_1`` when full, found otherwise)
-or ``ts <= floor <= bound`` (refused), or ``c`` absent with ``ts <= upper``
-(``STALE``). Clocks, estimates, classes and crashes enter only through ``upper`` and
-GC, exactly as in the paper's argument. With W = 1 the window is always full and
-the bound is ``s_1 = CT[conn]``: Fig. 2-1 decision for decision.
+With ``reorder_window = W > 1`` a connection remembers up to W accepted timestamps
+above a floor, so a genuine message overtaken on its connection is still accepted
+once (``_receive_windowed``); the window's rule, its invariant (I) and its
+accounting are the connection table's (``_table``). W = 1 is Fig. 2-1 exactly.
 
 Incarnation-marked messages (beyond the paper; issue 27)
 -------------------------------------------------------
@@ -141,8 +114,8 @@ every timestamp accepted on ``c`` *during I* is ``<= upper_marked``. It holds wh
 begins (the table is empty and nothing was accepted during I); accepting during I puts
 ``c`` in the table; forgetting ``c`` raises ``upper_marked`` to ``s_k``, the largest
 timestamp accepted on ``c`` (by (I), ``s_k`` bounds everything accepted on ``c``). No
-duplicate, with (I) for the rest: a marked copy of ``(c, ts)`` finds ``c`` in the
-table (decided by the entry, as any message), or ``c`` absent: if ``(c, ts)`` was
+duplicate, with (I) (``_table``) for the rest: a marked copy of ``(c, ts)`` finds
+``c`` in the table (decided by the entry, as any message), or ``c`` absent: if ``(c, ts)`` was
 accepted during I, ``ts <= upper_marked`` (refused ``STALE``); it cannot have been
 accepted during an earlier incarnation, because it was made after I began and every
 earlier incarnation had ended by then (a connection's timestamps only grow, so the
@@ -159,18 +132,12 @@ at ``upper_marked``).
 Tests: ``tests/test_atmostonce_marked.py`` (properties over crashes, GC, reordering,
 clocks stepped back and re-sent frames of older incarnations; each fails with its
 rule removed).
-
-Accounting: ``entries`` counts remembered timestamps (one per connection when W = 1,
-``k`` per connection otherwise) and so do capacity, ``high_water`` and the size
-columns; a window that would grow a full table (capacity) drops its smallest into
-its floor instead, which is always safe. Tests: ``tests/test_atmostonce_reorder.py``.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Callable
-from heapq import heappop, heappush
+from heapq import heappush
 from typing import Final
 
 from timebound.core.atmostonce._estimators import Estimator
@@ -182,6 +149,7 @@ from timebound.core.atmostonce._resilience import (
     StableLatest,
     StableStorage,
 )
+from timebound.core.atmostonce._table import ConnectionTable
 from timebound.errors import ProtocolUsageError
 
 __all__ = ["MemoryStorage", "MonotonicClock", "Receiver", "Resilience", "StableLatest",
@@ -196,17 +164,11 @@ _RECOVERING: Final = Verdict.RECOVERING
 _FULL: Final = Verdict.FULL
 
 
+class Receiver(ConnectionTable):
+    """One at-most-once receiver (one server, or one class of a server): the
+    connection table (``ConnectionTable``) with the figures' decisions, timers and
+    resilience."""
 
-
-class Receiver:
-    """One at-most-once receiver (one server, or one class of a server)."""
-
-    #: The reorder window W, and with W > 1 its state: conn -> [floor, s_1 < ... <
-    #: s_k] and the number of timestamps all windows hold (module docstring). Class
-    #: defaults for W = 1 (no window: Fig. 2-1's table alone).
-    reorder_window: int = 1
-    _windows: dict[str, list[int]] | None = None
-    _held: int = 0
     #: Deferred writes: called with the receiver when a record becomes wanted and no
     #: write is in flight, so a driver need not poll ``take_write`` (set by drivers).
     write_wanted: Callable[[Receiver], None] | None = None
@@ -297,19 +259,7 @@ class Receiver:
                 return
         self._schedule_from(start)
 
-    # -- queries -------------------------------------------------------------
-
-    @property
-    def entries(self) -> int:
-        """Timestamps the table remembers (one per connection when W = 1)."""
-        if self._windows is None:
-            return len(self._table)
-        return self._held
-
-    @property
-    def connections(self) -> int:
-        """Connections in the table."""
-        return len(self._table)
+    # -- queries (the table's: ``ConnectionTable``) -------------------------
 
     @property
     def estimate(self) -> int:
@@ -325,10 +275,6 @@ class Receiver:
     @property
     def down(self) -> bool:
         return self._down
-
-    def lookup(self, conn: str) -> int | None:
-        """The table's timestamp for ``conn``, or None if it is not in the table."""
-        return self._table.get(conn)
 
     def next_deadline(self) -> int | None:
         """The next absolute time at which ``handle_timer`` has work, or None."""
@@ -468,39 +414,6 @@ class Receiver:
             self._gc(now)
         return verdict
 
-    def _admit(self, conn: str, ts: int) -> bool:
-        """Reorder window, ``ts <= CT[conn]``: accept (and remember) ``ts`` iff it is
-        above the window's bound and not remembered (module docstring)."""
-        assert self._windows is not None
-        window = self._windows[conn]
-        full = len(window) > self.reorder_window  # [floor, s_1..s_W]
-        if ts <= window[1 if full else 0]:
-            return False
-        i = bisect_left(window, ts)
-        if window[i] == ts:  # i < len(window): ts <= CT[conn] = window[-1]
-            return False
-        window.insert(i, ts)
-        if full or (self._bounded and self._held >= self._capacity):
-            del window[0]  # the smallest remembered timestamp becomes the floor
-        else:
-            self._held += 1
-        return True
-
-    def _slide(self, conn: str, ts: int) -> None:
-        """Reorder window, ``ts > CT[conn]`` (accepted): remember ``ts``."""
-        assert self._windows is not None
-        window = self._windows[conn]
-        window.append(ts)
-        if len(window) > self.reorder_window + 1 or (
-                self._bounded and self._held >= self._capacity):
-            del window[0]
-        else:
-            self._held += 1
-
-    def _clear_windows(self) -> None:
-        if self._windows is not None:
-            self._windows = {}
-            self._held = 0
 
     def _refusal(self, ts: int, now: int) -> Verdict | None:
         """The checks before Fig. 2-2's skeleton: down, recovering, too early."""
@@ -657,53 +570,3 @@ class Receiver:
             return
         if self.capacity is None or self.entries >= (self.high_water or 0):
             self._evict(now)
-
-    def _evict(self, now: int) -> int:
-        """Forget every entry with ``CT[c] <= now - estimate`` (unless retained)
-        and raise ``upper`` to the largest forgotten timestamp.
-
-        ``_expiry`` is a heap holding each table entry once, keyed by a timestamp
-        at or below the entry's current one (the key is set when the connection
-        enters the table and refreshed only here, so accepting on a known
-        connection costs no heap work). Every entry due for eviction therefore has
-        its key at or below the threshold; an entry surfacing with a newer current
-        timestamp is pushed back under that one. Cost: the surfacing items only,
-        never a scan of the table.
-        """
-        threshold = now - self.estimator.estimate
-        table = self._table
-        expiry = self._expiry
-        windows = self._windows
-        upper = self.upper
-        upper_marked = self.upper_marked
-        kept: list[tuple[int, str]] = []
-        removed = 0
-        while expiry and expiry[0][0] <= threshold:
-            conn = heappop(expiry)[1]
-            ts = table[conn]
-            if ts > threshold:
-                heappush(expiry, (ts, conn))
-                continue
-            if self.retain is not None and self.retain(conn, now):
-                kept.append((ts, conn))
-                continue
-            del table[conn]
-            if windows is not None:
-                self._held -= len(windows.pop(conn)) - 1
-            removed += 1
-            if ts > upper:
-                upper = ts
-            if ts > upper_marked:
-                upper_marked = ts
-        for item in kept:
-            heappush(expiry, item)
-        self.upper = upper
-        self.upper_marked = upper_marked
-        self.evicted += removed
-        return removed
-
-    def _make_room(self, now: int) -> bool:
-        self._evict(now)
-        return self.entries < self._capacity
-
-
