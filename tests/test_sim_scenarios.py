@@ -80,7 +80,8 @@ def test_scmp_claims(datasets: dict[str, Path]) -> None:
     assert 3200000 >= big["bound_rho_min"]
     assert small["table_mean"] < mid["table_mean"] < big["table_mean"]
     assert m["many"]["table_peak"] == 1
-    assert m["clients-slow"]["lost_rate"] > 0.2  # slow clocks: flagged as duplicates
+    # slow clocks (skew within rho): flagged as duplicates more often (2.3)
+    assert m["clients-slow"].get("rows_stale", 0) > m["clients-synced"].get("rows_stale", 0)
     assert m["clients-fast"]["rows_early"] > 0   # fast clocks: refused as too early
     assert m["crash"]["lost_after_crash_plus_beta"] == 0
     assert m["crash"]["rows_down"] > 0

@@ -102,8 +102,8 @@ def _scmp(p: Mapping[str, Any]) -> list[RunPlan]:
     if "sweep" in exps:
         plan += [RunPlan(f"rho={rho}", normal) for rho in p["rhos"]]
     if "skew" in exps:
-        plan += [RunPlan(n, normal) for n in ("clients-slow", "clients-fast", "server-slow",
-                                               "server-fast")]
+        plan += [RunPlan(n, normal) for n in ("clients-synced", "clients-slow", "clients-fast",
+                                               "server-slow", "server-fast")]
     if "crash" in exps:
         plan += [RunPlan("crash", normal), RunPlan("crash-grace", normal)]
     if "reorder" in exps:
