@@ -17,7 +17,18 @@ import pytest
 
 import timebound.claims as claims
 from timebound.claims._live_pubsub import BUFFER, JOB, JOBS, LIVE, ORDER
-from timebound.net._live_pubsub import DELTA, EPSILON, PUBLISHERS, measure
+from timebound.net._live_pubsub import (
+    DELTA,
+    EPSILON,
+    JITTER,
+    PUBLISHERS,
+    QUICK_SECONDS,
+    RATE,
+    REORDER,
+    REORDER_DELAY,
+    SECONDS,
+    measure,
+)
 
 Runs = dict[str, dict[str, float]]
 RUN = f"publishers={PUBLISHERS}"
@@ -98,6 +109,9 @@ def test_buffering_is_the_mergers_wait_plus_its_lateness(runs: Runs) -> None:
     assert 0 < v["max deadline - arrival"] < v["bound"]
     assert v["max deadline - arrival"] <= v["max buffering"]
     assert v["max buffering"] <= v["max deadline - arrival"] + v["max lateness"]
+    assert 0 <= v["median lateness"] <= v["max lateness"]
+    assert (v["over bound"] > 0) == (v["max buffering"] > v["bound"])
+    assert v["over bound"] <= v["delivered"]
     assert LIVE[BUFFER].check(v) == (v["max buffering"] <= v["bound"])
     on_time = _with(runs, max_buffering=runs[RUN]["max_to_deadline"], max_lateness=0)
     assert LIVE[BUFFER].check(_values(BUFFER, on_time))
@@ -118,11 +132,26 @@ def test_buffer_cause_quotes_the_runs(runs: Runs) -> None:
     why = LIVE[BUFFER].why
     assert callable(why)
     late = _with(runs, max_buffering=80, max_to_deadline=48, max_lateness=33,
-                 longest_delay=61.25)
+                 median_lateness=2, over_bound=3, merger_delivered=700, longest_delay=61.25)
     text = why([{JOB: late}])
-    assert "up to 33 ms after a deadline" in text and "61.2" in text
+    assert "up to 33 ms after a deadline (median 2 ms)" in text and "61.2" in text
+    assert "for 3 of 700 deliveries" in text
     assert "at most 48 of 55 ms" in text
     # the figures are the largest over the seeds
     assert "up to 34 ms" in why([{JOB: late}, {JOB: _with(late, max_lateness=34)}])
     assert "over the bound" in why([{JOB: _with(runs, max_to_deadline=60)}])
     assert "outside G1" in why([{JOB: _with(runs, clock_spread=EPSILON + 1)}])
+
+
+def test_where_names_what_ran() -> None:
+    """The rows' where states the service's sizes and faults as the live job runs them."""
+    most = (JITTER + 1.5 * REORDER_DELAY) * 1000
+    assert most < DELTA  # the proxies keep G2
+    for live in LIVE.values():
+        for text in (f"ds({EPSILON}, {DELTA}) ms", f"up to {JITTER * 1000:g} ms",
+                     f"{REORDER_DELAY * 500:g}-{REORDER_DELAY * 1500:g} ms more",
+                     f"at most {most:g} ms", f"{RATE:g} publications per second",
+                     f"for {SECONDS:g} s ({QUICK_SECONDS:g} s with --quick)"):
+            assert text in live.where, text
+        assert REORDER == 0.25 and "a quarter of them" in live.where
+        assert PUBLISHERS == 4 and live.where.startswith("live: four ")

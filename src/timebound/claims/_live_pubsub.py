@@ -73,7 +73,8 @@ def _order_ok(v: dict[str, float]) -> bool:
 def _buffer(s: Sources) -> Values:
     """The longest buffering at a merger (arrival -> delivery, ms of its clock) and
     the bound; the merger's own wait (deadline - arrival) and its timer's lateness
-    (delivery - deadline); messages delivered; G1 (clock spread vs epsilon) and G2
+    (delivery - deadline: largest, median); deliveries over the bound, of those
+    delivered; G1 (clock spread vs epsilon) and G2
     (longest publish -> arrival delay vs delta, the proxies' own most)."""
     runs = _run(s)
 
@@ -84,6 +85,8 @@ def _buffer(s: Sources) -> Values:
             ("bound", g("buffering_bound"), ".0f"),
             ("max deadline - arrival", g("max_to_deadline"), ".0f"),
             ("max lateness", g("max_lateness"), ".0f"),
+            ("median lateness", g("median_lateness"), ".0f"),
+            ("over bound", g("over_bound"), ".0f"),
             ("delivered", g("merger_delivered"), ".0f"),
             ("clock spread", g("clock_spread"), ".0f"),
             ("epsilon", g("epsilon"), ".0f"),
@@ -124,10 +127,10 @@ def _order_why(seeds: Sequence[Sources]) -> str:
 def _buffer_why(seeds: Sequence[Sources]) -> str:
     """What broke the buffering row, from the same runs."""
     parts = []
-    spread = max(_each(seeds, "clock_spread"))
+    apart = max(_each(seeds, "clock_spread"))
     eps = max(_each(seeds, "epsilon"))
-    if spread > eps:
-        parts.append(f"the clocks were {spread:.0f} ms apart, more than epsilon "
+    if apart > eps:
+        parts.append(f"the clocks were {apart:.0f} ms apart, more than epsilon "
                      f"({eps:.0f} ms): outside G1")
     bound = min(_each(seeds, "buffering_bound"))
     waited = max(_each(seeds, "max_to_deadline"))
@@ -138,11 +141,16 @@ def _buffer_why(seeds: Sequence[Sources]) -> str:
         parts.append(f"the merger's own wait (deadline - arrival) reached {waited:.0f} ms, "
                      f"over the bound of {bound:.0f} ms")
     elif max(_each(seeds, "max_buffering")) > bound:
+        over = _each(seeds, "over_bound")
+        delivered = _each(seeds, "merger_delivered")
+        median = _each(seeds, "median_lateness")
         parts.append(f"the merger's own wait (deadline - arrival) stayed within the bound "
                      f"(at most {waited:.0f} of {bound:.0f} ms), but it delivered up to "
-                     f"{late:.0f} ms after a deadline: its event loop ran the timer late on "
-                     f"this machine (the same stalls stretched publish -> arrival to "
-                     f"{longest:.1f} ms, where the proxies add at most {proxy:.0f} ms)")
+                     f"{late:.0f} ms after a deadline (median {spread(median, '.0f')} ms): "
+                     f"its event loop ran the timer late on this machine, for "
+                     f"{spread(over, '.0f')} of {spread(delivered, '.0f')} deliveries (the "
+                     f"same stalls stretched publish -> arrival to {longest:.1f} ms, where "
+                     f"the proxies add at most {proxy:.0f} ms)")
     if min(_each(seeds, "merger_delivered")) == 0:
         parts.append("a run delivered no message")
     return "; ".join(parts)

@@ -32,8 +32,9 @@ times are the merger's own clock, ms):
 - buffering at the mergers, arrival -> delivery: ``max_buffering`` (the largest over
   both mergers, ms), against ``buffering_bound`` = delta + 3 epsilon (Lemma 4.2);
   beside it ``max_to_deadline`` (the core's own statistic: deadline - arrival, what
-  the program waits) and ``max_lateness`` (delivery - deadline: how late the merger's
-  timer ran);
+  the program waits), ``max_lateness`` and ``median_lateness`` (delivery - deadline:
+  how late the merger's timer ran) and ``over_bound`` (deliveries buffered longer
+  than the bound);
 - the hypotheses as they held: ``clock_spread`` (largest minus smallest offset)
   against epsilon, ``longest_delay`` (publish -> arrival at a merger, ms of the system
   clock) against delta and the proxies' own most (``proxy_max_delay``); ``late`` and
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import statistics
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -263,6 +265,8 @@ async def _run(seed: int, seconds: float) -> dict[str, float]:
         "buffering_bound": float(DELTA + 3 * EPSILON),
         "max_to_deadline": float(max(s.max_buffering for s in stats)),
         "max_lateness": float(max(lateness, default=0)),
+        "median_lateness": float(statistics.median(lateness)) if lateness else 0.0,
+        "over_bound": float(sum(b > DELTA + 3 * EPSILON for b in buffering)),
         "merger_delivered": float(sum(s.delivered for s in stats)),
         "late": float(sum(s.late for s in stats)),
         "early": float(sum(s.early for s in stats)),
