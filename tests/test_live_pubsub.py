@@ -65,6 +65,7 @@ def test_runs_have_what_the_checks_read(runs: Runs) -> None:
     assert v["clock_spread"] <= v["epsilon"] == EPSILON
     assert v["buffering_bound"] == DELTA + 3 * EPSILON
     assert 0 < v["longest_delay"]
+    assert v["loop_lateness_max"] >= 0
 
 
 def test_keys_name_rows_of_the_table() -> None:
@@ -132,10 +133,11 @@ def test_buffer_cause_quotes_the_runs(runs: Runs) -> None:
     why = LIVE[BUFFER].why
     assert callable(why)
     late = _with(runs, max_buffering=80, max_to_deadline=48, max_lateness=33,
-                 median_lateness=2, over_bound=3, merger_delivered=700, longest_delay=61.25)
+                 median_lateness=2, over_bound=3, merger_delivered=700, longest_delay=61.25,
+                 loop_lateness_max=29.5)
     text = why([{JOB: late}])
     assert "up to 33 ms after a deadline (median 2 ms)" in text and "61.2" in text
-    assert "for 3 of 700 deliveries" in text
+    assert "for 3 of 700 deliveries" in text and "woke up to 29.5 ms late" in text
     assert "at most 48 of 55 ms" in text
     # the figures are the largest over the seeds
     assert "up to 34 ms" in why([{JOB: late}, {JOB: _with(late, max_lateness=34)}])

@@ -38,7 +38,10 @@ times are the merger's own clock, ms):
 - the hypotheses as they held: ``clock_spread`` (largest minus smallest offset)
   against epsilon, ``longest_delay`` (publish -> arrival at a merger, ms of the system
   clock) against delta and the proxies' own most (``proxy_max_delay``); ``late`` and
-  ``early`` drops at the mergers.
+  ``early`` drops at the mergers;
+- ``loop_lateness_max``: how late (ms) a bare timer beside the run, in the same event
+  loop, woke up at worst while the publishers ran and the mergers drained: the
+  lateness of the machine and the loop, apart from any merger rule.
 
 Wall-clock timing: deliveries and delays include this machine's scheduling.
 """
@@ -75,6 +78,8 @@ REORDER = 0.25
 REORDER_DELAY = 0.012
 #: longest wait for the subscriptions and for the subscribers to catch up (seconds)
 SETTLE_SECONDS = 3.0
+#: the bare timer's period beside the run (seconds)
+PROBE_EVERY = 0.005
 HOST = "127.0.0.1"
 MERGERS = ("A", "B")
 
@@ -169,6 +174,16 @@ async def _read(sub: SubscriberClient, into: list[Key]) -> None:
         into.append((d.proc, d.msg))
 
 
+async def _probe(into: list[float]) -> None:
+    """A bare timer in the same event loop: how late (ms) each ``PROBE_EVERY`` sleep
+    wakes up, until cancelled."""
+    loop = asyncio.get_running_loop()
+    while True:
+        before = loop.time()
+        await asyncio.sleep(PROBE_EVERY)
+        into.append((loop.time() - before - PROBE_EVERY) * 1000)
+
+
 async def _until(condition: Any, seconds: float) -> bool:
     """Poll ``condition()`` every ms until it holds (True) or ``seconds`` pass."""
     loop = asyncio.get_running_loop()
@@ -188,6 +203,7 @@ async def _run(seed: int, seconds: float) -> dict[str, float]:
     subs: list[SubscriberClient] = []
     pubs: list[LivePublisher] = []
     readers: list[asyncio.Task[None]] = []
+    probe_lateness: list[float] = []
     sequences: list[list[Key]] = [[] for _ in MERGERS]
     sent_at: dict[Key, int] = {}
     started: list[Any] = []
@@ -217,6 +233,7 @@ async def _run(seed: int, seconds: float) -> dict[str, float]:
             await pub.start()
             started.append(pub)
             pubs.append(pub)
+        readers.append(asyncio.ensure_future(_probe(probe_lateness)))
         loop = asyncio.get_running_loop()
         start = loop.time()
         for at, p, payload in plan:
@@ -233,6 +250,7 @@ async def _run(seed: int, seconds: float) -> dict[str, float]:
             m.core.statistics().buffered == 0 and len(seq) + s.core.statistics().skipped
             >= m.core.statistics().forwarded
             for m, s, seq in zip(mergers, subs, sequences)), SETTLE_SECONDS)
+        readers[-1].cancel()
         stats = [m.core.statistics() for m in mergers]
         sub_stats = [s.core.statistics() for s in subs]
         proxy_stats = [p.stats for p in proxies]
@@ -274,6 +292,7 @@ async def _run(seed: int, seconds: float) -> dict[str, float]:
         "clock_spread": float(max(offsets) - min(offsets)),
         "longest_delay": max(delays, default=0.0),
         "proxy_max_delay": (JITTER + 1.5 * REORDER_DELAY) * 1000,
+        "loop_lateness_max": max(probe_lateness, default=0.0),
     }
 
 
