@@ -80,6 +80,7 @@ TESTS = {
 }
 
 AMO = "atmostonce/_receiver.py"
+TABLE = "atmostonce/_table.py"
 EST = "atmostonce/_estimators.py"
 SLOT = "slotted/_receiver.py"
 MERGE = "merge/_merger.py"
@@ -105,10 +106,10 @@ MUTANTS: list[Mutant] = [
      "        if slack is not None and ts > now + slack + 1:"),
     ("atmostonce", AMO, "            self.upper = record.latest",
      "            self.upper = record.latest - 1"),
-    ("atmostonce", AMO, "        threshold = now - self.estimator.estimate",
+    ("atmostonce", TABLE, "        threshold = now - self.estimator.estimate",
      "        threshold = now - self.estimator.estimate + 1"),
-    ("atmostonce", AMO, "            if ts > upper:", "            if ts < upper:"),
-    ("atmostonce", AMO, "            if ts > upper_marked:", "            if ts < upper_marked:"),
+    ("atmostonce", TABLE, "            if ts > upper:", "            if ts < upper:"),
+    ("atmostonce", TABLE, "            if ts > upper_marked:", "            if ts < upper_marked:"),
     ("atmostonce", AMO, "        elif ts <= (self.upper_marked if marked else self.upper):",
      "        elif ts <= (0 if marked else self.upper):"),
     ("atmostonce", AMO,

@@ -1,7 +1,7 @@
 """Reorder window (issue 16, our extension beyond SCMP): W = 1 is the paper's receiver,
 no duplicate is ever accepted for any W, and a reordered genuine message within the
 window is accepted. The argument and its invariant: the module docstring of
-``timebound.core.atmostonce._receiver``."""
+``timebound.core.atmostonce._table``."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """The core compiled with mypyc, when built and current; else pure Python.
 
 Compiled (``MODULES``): the SCMP receiver (``timebound.core.atmostonce``: ``_events``,
-``_estimators``, ``_receiver``, and ``_drive``, its loop over a column of messages),
-the at-most-once RPC (``timebound.core.rpc``: ``_records``, ``_messages``,
-``_client``, ``_server``, ``_live``), the datagram frame codec
-(``timebound.core.wire._frame``) and the live RPC's asyncio driver
-(``timebound.net``: ``_clock``, ``_client``, ``_server``; not core, but a live null
+``_estimators``, ``_table``, ``_receiver``, and ``_drive``, its loop over a column of
+messages), the at-most-once RPC (``timebound.core.rpc``: ``_records``, ``_messages``,
+``_client``, ``_server``, ``_live_messages``, ``_live``, ``_caller``), the datagram
+frame codec (``timebound.core.wire._frame``) and the live RPC's asyncio driver
+(``timebound.net``: ``_clock``, ``_client``, ``_handlers``, ``_server``; not core, but a live null
 call runs it on both sides and reads its clock four times). They are plain typed
 Python and stay the one specification: mypyc compiles those same files to C
 extensions (as black and mypy ship). Why: the Spark operator and the replay decide a

@@ -2,7 +2,7 @@
 
 A custom collector reads ``RpcServer.statistics()`` and ``RpcServer.latency()`` at
 scrape time (plain integer reads and list copies; the server's loop never waits for
-the scraper's thread). The histograms are the driver's (``timebound.net._server``):
+the scraper's thread). The histograms are the driver's (``timebound.net._handlers``):
 
 - ``timebound_rpc_procedure_seconds{procedure="NAME"}``: a handler's execution time,
   one series per served procedure;
