@@ -1,0 +1,168 @@
+"""The channel service's live checks (``timebound.net.live channel``, issue 32 item 3):
+the slotted paper's schemes on live channels through a lossy, jittered proxy, read by
+the slotted rows' live column (``claims._live_channel``).
+
+One quick measurement (seed 1: the four schemes at 40 ms slots) serves every test:
+its runs carry the measures the live checks read and add up (the buffer's split, the
+deliveries of the reliable schemes); the FR delay check passes on them; every check
+fails on values that break its claim or that could not show it; the causes quote
+the runs' measurements and follow a changed one; the rows' text states the sizes
+and faults that ran.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import timebound.claims as claims
+from timebound.claims._live_channel import (
+    JOB,
+    JOBS,
+    LIVE,
+    discard_cause,
+    fr_cut_cause,
+    queue_c_cause,
+)
+from timebound.net import _live_channel as net
+
+Runs = dict[str, dict[str, float]]
+
+FR_CUT = "schemes (b), (c) cut the FR delivery delay (Fig. 5)"
+QUEUE_B = "slots > 20 ms: queue of (b) ten times less than (a) (Fig. 7)"
+QUEUE_C = "up to 40 ms, (c)'s queue is 1/2 to 1/3 of (a)'s (Fig. 7)"
+DISCARDS = "discards always below 10% (share of unreliable N/F arrivals)"
+READ = ("fr_delay_ms", "fr_waited_pct", "queue_mean", "queue_slot_mean",
+        "queue_order_mean", "discard_pct_unreliable", "unreliable_arrived",
+        "retransmissions", "rto_ms", "send_late_pct", "send_late_max_ms")
+
+
+@pytest.fixture(scope="module")
+def runs() -> Runs:
+    return net.measure(1, True)
+
+
+def _values(claim: str, runs: Runs) -> dict[str, float]:
+    return {label: x for label, x, _ in LIVE[claim].measure({JOB: runs})}
+
+
+def _changed(runs: Runs, run: str, **measures: float) -> Runs:
+    out = {k: dict(v) for k, v in runs.items()}
+    out[run].update(measures)
+    return out
+
+
+def test_runs_have_what_the_checks_read(runs: Runs) -> None:
+    assert JOBS == {JOB: "channel"}
+    t = net.QUICK.slots_ms[0] * 1000
+    assert set(runs) == {f"{x}/Ts={t}" for x in "abcd"}
+    sent = {v["sent"] for v in runs.values()}
+    assert len(sent) == 1  # every scheme sends the same plan
+    for name, v in runs.items():
+        for measure in READ:
+            assert measure in v, (name, measure)
+        assert v["buffered_end"] == 0, name  # the last FR emptied the buffer
+        # the time average splits into D1 and D2
+        assert v["queue_slot_mean"] + v["queue_order_mean"] == pytest.approx(
+            v["queue_mean"], rel=1e-9, abs=1e-9), name
+        assert v["fr"] >= 2, name
+    for x in "ad":  # reliable schemes: everything delivered, nothing discarded
+        v = runs[f"{x}/Ts={t}"]
+        assert v["delivered"] == v["sent"] and v["discarded"] == 0
+        assert v["unreliable_arrived"] == 0
+    for x in "bc":
+        v = runs[f"{x}/Ts={t}"]
+        assert v["unreliable_arrived"] > 0
+        assert v["delivered"] + v["discarded"] <= v["sent"]
+    # (a) is a reliable FIFO channel on a lossy link: its messages wait
+    assert runs[f"a/Ts={t}"]["fr_delay_ms"] > 0
+    assert runs[f"a/Ts={t}"]["datagrams_lost"] > 0
+
+
+def test_keys_name_rows_of_the_table() -> None:
+    rows = {c.claim: c for c in claims.CLAIMS}
+    assert set(LIVE) == {FR_CUT, QUEUE_B, QUEUE_C, DISCARDS}
+    for claim in LIVE:
+        assert rows[claim].live is LIVE[claim]
+    # the 70-80 ms of Fig. 5 is the paper's network model: no live check
+    flat = [c for c in claims.CLAIMS if c.paper == "slotted" and "70-80 ms" in c.claim]
+    assert flat and all(c.live is None for c in flat)
+
+
+def test_fr_cut_check_passes_on_the_live_channels(runs: Runs) -> None:
+    v = _values(FR_CUT, runs)
+    assert LIVE[FR_CUT].check(v), v
+
+
+def test_fr_cut_check_fails_without_a_cut_or_without_data(runs: Runs) -> None:
+    check = LIVE[FR_CUT].check
+    t = net.QUICK.slots_ms[0] * 1000
+    ref = min(runs[f"a/Ts={t}"]["fr_delay_ms"], runs[f"d/Ts={t}"]["fr_delay_ms"])
+    # (c)'s FRs wait as long as (a)'s, (d)'s: no cut
+    assert not check(_values(FR_CUT, _changed(runs, f"c/Ts={t}", fr_delay_ms=ref)))
+    # half of it: a cut, but not to half from 10 ms on
+    assert not check(_values(FR_CUT, _changed(runs, f"b/Ts={t}", fr_delay_ms=0.6 * ref)))
+    assert check(_values(FR_CUT, _changed(runs, f"b/Ts={t}", fr_delay_ms=0.4 * ref)))
+    # (a) had nothing to resequence: the run cannot show a cut
+    assert not check(_values(FR_CUT, _changed(runs, f"a/Ts={t}", fr_delay_ms=0.0)))
+
+
+def test_queue_checks_follow_the_ratios(runs: Runs) -> None:
+    t = net.QUICK.slots_ms[0] * 1000
+    qa = runs[f"a/Ts={t}"]["queue_mean"]
+    b, c = LIVE[QUEUE_B].check, LIVE[QUEUE_C].check
+    assert b(_values(QUEUE_B, _changed(runs, f"b/Ts={t}", queue_mean=qa / 10)))
+    assert not b(_values(QUEUE_B, _changed(runs, f"b/Ts={t}", queue_mean=qa / 4)))
+    assert not b(_values(QUEUE_B, _changed(runs, f"a/Ts={t}", queue_mean=0.0)))
+    assert c(_values(QUEUE_C, _changed(runs, f"c/Ts={t}", queue_mean=0.4 * qa)))
+    assert not c(_values(QUEUE_C, _changed(runs, f"c/Ts={t}", queue_mean=0.2 * qa)))
+    assert not c(_values(QUEUE_C, _changed(runs, f"c/Ts={t}", queue_mean=0.9 * qa)))
+
+
+def test_discard_check_needs_few_discards_and_arrivals(runs: Runs) -> None:
+    t = net.QUICK.slots_ms[0] * 1000
+    check = LIVE[DISCARDS].check
+    few = _changed(_changed(runs, f"b/Ts={t}", discard_pct_unreliable=3.0),
+                   f"c/Ts={t}", discard_pct_unreliable=3.0)
+    assert check(_values(DISCARDS, few))
+    assert not check(_values(DISCARDS, _changed(few, f"c/Ts={t}",
+                                                discard_pct_unreliable=12.0)))
+    assert not check(_values(DISCARDS, _changed(few, f"b/Ts={t}", unreliable_arrived=0.0)))
+
+
+def test_causes_quote_the_runs_and_follow_a_changed_measurement(runs: Runs) -> None:
+    t = net.QUICK.slots_ms[0] * 1000
+    seeds = [{JOB: runs}]
+    text = fr_cut_cause(seeds)
+    assert f"(b)'s FRs waited {runs[f'b/Ts={t}']['fr_delay_ms']:.1f} ms" in text
+    assert f"(a)'s {runs[f'a/Ts={t}']['fr_delay_ms']:.1f} ms" in text
+    changed = fr_cut_cause([{JOB: _changed(runs, f"b/Ts={t}", fr_delay_ms=123.4)}])
+    assert "(b)'s FRs waited 123.4 ms" in changed
+    qa = runs[f"a/Ts={t}"]["queue_mean"]
+    low = _changed(runs, f"c/Ts={t}", queue_mean=0.1 * qa, queue_order_mean=0.07 * qa,
+                   queue_slot_mean=0.03 * qa)
+    text = queue_c_cause([{JOB: low}])
+    assert f"the ratio is {0.1:.2f}" in text and "below 1/3" in text
+    assert f"{0.07 * qa:.1f} of them F behind a lost F" in text
+    assert f"(a)'s {qa:.1f}" in text
+    text = discard_cause([{JOB: _changed(runs, f"b/Ts={t}", discard_pct_unreliable=12.5,
+                                         send_late_pct=7.0)}])
+    assert text.startswith(f"(b) at {t // 1000} ms slots discards 12.5% of its N/F "
+                           "arrivals (7% of their sends late")
+
+
+def test_rows_state_what_ran() -> None:
+    pct = re.compile(r"losing (\d+)% of the datagrams both ways, delaying each by up to "
+                     r"(\d+) ms and holding (\d+)% of them (\d+) ms")
+    full = f"slots {' and '.join(map(str, net.FULL.slots_ms))} ms for {net.FULL.seconds:g} s"
+    quick = (f"--quick: {' and '.join(map(str, net.QUICK.slots_ms))} ms for "
+             f"{net.QUICK.seconds:g} s")
+    for live in LIVE.values():
+        found = pct.search(live.where)
+        assert found, live.where
+        assert [int(x) for x in found.groups()] == [
+            round(net.LOSS * 100), round(net.JITTER * 1000), round(net.REORDER * 100),
+            round(net.REORDER_DELAY * 1000)]
+        assert full in live.where and quick in live.where
+        assert f"Poisson gaps of {net.RATE:g} message per ms" in live.where
