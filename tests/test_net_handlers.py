@@ -411,6 +411,13 @@ def test_handlers_of_checks_a_mapping(table: dict[Any, Any]) -> None:
     assert info.value.option == "MODULE:ATTR"
 
 
+def test_procedure_names_of_255_utf8_bytes_are_the_longest() -> None:
+    assert set(handlers_of({"x" * 255: own.ping, "é" * 127 + "x": own.ping})) == {
+        "x" * 255, "é" * 127 + "x"}
+    with pytest.raises(UsageError, match="1..255 UTF-8 bytes"):
+        handlers_of({"é" * 128: own.ping})  # 128 characters, 256 bytes
+
+
 def test_handlers_of_accepts_dicts_and_objects_of_your_own_class() -> None:
     assert set(handlers_of(own)) == {"ping", "later"}
     assert handlers_of(app) == app

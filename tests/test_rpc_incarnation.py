@@ -265,6 +265,7 @@ def test_a_restart_costs_one_round_trip_with_marks(marks: bool) -> None:
     runs, outcomes = _exchange(service, caller, in_flight, 1_022)
     assert runs == [] and isinstance(outcomes[0], Rejected)
     assert outcomes[0].reason is Reason.DOWN and outcomes[0].mark == (11 if marks else 0)
+    assert caller.rejected == 1  # one refused call, counted once
     assert caller.incarnation == (12 if marks else 0)  # heard from the new incarnation
     # The next call, stamped far below the recovered bound: accepted with marks.
     _ts, frames = caller.call("p", b"", now=1_030, conn="x")
