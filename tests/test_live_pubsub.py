@@ -65,7 +65,7 @@ def test_runs_have_what_the_checks_read(runs: Runs) -> None:
     assert v["clock_spread"] <= v["epsilon"] == EPSILON
     assert v["buffering_bound"] == DELTA + 3 * EPSILON
     assert 0 < v["longest_delay"]
-    assert v["loop_lateness_max"] >= 0
+    assert v["loop_lateness_max"] >= 0 and v["probe_every"] > 0
 
 
 def test_keys_name_rows_of_the_table() -> None:
@@ -132,15 +132,23 @@ def test_buffer_check_fails_on_values_that_break_the_claim(runs: Runs) -> None:
 def test_buffer_cause_quotes_the_runs(runs: Runs) -> None:
     why = LIVE[BUFFER].why
     assert callable(why)
+    # late in bursts, as late as a bare timer of the same loop: the machine
     late = _with(runs, max_buffering=80, max_to_deadline=48, max_lateness=33,
-                 median_lateness=2, over_bound=3, merger_delivered=700, longest_delay=61.25,
-                 loop_lateness_max=29.5)
+                 median_lateness=1, over_bound=3, merger_delivered=700, longest_delay=61.25,
+                 loop_lateness_max=31.5, probe_every=1)
     text = why([{JOB: late}])
-    assert "up to 33 ms after a deadline (median 2 ms)" in text and "61.2" in text
-    assert "for 3 of 700 deliveries" in text and "woke up to 29.5 ms late" in text
-    assert "at most 48 of 55 ms" in text
+    assert "up to 33 ms after the deadline r + c + delta + eps (median 1 ms)" in text
+    assert "for 3 of 700 deliveries" in text and "at most 48 of 55 ms" in text
+    assert "its event loop ran the timer late" in text
+    assert "woke up to 31.5 ms late" in text and "61.2 ms" in text
     # the figures are the largest over the seeds
     assert "up to 34 ms" in why([{JOB: late}, {JOB: _with(late, max_lateness=34)}])
+    # later than the loop ever was: not the machine
+    text = why([{JOB: _with(late, loop_lateness_max=20.0)}])
+    assert "later than a bare timer in the same loop ever was (20.0 ms)" in text
+    # late as a rule: the merger's deadline, not the machine
+    text = why([{JOB: _with(late, median_lateness=9)}])
+    assert "late as a rule" in text and "median 9 ms" in text
     assert "over the bound" in why([{JOB: _with(runs, max_to_deadline=60)}])
     assert "outside G1" in why([{JOB: _with(runs, clock_spread=EPSILON + 1)}])
 

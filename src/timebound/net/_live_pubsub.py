@@ -40,8 +40,9 @@ times are the merger's own clock, ms):
   clock) against delta and the proxies' own most (``proxy_max_delay``); ``late`` and
   ``early`` drops at the mergers;
 - ``loop_lateness_max``: how late (ms) a bare timer beside the run, in the same event
-  loop, woke up at worst while the publishers ran and the mergers drained: the
-  lateness of the machine and the loop, apart from any merger rule.
+  loop, woke up at worst while the publishers ran and the mergers drained (it sleeps
+  ``PROBE_EVERY``, ``probe_every`` ms): the lateness of the machine and the loop,
+  apart from any merger rule.
 
 Wall-clock timing: deliveries and delays include this machine's scheduling.
 """
@@ -79,7 +80,7 @@ REORDER_DELAY = 0.012
 #: longest wait for the subscriptions and for the subscribers to catch up (seconds)
 SETTLE_SECONDS = 3.0
 #: the bare timer's period beside the run (seconds)
-PROBE_EVERY = 0.005
+PROBE_EVERY = 0.001
 HOST = "127.0.0.1"
 MERGERS = ("A", "B")
 
@@ -293,6 +294,7 @@ async def _run(seed: int, seconds: float) -> dict[str, float]:
         "longest_delay": max(delays, default=0.0),
         "proxy_max_delay": (JITTER + 1.5 * REORDER_DELAY) * 1000,
         "loop_lateness_max": max(probe_lateness, default=0.0),
+        "probe_every": PROBE_EVERY * 1000,
     }
 
 
