@@ -23,6 +23,7 @@ from timebound.claims._live_channel import (
     LIVE,
     discard_cause,
     fr_cut_cause,
+    queue_b_cause,
     queue_c_cause,
 )
 from timebound.net import _live_channel as net
@@ -35,7 +36,8 @@ QUEUE_C = "up to 40 ms, (c)'s queue is 1/2 to 1/3 of (a)'s (Fig. 7)"
 DISCARDS = "discards always below 10% (share of unreliable N/F arrivals)"
 READ = ("fr_delay_ms", "fr_waited_pct", "queue_mean", "queue_slot_mean",
         "queue_order_mean", "discard_pct_unreliable", "unreliable_arrived",
-        "retransmissions", "rto_ms", "send_late_pct", "send_late_max_ms")
+        "retransmissions", "rto_ms", "send_late_pct", "send_late_max_ms",
+        "fr_latency_max_ms")
 
 
 @pytest.fixture(scope="module")
@@ -146,6 +148,9 @@ def test_causes_quote_the_runs_and_follow_a_changed_measurement(runs: Runs) -> N
     assert f"the ratio is {0.1:.2f}" in text and "below 1/3" in text
     assert f"{0.07 * qa:.1f} of them F behind a lost F" in text
     assert f"(a)'s {qa:.1f}" in text
+    text = queue_b_cause([{JOB: _changed(runs, f"b/Ts={t}", fr_latency_max_ms=61.5)}])
+    assert "the latest reached delivery 61.5 ms after it was sent" in text
+    assert f"against (a)'s {qa:.1f}" in text
     text = discard_cause([{JOB: _changed(runs, f"b/Ts={t}", discard_pct_unreliable=12.5,
                                          send_late_pct=7.0)}])
     assert text.startswith(f"(b) at {t // 1000} ms slots discards 12.5% of its N/F "

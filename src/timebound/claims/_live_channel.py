@@ -151,7 +151,9 @@ def queue_b_cause(seeds: Sequence[Sources]) -> str:
         f"at {_ms(t)} (b) buffers {of(t, 'queue_mean', 1)} messages on average "
         f"({of(t, 'queue_slot_mean', 1)} of them N waiting for the FR that opens their "
         f"slot, D1) against (a)'s {of(t, 'queue_mean', 0)}: its FRs waited "
-        f"{of(t, 'fr_delay_ms', 1)} ms on average, with {of(t, 'retransmissions', 1)} "
+        f"{of(t, 'fr_delay_ms', 1)} ms on average, the latest reached delivery "
+        f"{of(t, 'fr_latency_max_ms', 1)} ms after it was sent, with "
+        f"{of(t, 'retransmissions', 1)} "
         f"retransmissions (timeout at the end {of(t, 'rto_ms', 1)} ms; "
         f"{_late([p[1][t] for p in per if t in p[1]])}), and every N of a slot whose FR "
         f"is late waits for it" for t in slots)

@@ -29,7 +29,8 @@ send times on the same clock (one ``Clock`` for both ends):
 
 - ``fr_delay_ms``: the paper's FR delivery delay T_d (arrival -> delivery, mean) and
   ``fr_waited_pct``: the share of FRs that waited at all (T_d > 0);
-- ``fr_latency_median_ms``: FR send -> delivery, median;
+- ``fr_latency_median_ms``: FR send -> delivery, median, and ``fr_latency_max_ms``
+  the longest (how long the latest slot opening kept the next slot's messages);
 - ``queue_mean``: the resequencing buffer's time average, from the deliveries: the sum
   of (delivered - arrived) over the run's span (first send to last delivery), exact by
   Little's law because without ``f_hold`` every message the receiver buffers is later
@@ -193,6 +194,7 @@ def _measures(sends: list[tuple[float, bool]], sent_us: dict[int, int],
         "fr_delay_ms": statistics.fmean(fr_delay),
         "fr_waited_pct": 100 * sum(1 for x in fr_delay if x > 0) / len(fr_delay),
         "fr_latency_median_ms": statistics.median(latency),
+        "fr_latency_max_ms": max(latency),
         "queue_mean": waited / max(span, 1),
         "queue_slot_mean": d1 / max(span, 1),
         "queue_order_mean": d2 / max(span, 1),
