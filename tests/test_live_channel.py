@@ -148,6 +148,11 @@ def test_causes_quote_the_runs_and_follow_a_changed_measurement(runs: Runs) -> N
     assert f"the ratio is {0.1:.2f}" in text and "below 1/3" in text
     assert f"{0.07 * qa:.1f} of them F behind a lost F" in text
     assert f"(a)'s {qa:.1f}" in text
+    late = _changed(runs, f"c/Ts={t}", queue_mean=0.9 * qa, queue_order_mean=0.2 * qa,
+                    queue_slot_mean=0.7 * qa, fr_delay_ms=41.5)
+    text = queue_c_cause([{JOB: late}])
+    assert "above 1/2 with D1 the larger part, (c)'s FRs came late (their T_d 41.5 ms" in text
+    assert "an F behind a lost F waits up to the whole slot" not in text
     text = queue_b_cause([{JOB: _changed(runs, f"b/Ts={t}", fr_latency_max_ms=61.5)}])
     assert "the latest reached delivery 61.5 ms after it was sent" in text
     assert f"against (a)'s {qa:.1f}" in text

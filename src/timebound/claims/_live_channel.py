@@ -197,8 +197,7 @@ def queue_c_cause(seeds: Sequence[Sources]) -> str:
         pairs = [(a[t], c[t]) for a, c in per if t in a and t in c]
         ratios = [ratio(a, c) for a, c in pairs]
         below = any(x < lo - QUEUE_C_TOLERANCE for x in ratios)
-        above = any(x > hi + QUEUE_C_TOLERANCE for x in ratios)
-        if not (below or above):
+        if not below and all(x <= hi + QUEUE_C_TOLERANCE for x in ratios):
             continue
 
         def of(key: str, j: int, pairs: list[tuple[Mapping[str, float],
@@ -217,10 +216,17 @@ def queue_c_cause(seeds: Sequence[Sources]) -> str:
             head += (f"; an F behind a lost F waits at most until its slot of {_ms(t)} "
                      f"ends, less than the timeout a message of (a) waits behind a lost "
                      f"one, so the ratio falls below {_fraction(lo)}")
-        if above:
+        high = [(a, c) for a, c in pairs if ratio(a, c) > hi + QUEUE_C_TOLERANCE]
+        if high and any(c["queue_order_mean"] >= c["queue_slot_mean"] for _, c in high):
             head += (f"; an F behind a lost F waits up to the whole slot of {_ms(t)}, "
                      f"as long as the timeout or longer, so the ratio rises above "
                      f"{_fraction(hi)}")
+        if high and any(c["queue_order_mean"] < c["queue_slot_mean"] for _, c in high):
+            head += (f"; where the ratio rises above {_fraction(hi)} with D1 the larger "
+                     f"part, (c)'s FRs came late (their T_d "
+                     f"{spread([c['fr_delay_ms'] for _, c in high], '.1f')} ms, "
+                     f"{spread([c['retransmissions'] for _, c in high], '.0f')} "
+                     f"retransmissions) and the F of the next slot waited for them")
         parts.append(head)
     return "; ".join(parts) or (f"the queue ratio lies outside {_fraction(lo)}-"
                                 f"{_fraction(hi)}")
