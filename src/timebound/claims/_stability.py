@@ -23,29 +23,73 @@ def _sizes(runs: Runs) -> list[int]:
     return out
 
 
+#: the paper's Fig. 2 figures (time units): vector acks at s1 and s2, timestamp acks at s1
+FIG2_VECTOR = (7.0, 14.0)
+FIG2_TIMESTAMP = 11.0
+
+
 def _st_fig2v(s: Sources) -> Values:
+    """Vector acks on the Fig. 2 network: the worst phase (``fig2/vector-worst``: each
+    ack fires just before the arrival it acknowledges) and the aligned one
+    (``fig2/vector``: acks in the same instant as the arrivals), in time units."""
     runs = s["stability"]
-    return [("s1", _get(runs, "fig2/vector", "latency_max_s1"), ".0f"),
-            ("s2", _get(runs, "fig2/vector", "latency_max_s2"), ".0f")]
+    return [("s1", _get(runs, "fig2/vector-worst", "latency_max_s1"), "g"),
+            ("s2", _get(runs, "fig2/vector-worst", "latency_max_s2"), "g"),
+            ("aligned s1", _get(runs, "fig2/vector", "latency_max_s1"), "g"),
+            ("aligned s2", _get(runs, "fig2/vector", "latency_max_s2"), "g"),
+            ("t_ack", _get(runs, "fig2/vector-worst", "t_ack"), "g")]
+
+
+def _st_fig2v_ok(v: dict[str, float]) -> bool:
+    """The worst phase gives the paper's figures exactly; the aligned run is one full
+    ack period (t_ack) below them, the wait the paper counts and the aligned phases
+    never make."""
+    return all(v[n] == fig and v[f"aligned {n}"] == fig - v["t_ack"]
+               for n, fig in zip(("s1", "s2"), FIG2_VECTOR, strict=True))
 
 
 def _st_fig2t(s: Sources) -> Values:
-    return [("s1", _get(s["stability"], "fig2/timestamp", "latency_max_s1"), ".0f")]
+    """Timestamp acks at s1: the worst phase (``fig2/timestamp-worst``: s2 sends one
+    tick before s1, the acks fire just before the arrivals), one tick, and the
+    aligned run (``fig2/timestamp``), in time units."""
+    runs = s["stability"]
+    return [("s1", _get(runs, "fig2/timestamp-worst", "latency_max_s1"), "g"),
+            ("tick", _get(runs, "fig2/timestamp-worst", "tick"), "g"),
+            ("aligned s1", _get(runs, "fig2/timestamp", "latency_max_s1"), "g"),
+            ("t_send", _get(runs, "fig2/timestamp-worst", "t_send"), "g"),
+            ("t_ack", _get(runs, "fig2/timestamp-worst", "t_ack"), "g")]
+
+
+def _st_fig2t_ok(v: dict[str, float]) -> bool:
+    """The worst phase reaches the paper's 11 less exactly one tick (an s2 message sent
+    at m1's instant carries m1's timestamp and covers it, so m1 waits t_send less one
+    tick, never the whole t_send); the aligned run is t_send + t_ack below 11."""
+    return (math.isclose(v["s1"] + v["tick"], FIG2_TIMESTAMP)
+            and math.isclose(v["aligned s1"] + v["t_send"] + v["t_ack"], FIG2_TIMESTAMP))
 
 
 def _st_t1t2(s: Sources) -> Values:
+    """t1 (vector acks) and t2 (timestamp acks) per sender: the largest latencies of the
+    worst-phase Fig. 2 runs, which the paper's t1 and t2 bound."""
     runs = s["stability"]
     out: Values = []
     for node in ("s1", "s2"):
-        out.append((f"t1 {node}", _get(runs, "fig2/vector", f"latency_max_{node}"), ".0f"))
-        out.append((f"t2 {node}", _get(runs, "fig2/timestamp", f"latency_max_{node}"), ".0f"))
-    out.append(("t_send", 1.0, ".0f"))
+        out.append((f"t1 {node}", _get(runs, "fig2/vector-worst", f"latency_max_{node}"),
+                    "g"))
+        out.append((f"t2 {node}", _get(runs, "fig2/timestamp-worst", f"latency_max_{node}"),
+                    "g"))
+    out.append(("t_send", _get(runs, "fig2/timestamp-worst", "t_send"), "g"))
+    out.append(("t_ack", _get(runs, "fig2/timestamp-worst", "t_ack"), "g"))
     return out
 
 
 def _st_t1t2_ok(v: dict[str, float]) -> bool:
+    """Section 4 as the paper states it, for every sender s': (1) t1,s' <= t2,s';
+    (2) t2,s' <= max_s t1,s + t1,s' + t_send - t_ack (the shortcut
+    t2,s' <= max t1 + t_send needs l_sr = l_rs, which the Fig. 2 network does not have)."""
     top = max(v["t1 s1"], v["t1 s2"])
-    return all(v[f"t1 {n}"] <= v[f"t2 {n}"] <= top + v["t_send"] for n in ("s1", "s2"))
+    return all(v[f"t1 {n}"] <= v[f"t2 {n}"]
+               <= top + v[f"t1 {n}"] + v["t_send"] - v["t_ack"] for n in ("s1", "s2"))
 
 
 #: the job with the bandwidth runs at larger N (timestamp and vector only), if any
@@ -175,18 +219,42 @@ def _st_buffer_ok(v: dict[str, float]) -> bool:
 
 CLAIMS: tuple[Claim, ...] = (
     Claim("stability", "Fig. 2, vector acks: stable within 7 at s1, 14 at s2", "7, 14",
-          "stability, run fig2/vector (deterministic network)", ("stability",), _st_fig2v,
-          lambda v: v["s1"] <= 7 and v["s2"] <= 14),
+          "stability, runs fig2/vector-worst (the Fig. 2 latencies, every node acting "
+          "once per time unit, each ack just before the arrival it acknowledges: the "
+          "phase the paper's 'no later than' assumes; a time unit is split into ticks) and fig2/vector "
+          "(every node acting at the same instants, acks after the arrivals); checked: "
+          "the worst phase equals the paper's figures, and the aligned run is t_ack "
+          "below them (the paper counts a full ack period of wait, the aligned phases "
+          "none). It differs if the worst phase is not exactly 7 and 14, or the aligned "
+          "run is not one ack period below them", ("stability",), _st_fig2v, _st_fig2v_ok,
+          "the vector acks do not make the first sender's message stable at the paper's "
+          "figures in the worst phase, or not one ack period earlier in the aligned one"),
     Claim("stability", "Fig. 2, timestamp acks: stable within 11 at s1", "11",
-          "stability, run fig2/timestamp", ("stability",), _st_fig2t,
-          lambda v: v["s1"] <= 11),
+          "stability, runs fig2/timestamp-worst (s2 sends one tick before s1, acks just "
+          "before the arrivals; tick: one tick in time units) and fig2/timestamp "
+          "(aligned); checked: the worst phase is 11 less exactly one tick (a message s2 sends at m1's "
+          "instant carries m1's timestamp and covers it, so the paper's full t_send of "
+          "wait is a bound approached, never reached), and the aligned run is t_send + "
+          "t_ack below 11. It differs if the worst phase is not 11 less one tick, or the "
+          "aligned run is not t_send + t_ack below 11", ("stability",), _st_fig2t,
+          _st_fig2t_ok, "the timestamp acks do not make the first sender's message "
+          "stable at the paper's figure less one tick in the worst phase, or not t_send + t_ack below it when "
+          "aligned"),
     Claim("stability", "t1 <= t2 <= max t1 + t_send (section 4, inequalities (1), (2))",
-          "holds", "stability, runs fig2/* (t1 vector, t2 timestamp, per sender)",
-          ("stability",), _st_t1t2, _st_t1t2_ok),
+          "holds", "stability, runs fig2/vector-worst (t1) and "
+          "fig2/timestamp-worst (t2), largest latency per sender s1, s2, in time units; "
+          "checked: inequalities (1) and (2) exactly as the paper states them (not the "
+          "shortcut t2 <= max t1 + t_send, which needs equal message and ack latencies; "
+          "Fig. 2's differ). It differs if timestamp acks make a sender's messages stable "
+          "sooner than vector acks, or later than bound (2)", ("stability",), _st_t1t2,
+          _st_t1t2_ok, "a sender's latency with timestamp acks below its latency with "
+          "vector acks, or above the paper's bound on it"),
     Claim("stability", "buffer grows linearly with the stability latency (section 4)",
           "buffer ~ latency x send rate", "stability, runs N=*/timestamp: time-average "
           "buffer over mean latency x send rate in [0.85, 1.1] (the average also covers "
-          "the time before the first send), max buffer >= max latency / t_send",
+          "the time before the first send), max buffer >= max latency / t_send. It differs if "
+          "the mean buffer leaves that band around latency x send rate at some N, or the "
+          "largest buffer holds fewer messages than the largest latency spans sends",
           ("stability",), _st_buffer, _st_buffer_ok,
           "the buffer is not proportional to the latency"),
     Claim("stability", "ack bandwidth: timestamp O(N_r), vector O(N_r N_s)", "ratio N_s",
@@ -201,11 +269,14 @@ CLAIMS: tuple[Claim, ...] = (
           ("stability",), _st_bandwidth, _st_bandwidth_ok,
           "the acks' encoded sizes do not scale as O(N_r) and O(N_r N_s)"),
     Claim("stability", "timestamp latency only slightly larger than vector", "slightly "
-          "larger", "stability, runs N=*, mean latency (ms); <= 1.5x counts as slightly",
+          "larger", "stability, runs N=*, mean latency (ms); <= 1.5x counts as slightly. It differs if at some N the "
+          "timestamp acks' mean latency is below the vector acks' or above 1.5x it",
           ("stability",), _st_latency, _st_latency_ok),
     Claim("stability", "logical clocks increase the latency (section 5, Fig. 3)", "larger",
           "stability, runs N=*/timestamp-uneven and -logical-uneven (s1 sends 5x as often), "
-          "mean latency (ms); > 1.2x counts as larger", ("stability",), _st_lamport,
+          "mean latency (ms); > 1.2x counts as larger. It differs if at some N logical "
+          "clocks give a mean latency at most 1.2x the physical clocks' one",
+          ("stability",), _st_lamport,
           _st_lamport_ok, "no increase with uneven send rates"),
     Claim("stability", "clock skew increases the latency (section 5)", "larger",
           "stability, runs N=*/timestamp-skewed vs N=*/timestamp (same traffic; the "

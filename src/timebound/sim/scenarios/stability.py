@@ -8,9 +8,20 @@ sender's clock) plus the core's answers (``sim_acks``):
   receivers r1, r2; message latencies ``l(s1, r) = 2``, ``l(s2, r) = 5``, ack
   latencies ``l(r, s1) = 4``, ``l(r, s2) = 8`` (read off the worked example: 2 + 1 + 4
   = 7 and 5 + 1 + 8 = 14); every sender sends and every receiver acknowledges once per
-  time unit (1 tick), perfectly synchronized clocks. We report the exact maximum
-  stability latency at s1 and s2 for vector and timestamp acks beside the paper's
-  bounds (vector: 7 at s1, 14 at s2; timestamp: 11 at s1).
+  time unit, perfectly synchronized clocks. The paper's figures (vector: 7 at s1, 14
+  at s2; timestamp: 11 at s1) are bounds ("no later than") that count one full period
+  for every periodic wait: t_ack for the ack, and for timestamp acks also t_send for
+  s2's next message. Runs ``fig2/vector``, ``fig2/timestamp`` (1 tick per unit) have
+  every node act at the same instants, acks after that instant's arrivals, so no
+  message waits for a period: 6, 13 and 9, each the paper's figure less t_ack (less
+  t_send + t_ack for timestamp). Runs ``fig2/vector-worst``, ``fig2/timestamp-worst``
+  (``FIG2_TICKS`` ticks per unit) take the phases the figures assume: each ack fires
+  just before the arrival it acknowledges (a full t_ack of wait) and, for timestamp
+  acks, s2 sends one tick before s1. They give 7 and 14 exactly, and 11 less one tick:
+  a message s2 sends at m1's instant carries m1's timestamp and covers it, so m1 waits
+  at most t_send less one tick for s2 (the paper's t_send is a bound approached, never
+  reached). Latencies are written in time units, with ``t_send``, ``t_ack`` and
+  ``tick`` (one tick in units) on the worst runs.
 - ``sweep``: N senders x N receivers for N in ``sizes``: each sender sends every
   ``t_send``, each receiver acknowledges every ``t_ack`` (jittered phases), channels
   FIFO and reliable (the protocol's assumption, section 3) with delay
@@ -47,7 +58,7 @@ from timebound.core.group import encode_ack
 from timebound.core.stability import AckMode, ClockMode, StabilityNode, TimestampAck
 from timebound.sim._clocks import Clock
 from timebound.sim._dataset import DatasetWriter
-from timebound.sim._engine import LATE, Engine
+from timebound.sim._engine import LATE, URGENT, Engine
 from timebound.sim._links import parse_delay
 from timebound.sim._scenario import Param, Progress, Scenario, clocked, in_run
 from timebound.sim.scenarios._amo import write_metrics
@@ -169,13 +180,13 @@ class _Net:
         self._row("ackrecv", s, None, None, None, ident, None, stable)
 
     def periodic(self, node: str, first: int, period: int, until: int,
-                 action: Callable[[str], None]) -> None:
+                 action: Callable[[str], None], priority: int = LATE) -> None:
         def fire(_: Any) -> None:
             action(node)
             if self.engine.now + period <= until:
-                self.engine.schedule(period, fire, None, priority=LATE)
+                self.engine.schedule(period, fire, None, priority=priority)
 
-        self.engine.at(first, fire, None, priority=LATE)
+        self.engine.at(first, fire, None, priority=priority)
 
     def stats(self) -> dict[str, float]:
         ss = [self.nodes[s].sender.statistics() for s in self.senders]  # type: ignore[union-attr]
@@ -193,36 +204,58 @@ class _Net:
 
 FIG2_MSG = {"s1": 2, "s2": 5}
 FIG2_ACK = {"s1": 4, "s2": 8}
+#: ticks per time unit of the worst-phase Fig. 2 runs (the aligned runs use 1)
+FIG2_TICKS = 8
+#: the Fig. 2 runs: (name, ack mode, ticks per time unit, phase of s2's sends, phase of
+#: the receivers' acks (ticks after s1's sends), ack priority). ``fig2/*``: every node
+#: acts at the same instants, acks after the same instant's arrivals, so no message
+#: waits for a send or an ack period. ``fig2/*-worst``: the phases the paper's
+#: figures assume ("no later than"): the acks fire just before the arrivals they
+#: acknowledge (a full t_ack of wait); for timestamp acks s2 also sends one tick
+#: before s1 (m1 waits t_send minus one tick for a message of s2 with a timestamp at
+#: least equal to its own).
+FIG2_RUNS: tuple[tuple[str, AckMode, int, int, int, int], ...] = (
+    ("fig2/vector", AckMode.VECTOR, 1, 0, 0, LATE),
+    ("fig2/timestamp", AckMode.TIMESTAMP, 1, 0, 0, LATE),
+    ("fig2/vector-worst", AckMode.VECTOR, FIG2_TICKS, 0, 0, URGENT),
+    ("fig2/timestamp-worst", AckMode.TIMESTAMP, FIG2_TICKS, FIG2_TICKS - 1,
+     FIG2_TICKS - 1, URGENT),
+)
 
 
 def _fig2(ds: DatasetWriter, p: dict[str, Any], summary: dict[str, Any],
           runs: list[dict[str, Any]]) -> None:
-    for mode in (AckMode.VECTOR, AckMode.TIMESTAMP):
-        name = f"fig2/{mode.value}"
+    """The Fig. 2 runs (``FIG2_RUNS``). Latencies are written in the paper's time units
+    (ticks / ticks per unit), beside ``t_send``, ``t_ack`` (1 unit) and ``tick`` (one
+    tick in units), so the rows can state how far each phase is from the paper's
+    figures and why."""
+    for name, mode, ticks, send_phase, ack_phase, ack_priority in FIG2_RUNS:
 
-        def latency(src: str, dst: str) -> int:
-            return FIG2_MSG[src] if src in FIG2_MSG else FIG2_ACK[dst]
+        def latency(src: str, dst: str, k: int = ticks) -> int:
+            return k * (FIG2_MSG[src] if src in FIG2_MSG else FIG2_ACK[dst])
 
         net = _Net(ds, name, ["s1", "s2"], ["r1", "r2"], mode, ClockMode.PHYSICAL,
                    latency, None)
-        until = p["fig2_duration"]
-        for s in ("s1", "s2"):
-            net.periodic(s, 1, 1, until, net.send)
+        until = p["fig2_duration"] * ticks
+        net.periodic("s1", ticks, ticks, until, net.send)
+        net.periodic("s2", ticks + send_phase, ticks, until, net.send)
         for r in ("r1", "r2"):
-            net.periodic(r, 1, 1, until, net.ack)
+            net.periodic(r, ticks + ack_phase, ticks, until, net.ack, ack_priority)
         net.engine.run()
         rows: list[tuple[str, float, int | None]] = []
         for s in ("s1", "s2"):
             st = net.nodes[s].sender.statistics()  # type: ignore[union-attr]
-            rows.append((f"latency_max_{s}", float(st.max_latency), None))
-            rows.append((f"latency_mean_{s}", st.latency_sum / st.stable if st.stable else 0.0,
-                         None))
+            rows.append((f"latency_max_{s}", st.max_latency / ticks, None))
+            rows.append((f"latency_mean_{s}",
+                         st.latency_sum / st.stable / ticks if st.stable else 0.0, None))
+        if ticks > 1:
+            rows += [("t_send", 1.0, None), ("t_ack", 1.0, None), ("tick", 1 / ticks, None)]
         write_metrics(ds, name, "stability", rows)
         runs.append({"run": name, "params": {"acks": mode.value, "senders": "s1,s2",
                                              "receivers": "r1,r2"}})
         got = {m: v for m, v, _ in rows}
-        summary[name] = (f"max latency s1 {got['latency_max_s1']:.0f}, "
-                         f"s2 {got['latency_max_s2']:.0f}")
+        summary[name] = (f"max latency s1 {got['latency_max_s1']:g}, "
+                         f"s2 {got['latency_max_s2']:g}")
 
 
 def skew_offsets(n: int, skew: int, rng: random.Random) -> list[int]:
