@@ -12,6 +12,7 @@ N: bytes per ack do not depend on how long a run is, so those runs are short).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from ._base import Claim, Missing, Runs, Sources, Values, _get, _num
 
@@ -26,38 +27,56 @@ def _sizes(runs: Runs) -> list[int]:
 #: the paper's Fig. 2 figures (time units): vector acks at s1 and s2, timestamp acks at s1
 FIG2_VECTOR = (7.0, 14.0)
 FIG2_TIMESTAMP = 11.0
+#: Fig. 2's periods: every sender sends and every receiver acknowledges once per time
+#: unit (t_send = t_ack = 1, the scenario's too)
+FIG2_PERIOD = 1.0
+
+
+def _worst(runs: Runs, mode: str) -> tuple[Mapping[str, float], float]:
+    """The worst-phase Fig. 2 run of ``mode`` (``fig2/MODE-worst/ticks=K``) and its ticks
+    per time unit K."""
+    found = [k for k in runs if k.startswith(f"fig2/{mode}-worst/")]
+    if not found:
+        raise Missing(f"fig2/{mode}-worst")
+    return runs[found[0]], _num(found[0], "ticks")
+
+
+def _units(run: Mapping[str, float], measure: str, ticks: float) -> float:
+    return _get({"run": run}, "run", measure) / ticks
 
 
 def _st_fig2v(s: Sources) -> Values:
-    """Vector acks on the Fig. 2 network: the worst phase (``fig2/vector-worst``: each
-    ack fires just before the arrival it acknowledges) and the aligned one
-    (``fig2/vector``: acks in the same instant as the arrivals), in time units."""
+    """Vector acks on the Fig. 2 network, in time units: the worst phase
+    (``fig2/vector-worst``: each ack fires just before the arrival it acknowledges) and
+    the aligned one (``fig2/vector``: acks in the same instant as the arrivals)."""
     runs = s["stability"]
-    return [("s1", _get(runs, "fig2/vector-worst", "latency_max_s1"), "g"),
-            ("s2", _get(runs, "fig2/vector-worst", "latency_max_s2"), "g"),
+    worst, ticks = _worst(runs, "vector")
+    return [("s1", _units(worst, "latency_max_s1", ticks), "g"),
+            ("s2", _units(worst, "latency_max_s2", ticks), "g"),
             ("aligned s1", _get(runs, "fig2/vector", "latency_max_s1"), "g"),
             ("aligned s2", _get(runs, "fig2/vector", "latency_max_s2"), "g"),
-            ("t_ack", _get(runs, "fig2/vector-worst", "t_ack"), "g")]
+            ("t_ack", FIG2_PERIOD, "g")]
 
 
 def _st_fig2v_ok(v: dict[str, float]) -> bool:
     """The worst phase gives the paper's figures exactly; the aligned run is one full
     ack period (t_ack) below them, the wait the paper counts and the aligned phases
     never make."""
-    return all(v[n] == fig and v[f"aligned {n}"] == fig - v["t_ack"]
+    return all(math.isclose(v[n], fig) and math.isclose(v[f"aligned {n}"], fig - v["t_ack"])
                for n, fig in zip(("s1", "s2"), FIG2_VECTOR, strict=True))
 
 
 def _st_fig2t(s: Sources) -> Values:
-    """Timestamp acks at s1: the worst phase (``fig2/timestamp-worst``: s2 sends one
-    tick before s1, the acks fire just before the arrivals), one tick, and the
-    aligned run (``fig2/timestamp``), in time units."""
+    """Timestamp acks at s1, in time units: the worst phase (``fig2/timestamp-worst``:
+    s2 sends one tick before s1, the acks fire just before the arrivals), one tick, and
+    the aligned run (``fig2/timestamp``)."""
     runs = s["stability"]
-    return [("s1", _get(runs, "fig2/timestamp-worst", "latency_max_s1"), "g"),
-            ("tick", _get(runs, "fig2/timestamp-worst", "tick"), "g"),
+    worst, ticks = _worst(runs, "timestamp")
+    return [("s1", _units(worst, "latency_max_s1", ticks), "g"),
+            ("tick", 1 / ticks, "g"),
             ("aligned s1", _get(runs, "fig2/timestamp", "latency_max_s1"), "g"),
-            ("t_send", _get(runs, "fig2/timestamp-worst", "t_send"), "g"),
-            ("t_ack", _get(runs, "fig2/timestamp-worst", "t_ack"), "g")]
+            ("t_send", FIG2_PERIOD, "g"),
+            ("t_ack", FIG2_PERIOD, "g")]
 
 
 def _st_fig2t_ok(v: dict[str, float]) -> bool:
@@ -69,17 +88,17 @@ def _st_fig2t_ok(v: dict[str, float]) -> bool:
 
 
 def _st_t1t2(s: Sources) -> Values:
-    """t1 (vector acks) and t2 (timestamp acks) per sender: the largest latencies of the
-    worst-phase Fig. 2 runs, which the paper's t1 and t2 bound."""
+    """t1 (vector acks) and t2 (timestamp acks) per sender, in time units: the largest
+    latencies of the worst-phase Fig. 2 runs, which the paper's t1 and t2 bound."""
     runs = s["stability"]
+    vector, vt = _worst(runs, "vector")
+    stamp, st = _worst(runs, "timestamp")
     out: Values = []
     for node in ("s1", "s2"):
-        out.append((f"t1 {node}", _get(runs, "fig2/vector-worst", f"latency_max_{node}"),
-                    "g"))
-        out.append((f"t2 {node}", _get(runs, "fig2/timestamp-worst", f"latency_max_{node}"),
-                    "g"))
-    out.append(("t_send", _get(runs, "fig2/timestamp-worst", "t_send"), "g"))
-    out.append(("t_ack", _get(runs, "fig2/timestamp-worst", "t_ack"), "g"))
+        out.append((f"t1 {node}", _units(vector, f"latency_max_{node}", vt), "g"))
+        out.append((f"t2 {node}", _units(stamp, f"latency_max_{node}", st), "g"))
+    out.append(("t_send", FIG2_PERIOD, "g"))
+    out.append(("t_ack", FIG2_PERIOD, "g"))
     return out
 
 

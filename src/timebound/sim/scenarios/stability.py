@@ -15,13 +15,12 @@ sender's clock) plus the core's answers (``sim_acks``):
   every node act at the same instants, acks after that instant's arrivals, so no
   message waits for a period: 6, 13 and 9, each the paper's figure less t_ack (less
   t_send + t_ack for timestamp). Runs ``fig2/vector-worst``, ``fig2/timestamp-worst``
-  (``FIG2_TICKS`` ticks per unit) take the phases the figures assume: each ack fires
+  (``FIG2_TICKS`` ticks per unit, in the run's name: ``.../ticks=8``) take the phases the figures assume: each ack fires
   just before the arrival it acknowledges (a full t_ack of wait) and, for timestamp
   acks, s2 sends one tick before s1. They give 7 and 14 exactly, and 11 less one tick:
   a message s2 sends at m1's instant carries m1's timestamp and covers it, so m1 waits
   at most t_send less one tick for s2 (the paper's t_send is a bound approached, never
-  reached). Latencies are written in time units, with ``t_send``, ``t_ack`` and
-  ``tick`` (one tick in units) on the worst runs.
+  reached). Latencies are written in ticks.
 - ``sweep``: N senders x N receivers for N in ``sizes``: each sender sends every
   ``t_send``, each receiver acknowledges every ``t_ack`` (jittered phases), channels
   FIFO and reliable (the protocol's assumption, section 3) with delay
@@ -217,18 +216,17 @@ FIG2_TICKS = 8
 FIG2_RUNS: tuple[tuple[str, AckMode, int, int, int, int], ...] = (
     ("fig2/vector", AckMode.VECTOR, 1, 0, 0, LATE),
     ("fig2/timestamp", AckMode.TIMESTAMP, 1, 0, 0, LATE),
-    ("fig2/vector-worst", AckMode.VECTOR, FIG2_TICKS, 0, 0, URGENT),
-    ("fig2/timestamp-worst", AckMode.TIMESTAMP, FIG2_TICKS, FIG2_TICKS - 1,
-     FIG2_TICKS - 1, URGENT),
+    (f"fig2/vector-worst/ticks={FIG2_TICKS}", AckMode.VECTOR, FIG2_TICKS, 0, 0, URGENT),
+    (f"fig2/timestamp-worst/ticks={FIG2_TICKS}", AckMode.TIMESTAMP, FIG2_TICKS,
+     FIG2_TICKS - 1, FIG2_TICKS - 1, URGENT),
 )
 
 
 def _fig2(ds: DatasetWriter, p: dict[str, Any], summary: dict[str, Any],
           runs: list[dict[str, Any]]) -> None:
-    """The Fig. 2 runs (``FIG2_RUNS``). Latencies are written in the paper's time units
-    (ticks / ticks per unit), beside ``t_send``, ``t_ack`` (1 unit) and ``tick`` (one
-    tick in units), so the rows can state how far each phase is from the paper's
-    figures and why."""
+    """The Fig. 2 runs (``FIG2_RUNS``). Latencies are written in ticks; a worst-phase
+    run's name ends with ``/ticks=K``, its ticks per time unit, so the rows convert them
+    to the paper's time units and state how far each phase is from its figures."""
     for name, mode, ticks, send_phase, ack_phase, ack_priority in FIG2_RUNS:
 
         def latency(src: str, dst: str, k: int = ticks) -> int:
@@ -245,17 +243,15 @@ def _fig2(ds: DatasetWriter, p: dict[str, Any], summary: dict[str, Any],
         rows: list[tuple[str, float, int | None]] = []
         for s in ("s1", "s2"):
             st = net.nodes[s].sender.statistics()  # type: ignore[union-attr]
-            rows.append((f"latency_max_{s}", st.max_latency / ticks, None))
-            rows.append((f"latency_mean_{s}",
-                         st.latency_sum / st.stable / ticks if st.stable else 0.0, None))
-        if ticks > 1:
-            rows += [("t_send", 1.0, None), ("t_ack", 1.0, None), ("tick", 1 / ticks, None)]
+            rows.append((f"latency_max_{s}", float(st.max_latency), None))
+            rows.append((f"latency_mean_{s}", st.latency_sum / st.stable if st.stable else 0.0,
+                         None))
         write_metrics(ds, name, "stability", rows)
         runs.append({"run": name, "params": {"acks": mode.value, "senders": "s1,s2",
                                              "receivers": "r1,r2"}})
         got = {m: v for m, v, _ in rows}
-        summary[name] = (f"max latency s1 {got['latency_max_s1']:g}, "
-                         f"s2 {got['latency_max_s2']:g}")
+        summary[name] = (f"max latency s1 {got['latency_max_s1'] / ticks:g}, "
+                         f"s2 {got['latency_max_s2'] / ticks:g}" + (" (time units)" if ticks > 1 else ""))
 
 
 def skew_offsets(n: int, skew: int, rng: random.Random) -> list[int]:
