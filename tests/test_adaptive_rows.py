@@ -20,7 +20,7 @@ def _runs(**runs: dict[str, float]) -> dict[str, dict[str, float]]:
 
 
 def _step(settle: float, final: float, at_step: float = 1.7, settled: float = 1.0,
-          slow_settle: float = 1.2, lost: float = 0.0, outside: float = 0.0) -> dict[str, Any]:
+          slow_settle: float = 3.0, lost: float = 0.0, outside: float = 0.0) -> dict[str, Any]:
     base = {"step_estimate_over_2x2": at_step, "step_settled": settled,
             "step_after_s": 30.0, "lost_per_accepted": 0.0}
     return _runs(
@@ -29,7 +29,7 @@ def _step(settle: float, final: float, at_step: float = 1.7, settled: float = 1.
         step__limited={**base, "step_settle_s": settle, "step_final_over_2x2": final,
                        "step_messages_to_settle": 290.0},
         step_slow__limited={**base, "step_settle_s": slow_settle, "step_final_over_2x2": 0.4,
-                            "step_messages_to_settle": 288.0, "slowdown": 4.0},
+                            "step_messages_to_settle": 288.0, "slowdown": 10.0},
         step_up__unlimited={**base, "step_settle_s": 0.0, "step_final_over_2x2": 0.6,
                             "lost": lost, "lost_outside_lemma3": outside},
     )

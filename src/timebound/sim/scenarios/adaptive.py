@@ -85,11 +85,16 @@ class _Tracked(AmoRun):
         self.pending: list[int] = []
         self.previous = 0
         self.lost_outside = self.increases = self.decreases = 0
-        #: step-slow: from the step on, a client's turn to send is taken only with
-        #: probability 1/slowdown (a separate stream), so every client sends that many
-        #: times slower at once while the traffic before the step stays the same
+        #: step-slow: at the step every client's gap (exponential) becomes ``slowdown``
+        #: times longer; a client's first turn after the step, drawn before it, is
+        #: taken with probability 1/slowdown, else redrawn from the slower gap (both
+        #: exact for a memoryless gap), so every client sends that many times slower at
+        #: once while the traffic before the step stays the same
         self.slowdown = slowdown
         self.thin_rng = random.Random(self.rng.getrandbits(64))
+        self.slowed: set[int] = set()
+        if step is not None and slowdown > 1:
+            self.engine.at(step, self._slow_down, None)
         self.arrivals = 0
         self.estimate_late_max = 0
         self.trend: dict[int, float] = {}
@@ -124,11 +129,18 @@ class _Tracked(AmoRun):
                     self.trend[pct] = self.lost / self.accepted if self.accepted else 0.0
         return taken
 
+    def _slow_down(self, _: None) -> None:
+        self.net.gap = Exponential(self.net.gap.mean() * self.slowdown)
+
     def _send(self, arg: tuple[int, int]) -> None:
-        if (self.slowdown > 1 and self.step is not None and self.engine.now >= self.step
-                and self.thin_rng.random() * self.slowdown >= 1):
-            self.engine.schedule(max(1, self.net.gap.sample(self.work_rng)), self._send, arg)
-            return
+        if self.slowdown > 1 and self.step is not None and self.engine.now >= self.step:
+            client = arg[0]
+            if client not in self.slowed:
+                self.slowed.add(client)
+                if self.thin_rng.random() * self.slowdown >= 1:
+                    self.engine.schedule(max(1, self.net.gap.sample(self.work_rng)),
+                                         self._send, arg)
+                    return
         super()._send(arg)
 
     def _watch(self, msg: Any) -> None:
@@ -274,7 +286,7 @@ PARAMS = (
     Param("step_up_values", "step-up load: after the step, delays drawn uniformly from "
           "1..X ms (X ticks)", "200000", lo=1000),
     Param("slowdown", "step-slow load: after the step every client sends this many "
-          "times slower", "4", "float", lo=1, hi=1000),
+          "times slower", "10", "float", lo=1, hi=1000),
     Param("day", "daynight load: cycle length (ticks)", "10000000", lo=1000),
     Param("mean", "daynight load: mean one-way delay (ticks)", "20000", "float", lo=1),
     Param("amplitude", "daynight load: relative amplitude of the cycle", "0.8", "float",
