@@ -11,7 +11,14 @@ loads (``loads=``)
   ``spikes``   the same with rare spikes: with probability ``spike_p`` a delay of
                ``spike`` ticks (the limited-horizon algorithm's "occasional" outliers);
   ``daynight`` a load whose lifetime drifts: exponential delays whose mean follows a
-               day/night cycle, ``mean * (1 + amplitude * sin(2 pi t / day))``.
+               day/night cycle, ``mean * (1 + amplitude * sin(2 pi t / day))``;
+  ``step``     a (t, X)-bounded execution whose bound falls at a known time: delays
+               uniform over ``bounded_values`` until ``step_at`` after the traffic
+               starts, then over ``step_values`` (Theorems 4 and 8);
+  ``step-slow`` the same traffic up to the step, then every client sends ``slowdown``
+               times slower (Theorem 11: the time to settle is not bounded by the
+               state at the step);
+  ``step-up``  the bound rises at the step, to ``step_up_values`` (losses to explain).
 estimators (``estimators=``)
   ``small``    fixed rho far too small (``rho_small``);
   ``large``    fixed rho far too large (``rho_large``);
@@ -27,6 +34,18 @@ estimate in force while the second half of the traffic arrives
 the expected messages. Theorem 2: ``out_of_order_accepted`` counts acceptances of a
 timestamp not above the connection's last accepted one, beside
 ``out_of_order_arrivals`` (how often the network offered one).
+
+Step loads: ``step_x1``/``step_x2`` (the largest lifetime of a message sent before /
+after the step), ``step_estimate_over_2x2`` (the estimate in force at the step over
+2 X2), ``step_settle_s`` (seconds from the step to the last change after which the
+estimate stays below 2 X2; ``step_settled`` 0 if it never does),
+``step_messages_to_settle``, ``step_after_s``, ``step_final_over_2x2``. Unlimited
+horizon, every load: ``lost_outside_lemma3``, losses Lemma 3 does not allow (a loss
+neither within the new estimate after an increase of the estimate nor in the GC
+period before one), beside ``estimate_increases``/``estimate_decreases``. Limited
+horizon: ``spike_share`` (arrivals whose delay exceeds ``bounded_values``), ``groups``
+of S arrivals and ``groups_over_h`` (groups with more than H of them: outside a
+(t, X, S, H)-bounded execution), with ``window`` and ``horizon_spikes``.
 Time unit: 1 tick = 1 microsecond.
 """
 
