@@ -506,6 +506,7 @@ def _sim_measures() -> list[tuple[str, Measure]]:
         _m("merge", "buffering_bound", "ticks", "delta + 3 eps (Lemma 4.2)", SIM),
         _m("merge", "late_pct", "percent", "100 * late arrivals / arrivals", SIM),
         _m("merge", "published", "messages", "messages the publishers sent", SIM),
+        _m("merge", "clock_spread", "ticks", "largest minus smallest clock reading minus engine time over the publishers' events (G1: <= epsilon)", SIM),
         _m("merge", "resets", "count", "stabilizing resets of the processes", SIM),
         _m("merge", "timestamp_bytes_n=<n>", "bytes", "bounded timestamp size for n processes",
            SIM),

@@ -14,7 +14,7 @@ import math
 import re
 from collections.abc import Mapping
 
-from ._base import Claim, Missing, Runs, Sources, Values, _decreasing, _get, _num, _zero
+from ._base import Claim, Missing, Runs, Sources, Values, _decreasing, _get, _num
 
 
 def _deltas(runs: Runs) -> list[tuple[int, Mapping[str, float]]]:
@@ -25,21 +25,46 @@ def _deltas(runs: Runs) -> list[tuple[int, Mapping[str, float]]]:
     return out
 
 
+def _g1(runs: list[tuple[int, Mapping[str, float]]]) -> Values:
+    """G1 as it held over the merge runs: the largest clock spread of the publishers'
+    events beside epsilon (each run's own: its buffering bound is delta + 3 eps)."""
+    try:
+        spread = max(v["clock_spread"] for _, v in runs)
+    except KeyError:
+        raise Missing("merge delta=*:clock_spread") from None
+    eps = min((v["buffering_bound"] - d) / 3 for d, v in runs)
+    return [("clock spread", spread, ".0f"), ("epsilon", eps, ".0f")]
+
+
+def _g1_held(v: dict[str, float]) -> bool:
+    """The clocks' spread within epsilon on every run (G1, a hypothesis)."""
+    return v["clock spread"] <= v["epsilon"]
+
+
 def _mg_order(s: Sources) -> Values:
-    return [("mismatches", sum(v["order_mismatches"] for _, v in _deltas(s["merge"])), ".0f")]
+    runs = _deltas(s["merge"])
+    return [("mismatches", sum(v["order_mismatches"] for _, v in runs), ".0f"), *_g1(runs)]
+
+
+def _mg_order_ok(v: dict[str, float]) -> bool:
+    """Thm 4.4 inside its hypotheses: no mismatch, and G1 held on every run."""
+    return v["mismatches"] == 0 and _g1_held(v)
 
 
 def _mg_buffer(s: Sources) -> Values:
+    runs = _deltas(s["merge"])
     out: Values = []
-    for d, v in _deltas(s["merge"]):
+    for d, v in runs:
         out.append((f"delta={d} max", v["max_buffering"], ".0f"))
         out.append((f"delta={d} bound", v["buffering_bound"], ".0f"))
-    return out
+    return out + _g1(runs)
 
 
 def _mg_buffer_ok(v: dict[str, float]) -> bool:
-    ds = {k.split()[0] for k in v}
-    return all(v[f"{d} max"] <= v[f"{d} bound"] for d in ds)
+    """Lemma 4.2 inside its hypotheses: every run's longest buffering within delta +
+    3 eps, and G1 held on every run."""
+    ds = {k.split()[0] for k in v if k.startswith("delta=")}
+    return all(v[f"{d} max"] <= v[f"{d} bound"] for d in ds) and _g1_held(v)
 
 
 def _mg_late(s: Sources) -> Values:
@@ -106,23 +131,45 @@ def _mg_stabilize_ok(v: dict[str, float]) -> bool:
 
 CLAIMS: tuple[Claim, ...] = (
     Claim("merge", "replicated mergers deliver in the same order (Thm 4.4)", "0 mismatches",
-          "merge, all runs", ("merge",), _mg_order, _zero),
+          "merge, all runs: positions where replicated mergers delivered different "
+          "messages, and G1 measured per run (the publishers' clock spread against "
+          "epsilon: the largest over the runs); checked: 0 mismatches and spread <= epsilon. It differs "
+          "if two replicated mergers deliver their common messages in different orders, "
+          "or a run's clocks spread beyond epsilon (outside the theorem's hypotheses)",
+          ("merge",), _mg_order, _mg_order_ok,
+          "replicated mergers delivered in different orders, or a run left G1"),
     Claim("merge", "causal delivery: send(m1) -> send(m2) delivers m1 first (Thm 4.5)",
           "0", "merge-checks, run causal (G1 and G2 measured: clock spread <= epsilon, "
-          "longest delay <= delta)", ("merge-checks",), _mg_causal, _mg_causal_ok,
+          "longest delay <= delta). It differs if a message is delivered before one that "
+          "causally precedes it, no causal pair is checked, or the run leaves G1 or G2", ("merge-checks",), _mg_causal, _mg_causal_ok,
           "a causal-order violation, or the run left G1 or G2 (outside the theorem's "
           "hypotheses)"),
-    Claim("merge", "buffering <= delta + 3 eps (Lemma 4.2)", "<= bound", "merge, all runs",
-          ("merge",), _mg_buffer, _mg_buffer_ok),
+    Claim("merge", "buffering <= delta + 3 eps (Lemma 4.2)", "<= bound",
+          "merge, all runs: longest buffering at any level-1 merger against delta + 3 eps, "
+          "and G1 measured (the publishers' clock spread against epsilon: the largest over "
+          "the runs); checked: max <= bound on every run and spread <= epsilon. It differs if a "
+          "merger holds a message longer than delta + 3 eps, or a run's clocks spread "
+          "beyond epsilon (outside the lemma's hypotheses)",
+          ("merge",), _mg_buffer, _mg_buffer_ok,
+          "a merger buffered a message longer than the bound, or a run left G1"),
     Claim("merge", "larger delta, fewer late losses (4.1, 6)", "decreasing",
-          "merge, runs delta=* (late %)", ("merge",), _mg_late, _decreasing, trend=True),
+          "merge, runs delta=* (late %); checked: non-increasing as delta grows. It differs "
+          "if a larger delta loses a larger share of arrivals as late", ("merge",),
+          _mg_late, _decreasing, trend=True),
     Claim("merge", "bounded timestamp vs vector clock bytes as n grows (Thm 3.8)",
           "O(eps log n) vs O(n)", "merge-checks, run wire: bytes of the core's WireCodec "
-          "encoding (measured) vs 8 B x n (a vector clock, computed)", ("merge-checks",),
+          "encoding (measured) vs 8 B x n (a vector clock, computed); checked: the "
+          "encoding grows by at most 2 eps log2((n + 1) / (n0 + 1)) bits (plus a byte) "
+          "from the smallest n0 to the largest n and stays below the vector clock there. "
+          "It differs if the "
+          "encoding grows faster than eps log n or is not smaller than a vector clock",
+          ("merge-checks",),
           _mg_bytes, _mg_bytes_ok, "encoded size grows faster than eps log n"),
     Claim("merge", "state corrupted mid-run recovers within O(eps + delta) "
           "(Thms 3.7, 4.6)", "O(eps + delta)", "merge-checks, run stabilize: one "
           "publisher's state and in-flight timestamps corrupted; ticks until the last "
-          "reset or causal-order violation", ("merge-checks",), _mg_stabilize,
+          "reset or causal-order violation; checked: recovery within 9 eps + 2 delta and no "
+          "causal-order violation after it. It differs if resets or violations go on "
+          "past that bound", ("merge-checks",), _mg_stabilize,
           _mg_stabilize_ok, "recovery slower than the bound"),
 )

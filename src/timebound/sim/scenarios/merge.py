@@ -177,6 +177,9 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
         nodes["A2"].forward = [nodes["T1"], nodes["T2"]]
         processes = {q: CausalProcess(eps, n=len(procs)) for q in procs}
         last_rt = dict.fromkeys(procs, 0)
+        # G1 as it held: the lowest and highest clock reading minus engine time over
+        # the publishers' stamped events (as sim._merge_checks measures clock_spread)
+        reads = [eps, -eps]
         count = [0]
         net = random.Random(rng.getrandbits(64))
 
@@ -186,6 +189,7 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
                 engine.schedule(1, publish, q)
                 return
             last_rt[q] = rt
+            _read(rt - engine.now)
             count[0] += 1
             msg = f"m{count[0]}"
             stamp = processes[q].send(now=rt)
@@ -212,7 +216,11 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
                     engine.schedule(1, receive, arg)  # network's bound (G2: then lost)
                 return
             last_rt[q] = rt
+            _read(rt - engine.now)
             processes[q].receive(stamp, now=rt)
+
+        def _read(skew: int) -> None:
+            reads[0], reads[1] = min(reads[0], skew), max(reads[1], skew)
 
         for q in procs:
             engine.at(start + int(net.expovariate(p["rate"])), publish, q)
@@ -239,6 +247,7 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
             ("buffering_bound", float(delta + 3 * eps), None),
             ("late_pct", 100.0 * late / received if received else 0.0, None),
             ("published", float(count[0]), None),
+            ("clock_spread", float(max(reads[1] - reads[0], 0)), None),
             ("resets", float(sum(pr.resets + pr.message_resets
                                  for pr in processes.values())), None),
         ]
