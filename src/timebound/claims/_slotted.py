@@ -297,24 +297,37 @@ def discard_cause(seeds: Sequence[Sources]) -> str:
 CLAIMS: tuple[Claim, ...] = (
     Claim("slotted", "FR delivery delay of (a), (d): 70-80 ms, flat in slot length (Fig. 5)",
           "70-80 ms", "slotted (paper transport), runs a/*, d/*; T_d from transport-receive "
-          "to delivery; within the paper's 4% run spread", ("slotted",), _sl_fr_ad,
+          "to delivery; checked: every run within the paper's 70-80 ms widened by its 4% run "
+          "spread. It differs if a run of (a) or (d) delivers its FRs outside that band "
+          "at some slot length", ("slotted",), _sl_fr_ad,
           _within_paper_spread,
           "outside {:.0f}-{:.0f} ms".format(*_fr_band())),
     Claim("slotted", "schemes (b), (c) cut the FR delivery delay (Fig. 5)",
           "significant reduction", "slotted, FR delay of (b), (c) over min((a), (d)) per "
-          "slot length; < 1 everywhere, <= 0.5 from 10 ms on", ("slotted",), _sl_fr_bc,
+          "slot length; < 1 everywhere, <= 0.5 from 10 ms on. It differs if (b) or (c) "
+          "delivers FRs no sooner than the better of (a), (d) at some slot length, or "
+          "more than half as late from 10 ms on", ("slotted",), _sl_fr_bc,
           _sl_fr_bc_ok, "no significant reduction"),
     Claim("slotted", "in-slot delay: (b), (d) fall with the slot length; (c) rises again "
-          "as D2 dominates (Fig. 6)", "shape", "slotted, runs b/*, c/*, d/* (ms)",
+          "as D2 dominates (Fig. 6)", "shape", "slotted, runs b/*, c/*, d/* (ms); checked: "
+          "(b) and (d) never rise with the slot length, (c) measured at three lengths or "
+          "more and its longest above its lowest. It differs if (b) or (d) rises at a "
+          "longer slot, or (c) does not rise again at the longest",
           ("slotted",), _sl_inslot, _sl_inslot_ok, "shape differs"),
     Claim("slotted", "slots > 20 ms: queue of (b) ten times less than (a) (Fig. 7)", "~10x",
-          "slotted, queue (a)/(b) at slots > 20 ms; >= 8 counts as about ten",
+          "slotted, queue (a)/(b) at slots > 20 ms; >= 8 counts as about ten. It differs if "
+          "(a)'s mean queue is less than 8x (b)'s at some slot longer than 20 ms",
           ("slotted",), _sl_queue_b, _sl_queue_b_ok,
           "the ratio is below about ten"),
     Claim("slotted", "up to 40 ms, (c)'s queue is 1/2 to 1/3 of (a)'s (Fig. 7)",
-          "1/3-1/2", "slotted, queue (c)/(a) at slots <= 40 ms", ("slotted",), _sl_queue_c,
+          "1/3-1/2", "slotted, queue (c)/(a) at slots <= 40 ms; checked: within "
+          f"[1/3 - {QUEUE_C_TOLERANCE:g}, 1/2 + {QUEUE_C_TOLERANCE:g}] at every such slot. "
+          "It differs if (c)'s mean queue over (a)'s leaves that band at a slot up to "
+          "40 ms", ("slotted",), _sl_queue_c,
           _sl_queue_c_ok, queue_c_cause),
     Claim("slotted", "discards always below 10% (share of unreliable N/F arrivals)",
-          "< 10%", "slotted, max over slot lengths per scheme", ("slotted",), _sl_discard,
+          "< 10%", "slotted, max over slot lengths per scheme: discarded N/F as a share of "
+          "arrived N/F (%). It differs if a scheme discards 10% of its unreliable "
+          "arrivals or more at some slot length", ("slotted",), _sl_discard,
           _below10, discard_cause),
 )
