@@ -165,7 +165,11 @@ def _ad_order(s: Sources) -> Values:
 
 CLAIMS: tuple[Claim, ...] = (
     Claim("adaptive", "no duplicate and no out-of-order message is accepted (Theorem 2)",
-          "0", "adaptive runs and adaptive-reorder (10 clients: arrivals out of order)",
+          "0", "adaptive runs and adaptive-reorder (10 clients: arrivals out of order): "
+          "accepted messages with a timestamp not above their connection's last accepted "
+          "(a duplicate or an out-of-order message), and first copies offered out of "
+          "order; checked: 0 accepted and some offered. It differs if any run accepts such "
+          "a message, or no out-of-order arrival is offered (the check tests nothing)",
           ("adaptive", "adaptive-reorder"), _ad_order,
           lambda v: v["accepted out of order"] == 0
           and v["out-of-order arrivals offered"] > 0),
@@ -204,6 +208,10 @@ CLAIMS: tuple[Claim, ...] = (
           "needs the proof's repeated losses",
           ("adaptive-step",), _ad_lower, _ad_lower_ok),
     Claim("adaptive", "fixed rho: too small loses messages, too large keeps a big table",
-          "qualitative", "adaptive, runs bounded/*", ("adaptive",), _ad_fixed,
+          "qualitative", "adaptive, runs bounded/*: L/A of the small fixed rho, mean "
+          "table of the large fixed rho and of the unlimited estimator; checked: L/A above "
+          "0.01 and the large rho's table above the unlimited one's. It differs if the "
+          "small rho loses 1% of the accepted count or less, or the large rho keeps no "
+          "bigger table than the adaptive estimator", ("adaptive",), _ad_fixed,
           lambda v: v["small L/A"] > 0.01 and v["large table"] > v["unlimited table"]),
 )
