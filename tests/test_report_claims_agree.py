@@ -23,15 +23,16 @@ pytestmark = pytest.mark.spark
 SEEDS = (1, 2, 3)
 
 _ROW = re.compile(r"<tr class='claim'>((?:<td>.*?</td>){5})<td class='verdict \w+'>(.*?)</td>"
-                  r"</tr>")
+                  r"<td>(.*?)</td><td class='verdict \w+'>(.*?)</td></tr>")
 
 
 def page_rows(page: str) -> list[tuple[str, ...]]:
-    """(paper, claim, published, measured, where, verdict) of every claim row shown."""
+    """(paper, claim, published, measured, where, verdict, live measured (and where),
+    live verdict) of every claim row shown."""
     out = []
-    for cells, verdict in _ROW.findall(page):
+    for cells, verdict, live, live_verdict in _ROW.findall(page):
         shown = [html.unescape(c) for c in re.findall(r"<td>(.*?)</td>", cells)]
-        out.append((*shown, html.unescape(verdict)))
+        out.append((*shown, *(html.unescape(x) for x in (verdict, live, live_verdict))))
     return out
 
 
@@ -48,10 +49,11 @@ def table_rows(scenario: str, params: dict[str, str],
 
 def assert_agree(shown: list[tuple[str, ...]], table: dict[str, Any], seeds: int) -> None:
     assert shown, "the page shows no claim row"
-    for paper, claim, published, measured, where, verdict in shown:
+    for paper, claim, published, measured, where, verdict, live, live_verdict in shown:
         row = table[claim]
         assert (paper, published, where) == (row.paper, row.published, row.where)
         assert (measured, verdict) == (row.measured, row.verdict), claim
+        assert live.startswith(row.live_measured) and live_verdict == row.live_verdict
     # rows measured on the scenario's own runs are among them, over every seed
     assert any(table[claim].seeds == seeds for _, claim, *_ in shown)
 

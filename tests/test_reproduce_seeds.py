@@ -71,6 +71,7 @@ def _small_plan(monkeypatch: pytest.MonkeyPatch) -> None:
                 for j in real_plan(quick, seeds) if j.label == "merge-checks"]
 
     monkeypatch.setattr(_reproduce, "plan", small)
+    monkeypatch.setattr(_reproduce, "live_plan", lambda quick, seeds: [])
 
 
 def test_write_reproduction_runs_the_seeds_given(tmp_path: pathlib.Path,
@@ -128,3 +129,35 @@ def test_help_explains_seeds(tmp_path: pathlib.Path) -> None:
     assert "--seeds S1,S2,S3 with --reproduce: the seeds every job runs on" in text
     assert "at least 3 distinct integers >= 1" in text
     assert "(default 1,2,3)" in text
+
+
+def test_the_table_has_the_live_columns(tmp_path: pathlib.Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The live jobs run after the simulated ones (each in its own process) and fill the
+    live columns of the rows they check, over the same seeds."""
+    real_live = _reproduce.live_plan
+    _small_plan(monkeypatch)
+    monkeypatch.setattr(_reproduce, "live_plan", lambda quick, seeds: [
+        job for job in real_live(True, seeds) if job.label == "live-pubsub"])
+    seen: list[str] = []
+    target = tmp_path / "table.md"
+    rows = _reproduce.write_reproduction(str(target), lambda name, i, n: seen.append(name),
+                                         seeds=(1, 2, 3), workers=1)
+    assert seen[-3:] == ["live-pubsub seed 1", "live-pubsub seed 2", "live-pubsub seed 3"]
+    order = next(r for r in rows if "same order (Thm 4.4)" in r.claim)
+    assert order.live_seeds == 3 and order.live_verdict == "agrees", order
+    assert order.live_measured.startswith("mismatches: 0,")
+    causal = next(r for r in rows if "causal delivery" in r.claim)
+    assert causal.live_verdict == "not run live"
+    text = target.read_text()
+    assert "| live: measured | live: service / run | live: verdict |" in text
+    assert "- `live-pubsub` (live): python -m timebound.net.live pubsub" in text
+
+
+def test_a_failing_live_check_is_one_error_naming_it() -> None:
+    from timebound.errors import TimeboundError
+
+    job = _reproduce.Job("live-x", "live", (("kind", "nope"), ("quick", "1")), 1)
+    with pytest.raises(TimeboundError, match=r"^live check live-x seed 1 failed: .*"
+                                             r"invalid choice: 'nope'"):
+        _reproduce.run_live(job)

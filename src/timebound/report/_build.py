@@ -327,18 +327,27 @@ def _verdicts(output: str, manifest: dict[str, Any], scenario: str) -> str:
     rows, note = found
     body = []
     for row in rows:
-        kind = ("agrees" if row.verdict == "agrees" else
-                "differs" if row.verdict.startswith("differs") else "other")
         cells = "".join(f"<td>{html.escape(x)}</td>" for x in (
             row.paper, row.claim, row.published, row.measured, row.where))
-        body.append(f"<tr class='claim'>{cells}<td class='verdict {kind}'>"
-                    f"{html.escape(row.verdict)}</td></tr>")
-    cols = "".join(f"<col class='c{i}'/>" for i in range(1, 7))
+        live = html.escape(row.live_measured if row.live_where == "" else
+                           f"{row.live_measured} ({row.live_where})")
+        body.append(f"<tr class='claim'>{cells}{_verdict_cell(row.verdict)}"
+                    f"<td>{live}</td>{_verdict_cell(row.live_verdict)}</tr>")
+    cols = "".join(f"<col class='c{i}'/>" for i in range(1, 9))
     return (f"<p class='note'>Verdicts from timebound.claims (the same code as "
-            f"docs/reproduction.md), on the {html.escape(note)}.</p>"
+            f"docs/reproduction.md), on the {html.escape(note)}. The live columns check a "
+            "claim on the live service over loopback UDP; a dataset holds no live runs "
+            "(timebound simulate --reproduce runs them).</p>"
             f"<table class='claims'>{cols}<tr><th>paper</th><th>claim</th><th>published</th>"
-            "<th>measured</th><th>scenario / run</th><th>verdict</th></tr>"
+            "<th>measured</th><th>scenario / run</th><th>verdict</th><th>live: measured"
+            "</th><th>live: verdict</th></tr>"
             + "".join(body) + "</table>")
+
+
+def _verdict_cell(verdict: str) -> str:
+    kind = ("agrees" if verdict == "agrees" else
+            "differs" if verdict.startswith("differs") else "other")
+    return f"<td class='verdict {kind}'>{html.escape(verdict)}</td>"
 
 
 def sweep_lines(joined: pd.DataFrame, key: str, grid: list[str]) -> pd.Series | None:
@@ -508,8 +517,9 @@ td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;overflow-wrap:anywhe
 figcaption{font-size:12px;color:#555}.note,.params{font-size:13px;color:#555}
 td.verdict{font-weight:bold}td.agrees{color:#17692b}td.differs{color:#a33}
 td.other{color:#555}table.claims{width:100%;table-layout:fixed}
-table.claims col.c1{width:7%}table.claims col.c2{width:24%}table.claims col.c3{width:10%}
-table.claims col.c4{width:27%}table.claims col.c5{width:16%}table.claims col.c6{width:16%}
+table.claims col.c1{width:6%}table.claims col.c2{width:18%}table.claims col.c3{width:8%}
+table.claims col.c4{width:20%}table.claims col.c5{width:14%}table.claims col.c6{width:12%}
+table.claims col.c7{width:12%}table.claims col.c8{width:10%}
 img{max-width:100%}"""
 
 

@@ -17,18 +17,21 @@ runs. ``quick=True`` is the demo's scale (well under a minute on 2 cores).
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from timebound.claims import Row, evaluate
-from timebound.errors import UsageError
+from timebound.claims import LIVE_JOBS, Row, evaluate
+from timebound.errors import TimeboundError, UsageError
 from timebound.sim._dataset import read_table
 
 SEEDS = (1, 2, 3)
@@ -56,6 +59,11 @@ def parse_seeds(text: str) -> tuple[int, ...]:
                          f"{len(seeds)} ({text})")
     return tuple(seeds)
 
+#: the ack bandwidth at larger N: timestamp and vector runs only, short (an ack's size
+#: depends only on N, so the ratios do not depend on the run's length)
+_STABILITY_ACKS = {"modes": "sweep", "sizes": "16,32", "variants": "timestamp,vector",
+                   "uneven": "1", "duration": "50000"}
+
 #: (label, scenario or "merge-checks", --set overrides): the full reproduction
 FULL: tuple[tuple[str, str, dict[str, str]], ...] = (
     ("scmp", "scmp", {"calls": "10"}),
@@ -64,14 +72,17 @@ FULL: tuple[tuple[str, str, dict[str, str]], ...] = (
     ("adaptive", "adaptive", {"messages": "20000"}),
     ("adaptive-horizon", "adaptive", {
         "loads": "spikes", "estimators": "limited", "spike": "100000",
-        "bounded_values": "10000", "spike_p": "0.3", "window": "200", "spikes": "65",
-        "p": "10", "messages": "40000"}),
+        "bounded_values": "10000", "spike_p": "0.2", "window": "200", "spikes": "65",
+        "p": "2", "messages": "40000"}),
+    ("adaptive-step", "adaptive", {"loads": "step,step-slow,step-up",
+                                   "estimators": "unlimited,limited", "messages": "10000"}),
     ("adaptive-reorder", "adaptive", {"clients": "10", "loads": "bounded",
                                       "estimators": "unlimited,limited",
                                       "messages": "20000"}),
     *(("slotted", "slotted", {"schemes": s, "transport": "paper", "duration": "100000000",
                               "slots": "2000,10000,20000,40000,100000"}) for s in "abcde"),
     ("stability", "stability", {"sizes": "2,4,8", "duration": "1000000"}),
+    ("stability-acks", "stability", _STABILITY_ACKS),
     ("merge", "merge", {}),
     ("merge-checks", "merge-checks", {}),
 )
@@ -90,9 +101,12 @@ QUICK: tuple[tuple[str, str, dict[str, str]], ...] = (
     ("adaptive", "adaptive", {"messages": "6000"}),
     ("adaptive-horizon", "adaptive", {**_full("adaptive-horizon"), "messages": "12000"}),
     ("adaptive-reorder", "adaptive", {**_full("adaptive-reorder"), "messages": "4000"}),
+    ("adaptive-step", "adaptive", {**_full("adaptive-step"), "messages": "4000",
+                                   "step_at": "1000000"}),
     *(("slotted", "slotted", {"schemes": s, "transport": "paper", "duration": "10000000",
                               "slots": "2000,20000,40000,100000"}) for s in "abcde"),
     ("stability", "stability", {"sizes": "2,4", "duration": "300000"}),
+    ("stability-acks", "stability", _STABILITY_ACKS),
     ("merge", "merge", {"duration": "5000"}),
     ("merge-checks", "merge-checks", {"duration": "4000"}),
 )
@@ -115,6 +129,34 @@ def plan(quick: bool = False, seeds: Sequence[int] = SEEDS) -> list[Job]:
     spec = QUICK if quick else FULL
     return [Job(label, scenario, tuple(sorted(params.items())), seed)
             for seed in seeds for label, scenario, params in spec]
+
+
+def live_plan(quick: bool = False, seeds: Sequence[int] = SEEDS) -> list[Job]:
+    """The live jobs (``claims.LIVE_JOBS``), one per seed: the table's live column."""
+    return [Job(label, "live", (("kind", kind), ("quick", "1" if quick else "0")), seed)
+            for seed in seeds for label, kind in LIVE_JOBS.items()]
+
+
+#: the longest a live job may take before it counts as hung (seconds)
+LIVE_TIMEOUT = 300
+
+
+def run_live(job: Job) -> dict[str, dict[str, float]]:
+    """One live job: ``python -m timebound.net.live KIND --seed N`` in a process of its
+    own (its sockets and event loop die with it); the runs it prints as JSON."""
+    params = dict(job.params)
+    argv = [sys.executable, "-m", "timebound.net.live", params["kind"], "--seed",
+            str(job.seed), *(["--quick"] if params.get("quick") == "1" else [])]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=LIVE_TIMEOUT,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        raise TimeboundError(f"live check {job.name}: no result in {LIVE_TIMEOUT} s") from None
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+        raise TimeboundError(f"live check {job.name} failed: {lines[-1]}")
+    runs: dict[str, dict[str, float]] = json.loads(done.stdout)
+    return runs
 
 
 def scalars(dataset: str) -> dict[str, dict[str, float]]:
@@ -215,12 +257,23 @@ def table(rows: Sequence[Row], *, quick: bool, seeds: Sequence[int], seconds: fl
     lines = [
         "# Reproduction: published claims vs measured",
         "",
-        f"Generated by `{cmd}` (add `--spark` to run the jobs as Spark tasks); do not edit "
-        f"by hand. Every row is measured on seeds {', '.join(map(str, seeds))}; a range "
-        "`a-b` is the min-max over the seeds, and a verdict is `agrees` only when every "
-        "seed agrees. `computed`: the figure comes from a formula (no wire codec), not "
-        "from data. The verdicts and the causes of differences come from "
-        "`src/timebound/claims.py`, which the report page (`timebound report`) uses too.",
+        f"Generated by `{cmd}` (add `--spark` to run the simulated jobs as Spark tasks); "
+        f"do not edit by hand. Every row is measured on seeds {', '.join(map(str, seeds))}; "
+        "a range `a-b` is the min-max over the seeds, and a verdict is `agrees` only when "
+        "every seed agrees."
+        + (" `computed`: the figure comes from a formula, not from data."
+           if any(row.verdict == "computed" for row in rows) else "")
+        + " The verdicts and the causes of differences come from `src/timebound/claims/` "
+        "(one module per paper), which the report page (`timebound report`) uses too. "
+        "Every theorem, lemma and figure of the five papers, with the row that checks it "
+        "or why none does: [reproduction-coverage.md](reproduction-coverage.md).",
+        "",
+        "The live columns check the same claim on the live service (`timebound.net`) over "
+        "loopback UDP, on the same seeds: each live job runs `python -m timebound.net.live "
+        "KIND --seed N` in a process of its own, after the simulated jobs and one at a "
+        "time; its `where` says what ran and what would make it differ. Live timing is "
+        "this machine's: a loaded machine wakes event loops late. `not run live`: the row "
+        "has no live check.",
         "",
         "Jobs (label: scenario and its `--set` overrides; one run per seed):",
         "",
@@ -235,6 +288,9 @@ def table(rows: Sequence[Row], *, quick: bool, seeds: Sequence[int], seconds: fl
                 continue
         seen.add(label)
         lines.append(f"- `{label}`: {scenario} {shown}")
+    for label, kind in LIVE_JOBS.items():
+        lines.append(f"- `{label}` (live): python -m timebound.net.live {kind}"
+                     f"{' --quick' if quick else ''}")
     lines += [
         "",
         "Slotted runs use the paper's transport (`transport=paper`: T_tra = alpha T_to + "
@@ -246,11 +302,12 @@ def table(rows: Sequence[Row], *, quick: bool, seeds: Sequence[int], seconds: fl
         f"{' (Spark)' if spark else ''}.",
         "",
         "| paper | claim | published | measured (min-max over seeds) | scenario / run | "
-        "verdict |",
-        "|---|---|---|---|---|---|",
+        "verdict | live: measured | live: service / run | live: verdict |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        cells = (row.paper, row.claim, row.published, row.measured, row.where, row.verdict)
+        cells = (row.paper, row.claim, row.published, row.measured, row.where, row.verdict,
+                 row.live_measured, row.live_where or "-", row.live_verdict)
         lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -270,6 +327,14 @@ def write_reproduction(target: str,
                             conf=conf or {}, progress=progress)
     else:
         results = run_local(jobs, workers, progress)
+    # the live checks after the simulated jobs, one at a time, here: their timing is
+    # the machine's, so nothing of ours runs beside them
+    live = live_plan(quick, seeds)
+    for index, job in enumerate(live):
+        if progress:
+            progress(job.name, index, len(live))
+        results.append(run_live(job))
+    jobs += live
     rows = rows_of(jobs, results, seeds, root=root_of(target))
     text = table(rows, quick=quick, seeds=seeds, seconds=time.perf_counter() - started,
                  spark=spark)
