@@ -259,7 +259,7 @@ CLAIMS: tuple[Claim, ...] = (
           _st_fig2t_ok, "the timestamp acks do not make the first sender's message "
           "stable at the paper's figure less one tick in the worst phase, or not t_send + t_ack below it when "
           "aligned"),
-    Claim("stability", "t1 <= t2 <= max t1 + t_send (section 4, inequalities (1), (2))",
+    Claim("stability", "t1,s <= t2,s (1) and t2,s <= max t1 + t1,s + t_send - t_ack (2) (section 4)",
           "holds", "stability, runs fig2/vector-worst (t1) and "
           "fig2/timestamp-worst (t2), largest latency per sender s1, s2, in time units; "
           "checked: inequalities (1) and (2) exactly as the paper states them (not the "
