@@ -32,20 +32,13 @@ from timebound.claims._slotted import (
     discard_cause,
     queue_c_cause,
 )
-from timebound.sim import read_table, run_scenario
+from timebound.sim import run_scenario
+from timebound.sim._reproduce import scalars
 
 SEEDS = (1, 2, 3)
 #: Small runs of the reproduction's slotted job (paper transport): 2 s per run.
 PARAMS = {"transport": "paper", "duration": "2000000", "slots": "2000,20000,40000"}
 SLOTS = (2000, 20000, 40000)
-
-
-def _scalars(path: Path) -> dict[str, dict[str, float]]:
-    got: dict[str, dict[str, float]] = {}
-    for row in read_table(str(path), "metrics").to_pylist():
-        if row["t"] is None:
-            got.setdefault(row["run"], {})[row["measure"]] = row["value"]
-    return got
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +47,7 @@ def seeds(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     out = []
     for seed in SEEDS:
         run_scenario("slotted", str(base / f"s{seed}"), seed=seed, params=PARAMS)
-        out.append({"slotted": _scalars(base / f"s{seed}")})
+        out.append({"slotted": scalars(str(base / f"s{seed}"))})
     return out
 
 

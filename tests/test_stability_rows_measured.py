@@ -19,19 +19,12 @@ import pytest
 from timebound.core.group import decode, encode_ack
 from timebound.core.stability import TimestampAck, VectorAck
 from timebound.sim import read_table, run_scenario
+from timebound.sim._reproduce import scalars
 from timebound.sim.scenarios.stability import skew_offsets
 
 SIZES = (2, 3, 5, 12)
 #: long enough for a few acks per receiver after the start (skew + 1 ticks)
 DURATION = 40_000
-
-
-def _metrics(path: Path) -> dict[str, dict[str, float]]:
-    got: dict[str, dict[str, float]] = {}
-    for row in read_table(str(path), "metrics").to_pylist():
-        if row["t"] is None:
-            got.setdefault(row["run"], {})[row["measure"]] = row["value"]
-    return got
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +37,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_wire_bytes_are_the_group_encoding(sweep: Path) -> None:
-    metrics = _metrics(sweep)
+    metrics = scalars(str(sweep))
     acks = Counter(row["run"] for row in read_table(str(sweep), "acks").to_pylist()
                    if row["type"] == "ack")
     assert set(metrics) == {f"N={n}/{v}" for n in SIZES for v in ("timestamp", "vector")}
@@ -105,7 +98,7 @@ def test_skewed_runs_record_the_spread(tmp_path: Path) -> None:
         run_scenario("stability", str(out), seed=seed, params={
             "modes": "sweep", "sizes": "2,3", "duration": "30000", "skew": "10000",
             "variants": "timestamp-skewed", "uneven": "1"})
-        metrics = _metrics(out)
+        metrics = scalars(str(out))
         assert set(metrics) == {"N=2/timestamp-skewed", "N=3/timestamp-skewed"}
         for run in metrics:
             assert metrics[run]["offset_spread"] == 10_000
