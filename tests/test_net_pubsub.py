@@ -150,3 +150,20 @@ def test_garbage_at_a_merger_is_counted_and_it_keeps_merging() -> None:
                 assert stats["unauthenticated"] > 0.45 * FLOOD
 
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_a_publisher_to_loopback_mergers_binds_loopback_only() -> None:
+    from timebound.net._pubsub import _local_host
+
+    assert _local_host([("127.0.0.1", 1), ("127.0.0.2", 2)]) == "127.0.0.1"
+    assert _local_host([("::1", 1)]) == "::1"
+    assert _local_host([("127.0.0.1", 1), ("192.0.2.7", 2)]) == "0.0.0.0"
+    assert _local_host([("2001:db8::1", 1)]) == "::"
+    assert _local_host([("merger.example", 1)]) == "0.0.0.0"
+
+    async def bound() -> str:
+        async with Publisher("p", [("127.0.0.1", 9)], epsilon=5, delta=40) as publisher:
+            assert publisher._transport is not None
+            return str(publisher._transport.get_extra_info("sockname")[0])
+
+    assert asyncio.run(bound()) == "127.0.0.1"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import ipaddress
 import secrets
 import socket
 import time
@@ -95,6 +96,20 @@ class _Endpoint(Lifecycle):
             self._transport = None
 
 
+def _local_host(peers: Sequence[Address]) -> str:
+    """The address a sending socket binds: loopback when every peer is on loopback (a
+    local publisher is then unreachable from the network), else every interface of the
+    peers' family."""
+    v6 = ":" in peers[0][0]
+    try:
+        local = all(ipaddress.ip_address(host).is_loopback for host, *_ in peers)
+    except ValueError:  # a host name
+        local = False
+    if local:
+        return "::1" if v6 else "127.0.0.1"
+    return "::" if v6 else "0.0.0.0"
+
+
 class Publisher(_Endpoint):
     """``async with Publisher(name, [merger addresses], epsilon=, delta=) as p:
     await p.publish(b"...")``; ε, δ in ms."""
@@ -107,7 +122,7 @@ class Publisher(_Endpoint):
         self.mergers = list(mergers)
 
     async def start(self) -> None:
-        await self._open(local=("::" if ":" in self.mergers[0][0] else "0.0.0.0", 0))
+        await self._open(local=(_local_host(self.mergers), 0))
 
     async def publish(self, data: bytes) -> tuple[int, Timestamp]:
         """Stamp and send ``data`` to every merger (at most one per ms: waits)."""
