@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 from . import _adaptive, _merge, _rpc, _scmp, _slotted, _stability
 from ._base import Claim, Live, Missing, Row, Runs, Sources, Values, Why, one_value, spread
-from ._live import LIVE, LIVE_JOBS
+from ._live import LIVE, LIVE_JOBS, NO_LIVE
 from ._ours import OURS, REORDER, REORDER_WINDOWS, RESTART
 from ._rpc import (
     RPC_BENCH,
@@ -50,9 +50,11 @@ __all__ = [
 
 #: Every row, in the table's order: the restart row follows the SCMP crash row it
 #: answers, the RPC row closes SCMP, the reorder row comes last.
-#: Each row's live check, if it has one, comes from ``_live`` (by the row's claim text).
+#: Each row's live check, or why a service does not check it live, comes from ``_live``
+#: (by the row's claim text).
 CLAIMS: tuple[Claim, ...] = tuple(
-    dataclasses.replace(claim, live=LIVE[claim.claim]) if claim.claim in LIVE else claim
+    dataclasses.replace(claim, live=LIVE.get(claim.claim),
+                        no_live=NO_LIVE.get(claim.claim, claim.no_live))
     for claim in (*_scmp.CLAIMS, RESTART, *_rpc.CLAIMS, *_adaptive.CLAIMS,
                   *_slotted.CLAIMS, *_stability.CLAIMS, *_merge.CLAIMS, REORDER)
 )

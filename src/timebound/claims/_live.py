@@ -24,3 +24,6 @@ LIVE_JOBS: Mapping[str, str] = {label: kind for m in _SERVICES for label, kind i
 
 #: claim text -> its live check
 LIVE: Mapping[str, Live] = {claim: live for m in _SERVICES for claim, live in m.LIVE.items()}
+
+#: claim text -> why a service does not check that row live (shown in its live column)
+NO_LIVE: Mapping[str, str] = {claim: why for m in _SERVICES for claim, why in m.NO_LIVE.items()}

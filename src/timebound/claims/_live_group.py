@@ -88,3 +88,6 @@ LIVE: Mapping[str, Live] = {
         "row's network delay is several of its ack periods, which makes that extra wait "
         "slight there"),
 }
+
+#: claim text of a row this service could check live but does not -> why
+NO_LIVE: Mapping[str, str] = {}

@@ -193,3 +193,6 @@ LIVE: Mapping[str, Live] = {
         "from the arrival, or its timer delivering late), or if the clocks leave G1",
         _buffer_why),
 }
+
+#: claim text of a row this service could check live but does not -> why
+NO_LIVE: Mapping[str, str] = {}

@@ -105,3 +105,6 @@ LIVE: Mapping[str, Live] = {
             "after t_cr + beta above), or the run could not show it (none sent after "
             "t_cr + beta, or none refused down)"),
 }
+
+#: claim text of a row this service could check live but does not -> why
+NO_LIVE: Mapping[str, str] = {}
