@@ -94,8 +94,10 @@ def add_simulate_parser(commands: Any) -> None:
                      help="describe every scenario (or only SCENARIO): parameters, units, "
                           "defaults; then exit")
     sim.add_argument("--reproduce", metavar="FILE",
-                     help="run the reproduction scenarios and write the paper-vs-measured "
-                          "table to FILE (docs/reproduction.md; default: not run)")
+                     help="run the reproduction scenarios, then the live checks of the "
+                          "services on loopback UDP, and write the paper-vs-measured "
+                          "table with its simulated and live columns to FILE "
+                          "(docs/reproduction.md; default: not run)")
     sim.add_argument("--seeds", metavar="S1,S2,S3",
                      help="with --reproduce: the seeds every job runs on, a comma list of at "
                           "least 3 distinct integers >= 1 (a verdict is computed over at "
