@@ -78,6 +78,7 @@ def test_reproduce_with_spark_gives_the_local_table(
     tiny = [_reproduce.Job("merge-checks", "merge-checks", (("duration", "300"),), s)
             for s in (1, 2, 3)]
     monkeypatch.setattr(_reproduce, "plan", lambda quick, seeds: tiny)
+    monkeypatch.setattr(_reproduce, "live_plan", lambda quick, seeds: [])  # not Spark's
     local = _reproduce.write_reproduction(str(tmp_path / "local.md"))
     remote = _reproduce.write_reproduction(str(tmp_path / "spark.md"), spark=True)
     assert local == remote

@@ -334,7 +334,7 @@ def write_reproduction(target: str,
         if progress:
             progress(job.name, index, len(live))
         results.append(run_live(job))
-    jobs += live
+    jobs = [*jobs, *live]
     rows = rows_of(jobs, results, seeds, root=root_of(target))
     text = table(rows, quick=quick, seeds=seeds, seconds=time.perf_counter() - started,
                  spark=spark)
