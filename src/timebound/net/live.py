@@ -23,6 +23,9 @@ import importlib
 import json
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
+
+from timebound._safety import Terminated, sigterm_raises
 
 #: kind -> the module whose ``measure(seed: int, quick: bool)`` runs it
 KINDS = {
@@ -45,8 +48,18 @@ def measure(kind: str, seed: int, quick: bool = False) -> Runs:
             for run, values in runs.items()}
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """A bad argument: one line, exit status 2 (as every timebound command)."""
+        sys.stderr.write(f"timebound: error: {message}\n")
+        sys.exit(2)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    """Run one check; its runs on stdout. Errors are one line on stderr: exit 2 for an
+    argument, 130 for Ctrl-C, 143 for SIGTERM (the check's sockets, server processes
+    and temporary files are closed and removed first)."""
+    parser = _Parser(
         prog="python -m timebound.net.live",
         description="Run one live check of the papers' claims on loopback UDP and print "
                     "its runs as JSON ({run: {measure: value}}); simulate --reproduce "
@@ -60,7 +73,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seed < 1:
         parser.error(f"--seed: expected an integer >= 1, got {args.seed}")
-    runs = measure(args.kind, args.seed, args.quick)
+    try:
+        with sigterm_raises():
+            runs = measure(args.kind, args.seed, args.quick)
+    except KeyboardInterrupt:
+        sys.stderr.write("timebound: interrupted\n")
+        return 130
+    except Terminated:
+        sys.stderr.write("timebound: terminated\n")
+        return 143
     json.dump(runs, sys.stdout, sort_keys=True)
     sys.stdout.write("\n")
     return 0

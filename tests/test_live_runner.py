@@ -1,0 +1,70 @@
+"""``python -m timebound.net.live``: a bad argument is one line and exit 2; SIGTERM in
+the middle of a check ends it with one line and exit 143, its server processes and
+temporary files gone."""
+
+from __future__ import annotations
+
+import glob
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+
+def _live(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "timebound.net.live", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["nope"], "timebound: error: argument kind: invalid choice: 'nope' (choose from "
+               "'channel', 'group', 'pubsub', 'rpc')"),
+    (["rpc", "--seed", "0"], "timebound: error: --seed: expected an integer >= 1, got 0"),
+])
+def test_a_bad_argument_is_one_line_and_exit_2(args: list[str], line: str) -> None:
+    done = _live(*args)
+    assert (done.returncode, done.stderr, done.stdout) == (2, line + "\n", "")
+
+
+def test_sigterm_halfway_is_one_line_and_leaves_nothing() -> None:
+    pattern = f"{tempfile.gettempdir()}/timebound-live-rpc-*"
+    before = set(glob.glob(pattern))
+    proc = subprocess.Popen([sys.executable, "-m", "timebound.net.live", "rpc", "--quick"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not _servers(proc.pid):  # its server processes are up: it is running
+            assert proc.poll() is None and time.monotonic() < deadline, "no server seen"
+            time.sleep(0.02)
+        assert set(glob.glob(pattern)) != before  # and their folder exists
+        time.sleep(0.5)  # calls under way
+        servers = _servers(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert (proc.returncode, err, out) == (143, "timebound: terminated\n", "")
+    assert set(glob.glob(pattern)) == before
+    time.sleep(0.2)
+    assert servers and [pid for pid in servers if _alive(int(pid))] == []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _servers(parent: int) -> list[str]:
+    """The ``rpc serve`` processes ``parent`` started and that are still alive."""
+    found = subprocess.run(["pgrep", "-P", str(parent), "-f", "rpc serve"],
+                           capture_output=True, text=True).stdout
+    return found.split()
