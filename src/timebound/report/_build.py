@@ -25,10 +25,6 @@ PROTOCOL_TITLES = {
     "slotted": "Slotted FIFO channels",
     "stability": "Message stability by timestamp acknowledgments",
 }
-#: which paper's claims go with which protocol (matched on the claim's "paper").
-PAPER_WORDS = {"atmostonce": ("scmp", "adaptive", "at-most-once"),
-               "causal": ("causal",), "merge": ("merge", "causal"),
-               "slotted": ("slotted",), "stability": ("stability", "timestamp ack")}
 
 
 def find_outputs(folder: str) -> list[str]:
