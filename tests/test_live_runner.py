@@ -68,3 +68,22 @@ def _servers(parent: int) -> list[str]:
     found = subprocess.run(["pgrep", "-P", str(parent), "-f", "rpc serve"],
                            capture_output=True, text=True).stdout
     return found.split()
+
+
+def test_sigterm_inside_an_asyncio_callback_ends_the_loop() -> None:
+    """The live checks run asyncio: SIGTERM that lands inside a timer callback must end
+    ``asyncio.run`` (asyncio logs and swallows any exception from a callback except
+    ``SystemExit`` and ``KeyboardInterrupt``)."""
+    import asyncio
+
+    from timebound._safety import Terminated, sigterm_raises
+
+    async def wait_for_the_signal() -> None:
+        loop = asyncio.get_running_loop()
+        loop.call_soon(os.kill, os.getpid(), signal.SIGTERM)  # the handler runs in a callback
+        await asyncio.sleep(5)
+
+    start = time.monotonic()
+    with pytest.raises(Terminated), sigterm_raises():
+        asyncio.run(wait_for_the_signal())
+    assert time.monotonic() - start < 4

@@ -14,8 +14,9 @@ and the CLI call it with one line each:
   on any exit path (an exception, SIGTERM via ``sigterm_raises``) the temporary file
   is removed and the destination is untouched.
 - ``sigterm_raises``: while a command runs, SIGTERM raises ``Terminated`` (a
-  ``BaseException``, like ``KeyboardInterrupt``), so every ``with``/``finally`` that
-  removes temporary output runs, exactly as for Ctrl-C.
+  ``SystemExit`` with code 143, so that asyncio re-raises it out of a callback as it
+  does ``KeyboardInterrupt``, where it logs and swallows any other exception), and every
+  ``with``/``finally`` that removes temporary output runs, exactly as for Ctrl-C.
 - ``follow_umask``: ``tempfile.mkstemp``/``mkdtemp`` create 0600 files and 0700
   folders; a published output gets the permissions of a plain ``open``/``mkdir``.
 - Ranges: ``INT64_MIN``/``INT64_MAX``, ``int_range``/``float_range`` (argparse types
@@ -44,8 +45,15 @@ INT64_MAX = 2**63 - 1
 #: the pipeline's argparse types).
 
 
-class Terminated(BaseException):  # noqa: N818 - named like KeyboardInterrupt
-    """SIGTERM arrived; raised in the main thread so every cleanup runs."""
+class Terminated(SystemExit):  # noqa: N818 - named like KeyboardInterrupt
+    """SIGTERM arrived; raised in the main thread so every cleanup runs.
+
+    A ``SystemExit`` (code 143): asyncio's event loop lets ``SystemExit`` and
+    ``KeyboardInterrupt`` leave a callback and logs any other exception, so SIGTERM
+    during a timer callback still ends ``asyncio.run`` and reaches the command."""
+
+    def __init__(self) -> None:
+        super().__init__(143)
 
 
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:
