@@ -29,6 +29,8 @@ from timebound.claims._slotted import (
     PAPER_DISCARD_PCT,
     PAPER_QUEUE_C_RATIO,
     QUEUE_C_TOLERANCE,
+    _sl_queue_c,
+    _sl_queue_c_ok,
     discard_cause,
     queue_c_cause,
 )
@@ -72,9 +74,9 @@ def test_split_of_the_buffer_adds_up(seeds: list[dict[str, Any]]) -> None:
         _m(seeds, "c/Ts=40000", "fr_waited_pct"))
 
 
-def _ratio(seeds: list[dict[str, Any]], t: int, measure: str) -> list[float]:
+def _ratio(seeds: list[dict[str, Any]], t: int, measure: str, ref: str = "a") -> list[float]:
     return [c / a for c, a in zip(_m(seeds, f"c/Ts={t}", measure),
-                                  _m(seeds, f"a/Ts={t}", measure), strict=True)]
+                                  _m(seeds, f"{ref}/Ts={t}", measure), strict=True)]
 
 
 def test_queue_cause_quotes_the_runs(seeds: list[dict[str, Any]]) -> None:
@@ -100,6 +102,41 @@ def test_queue_cause_quotes_the_runs(seeds: list[dict[str, Any]]) -> None:
     assert f"(c) discards {over(low, 'c/Ts={}', 'discard_pct_unreliable')}% of its F" in text
     assert f"every earlier one ({over(low, 'a/Ts={}', 'fr_delay_ms')} ms)" in text
     assert f"with {PAPER_DISCARD_PCT:g}% discards the ratio would be" in text
+    # the (d) side: its ratio at every slot length, and why where it leaves the band
+    against_d = ", ".join(f"{spread(_ratio(seeds, t, 'queue_mean', 'd'), '.2f')} at "
+                          f"{t // 1000} ms" for t in SLOTS)
+    assert f"against (d) the ratio is {against_d}" in text
+    high_d = [t for t in SLOTS
+              if max(_ratio(seeds, t, "queue_mean", "d")) > hi + QUEUE_C_TOLERANCE]
+    assert high_d == [2000], high_d
+    fr_d = spread(_ratio(seeds, 2000, "fr_delay_ms", "d"), ".2f")
+    assert f"follows the FR delay ratio (c)/(d) of the same runs ({fr_d}), above 1/2" in text
+    assert text.endswith("(a discarded F is never buffered)")
+    assert "departs from Fig. 4 as core/slotted/_receiver.py documents" in text
+
+
+def test_queue_check_reads_both_reliable_schemes(seeds: list[dict[str, Any]]) -> None:
+    """The row shows (c)/(a) and (c)/(d) per slot length up to 40 ms, and differs when
+    either leaves the band or (d) is not measured."""
+    values = {k: x for k, x, _ in _sl_queue_c(seeds[0])}
+    assert list(values) == [f"(c)/({x}) {t // 1000} ms" for t in SLOTS for x in "ad"]
+    assert values["(c)/(d) 40 ms"] == pytest.approx(_ratio(seeds, 40000, "queue_mean", "d")[0])
+    inside = dict.fromkeys(values, 0.4)
+    assert _sl_queue_c_ok(inside)
+    for x in "ad":
+        for bad in (0.3, 0.53):  # just outside 1/3 - 0.02, 1/2 + 0.02
+            assert not _sl_queue_c_ok({**inside, f"(c)/({x}) 20 ms": bad}), (x, bad)
+    assert not _sl_queue_c_ok({k: x for k, x in inside.items() if "(a)" in k})
+    # a (d) run whose queue puts (c)/(d) in the band everywhere but one slot
+    changed = copy.deepcopy(seeds[0])
+    for t in SLOTS:
+        changed["slotted"][f"c/Ts={t}"]["queue_mean"] = 0.4 * changed["slotted"][
+            f"a/Ts={t}"]["queue_mean"]
+        changed["slotted"][f"d/Ts={t}"]["queue_mean"] = changed["slotted"][
+            f"a/Ts={t}"]["queue_mean"]
+    assert _sl_queue_c_ok({k: x for k, x, _ in _sl_queue_c(changed)})
+    changed["slotted"]["d/Ts=20000"]["queue_mean"] *= 2
+    assert not _sl_queue_c_ok({k: x for k, x, _ in _sl_queue_c(changed)})
 
 
 def test_queue_cause_follows_a_changed_measurement(seeds: list[dict[str, Any]]) -> None:
@@ -120,6 +157,13 @@ def test_queue_cause_follows_a_changed_measurement(seeds: list[dict[str, Any]]) 
         "a/Ts=40000"]["queue_mean"]
     assert queue_c_cause(changed).startswith("at 2 and 40 ms slots")
     assert before.startswith("at 2 ms slots")
+    # a (d) queue changed: the (d) side follows it
+    changed[2]["slotted"]["d/Ts=20000"]["queue_mean"] = 0.05 * changed[2]["slotted"][
+        "c/Ts=20000"]["queue_mean"]
+    assert re.search(r"against \(d\) the ratio is [0-9.-]+ at 2 ms, [0-9.]+-20\.00 at "
+                     r"20 ms", queue_c_cause(changed)), queue_c_cause(changed)
+    # 20 ms joins the slots where (c)/(d) is above 1/2 (2 ms, and 40 ms pushed above)
+    assert "at 2-40 ms (d)'s messages too wait" in queue_c_cause(changed)
 
 
 def test_the_table_shows_the_computed_causes(seeds: list[dict[str, Any]]) -> None:

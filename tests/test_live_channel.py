@@ -25,13 +25,14 @@ from timebound.claims._live_channel import (
     fr_cut_cause,
     queue_c_cause,
 )
+from timebound.claims._slotted import QUEUE_C_CLAIM
 from timebound.net import _live_channel as net
 
 Runs = dict[str, dict[str, float]]
 
 FR_CUT = "schemes (b), (c) cut the FR delivery delay (Fig. 5)"
 QUEUE_B = "slots > 20 ms: queue of (b) ten times less than (a) (Fig. 7)"
-QUEUE_C = "up to 40 ms, (c)'s queue is 1/2 to 1/3 of (a)'s (Fig. 7)"
+QUEUE_C = QUEUE_C_CLAIM
 DISCARDS = "discards always below 10% (share of unreliable N/F arrivals)"
 READ = ("fr_delay_ms", "fr_waited_pct", "queue_mean", "queue_slot_mean",
         "queue_order_mean", "discard_pct_unreliable", "unreliable_arrived",
@@ -111,12 +112,25 @@ def test_fr_cut_check_fails_without_a_cut_or_without_data(runs: Runs) -> None:
 
 
 def test_queue_checks_follow_the_ratios(runs: Runs) -> None:
+    """(c)/(a) and (c)/(d) are both shown and both checked: either out of 1/3-1/2
+    (0.02 either side) makes the row differ."""
     t = net.QUICK.slots_ms[0] * 1000
     qa = runs[f"a/Ts={t}"]["queue_mean"]
     c = LIVE[QUEUE_C].check
-    assert c(_values(QUEUE_C, _changed(runs, f"c/Ts={t}", queue_mean=0.4 * qa)))
-    assert not c(_values(QUEUE_C, _changed(runs, f"c/Ts={t}", queue_mean=0.2 * qa)))
-    assert not c(_values(QUEUE_C, _changed(runs, f"c/Ts={t}", queue_mean=0.9 * qa)))
+    both = _changed(_changed(runs, f"c/Ts={t}", queue_mean=0.4 * qa), f"d/Ts={t}",
+                    queue_mean=qa)
+    assert _values(QUEUE_C, both) == pytest.approx(
+        {f"(c)/(a) {t // 1000} ms": 0.4, f"(c)/(d) {t // 1000} ms": 0.4})
+    assert c(_values(QUEUE_C, both))
+    assert not c(_values(QUEUE_C, _changed(both, f"c/Ts={t}", queue_mean=0.2 * qa)))
+    assert not c(_values(QUEUE_C, _changed(both, f"c/Ts={t}", queue_mean=0.9 * qa)))
+    # (c)/(a) in the band, (c)/(d) out of it (either side): differs
+    assert not c(_values(QUEUE_C, _changed(both, f"d/Ts={t}", queue_mean=4 * qa)))
+    assert not c(_values(QUEUE_C, _changed(both, f"d/Ts={t}", queue_mean=0.5 * qa)))
+    assert c(_values(QUEUE_C, _changed(both, f"d/Ts={t}", queue_mean=1.1 * qa)))
+    # (c)/(d) not measured: the row cannot show the claim
+    only_a = {k: x for k, x in _values(QUEUE_C, both).items() if k.startswith("(c)/(a)")}
+    assert not c(only_a)
 
 
 def test_discard_check_needs_few_discards_and_arrivals(runs: Runs) -> None:
@@ -139,17 +153,35 @@ def test_causes_quote_the_runs_and_follow_a_changed_measurement(runs: Runs) -> N
     changed = fr_cut_cause([{JOB: _changed(runs, f"b/Ts={t}", fr_delay_ms=123.4)}])
     assert "(b)'s FRs waited 123.4 ms" in changed
     qa = runs[f"a/Ts={t}"]["queue_mean"]
-    low = _changed(runs, f"c/Ts={t}", queue_mean=0.1 * qa, queue_order_mean=0.07 * qa,
-                   queue_slot_mean=0.03 * qa)
+    low = _changed(_changed(runs, f"c/Ts={t}", queue_mean=0.1 * qa, queue_order_mean=0.07 * qa,
+                            queue_slot_mean=0.03 * qa),
+                   f"d/Ts={t}", queue_mean=0.25 * qa, queue_slot_mean=0.2 * qa,
+                   queue_order_mean=0.05 * qa, fr_delay_ms=33.3)
     text = queue_c_cause([{JOB: low}])
-    assert f"the ratio is {0.1:.2f}" in text and "below 1/3" in text
+    assert f"the ratio is {0.1:.2f} against (a) and {0.4:.2f} against (d)" in text
+    assert "(c)/(a) falls below 1/3" in text and "(c)/(d) falls" not in text
     assert f"{0.07 * qa:.1f} of them F behind a lost F" in text
     assert f"(a)'s {qa:.1f}" in text
-    late = _changed(runs, f"c/Ts={t}", queue_mean=0.9 * qa, queue_order_mean=0.2 * qa,
-                    queue_slot_mean=0.7 * qa, fr_delay_ms=41.5)
+    assert (f"(d)'s {0.25 * qa:.1f}, {0.2 * qa:.1f} of them R waiting for the FR that "
+            f"opens their slot (D1) and {0.05 * qa:.1f} FRs waiting") in text
+    assert text.endswith("departs from Fig. 4 as core/slotted/_receiver.py documents")
+    # (d)'s buffer grows: (c)/(d) falls below 1/3 too, with (d)'s T_d
+    text = queue_c_cause([{JOB: _changed(low, f"d/Ts={t}", queue_mean=qa)}])
+    assert f"{0.1:.2f} against (d)" in text
+    assert "(d)'s T_d 33.3 ms) and the R of the next slot wait for it" in text
+    # (d)'s buffer shrinks: (c)/(d) rises above 1/2
+    text = queue_c_cause([{JOB: _changed(low, f"d/Ts={t}", queue_mean=0.05 * qa)}])
+    assert f"{2.0:.2f} against (d)" in text and "(c)/(d) rises above 1/2" in text
+    late = _changed(_changed(runs, f"c/Ts={t}", queue_mean=0.9 * qa,
+                             queue_order_mean=0.2 * qa, queue_slot_mean=0.7 * qa,
+                             fr_delay_ms=41.5), f"d/Ts={t}", queue_mean=2.25 * qa)
     text = queue_c_cause([{JOB: late}])
     assert "above 1/2 with D1 the larger part, (c)'s FRs came late (their T_d 41.5 ms" in text
     assert "an F behind a lost F waits up to the whole slot" not in text
+    # both in the band at this slot: nothing to explain there
+    inside = _changed(_changed(runs, f"c/Ts={t}", queue_mean=0.4 * qa), f"d/Ts={t}",
+                      queue_mean=qa)
+    assert f"at {t // 1000} ms" not in queue_c_cause([{JOB: inside}])
     text = discard_cause([{JOB: _changed(runs, f"b/Ts={t}", discard_pct_unreliable=12.5,
                                          send_late_pct=7.0)}])
     assert text.startswith(f"(b) at {t // 1000} ms slots discards 12.5% of its N/F "
