@@ -31,10 +31,11 @@ from timebound.net import _live_channel as net
 Runs = dict[str, dict[str, float]]
 
 FR_CUT = "schemes (b), (c) cut the FR delivery delay (Fig. 5)"
+FR_DELAY = "fr_delay_typical_ms"
 QUEUE_B = "slots > 20 ms: queue of (b) ten times less than (a) (Fig. 7)"
 QUEUE_C = QUEUE_C_CLAIM
 DISCARDS = "discards always below 10% (share of unreliable N/F arrivals)"
-READ = ("fr_delay_ms", "fr_waited_pct", "queue_mean", "queue_slot_mean",
+READ = ("fr_delay_ms", "fr_delay_typical_ms", "fr_waited_pct", "queue_mean", "queue_slot_mean",
         "queue_order_mean", "discard_pct_unreliable", "unreliable_arrived",
         "retransmissions", "rto_ms", "send_late_pct", "send_late_max_ms",
         "fr_latency_max_ms")
@@ -101,14 +102,40 @@ def test_fr_cut_check_passes_on_the_live_channels(runs: Runs) -> None:
 def test_fr_cut_check_fails_without_a_cut_or_without_data(runs: Runs) -> None:
     check = LIVE[FR_CUT].check
     t = net.QUICK.slots_ms[0] * 1000
-    ref = min(runs[f"a/Ts={t}"]["fr_delay_ms"], runs[f"d/Ts={t}"]["fr_delay_ms"])
+    ref = min(runs[f"a/Ts={t}"][FR_DELAY], runs[f"d/Ts={t}"][FR_DELAY])
+    assert ref > 0
     # (c)'s FRs wait as long as (a)'s, (d)'s: no cut
-    assert not check(_values(FR_CUT, _changed(runs, f"c/Ts={t}", fr_delay_ms=ref)))
+    assert not check(_values(FR_CUT, _changed(runs, f"c/Ts={t}", **{FR_DELAY: ref})))
     # half of it: a cut, but not to half from 10 ms on
-    assert not check(_values(FR_CUT, _changed(runs, f"b/Ts={t}", fr_delay_ms=0.6 * ref)))
-    assert check(_values(FR_CUT, _changed(runs, f"b/Ts={t}", fr_delay_ms=0.4 * ref)))
+    assert not check(_values(FR_CUT, _changed(runs, f"b/Ts={t}", **{FR_DELAY: 0.6 * ref})))
+    assert check(_values(FR_CUT, _changed(runs, f"b/Ts={t}", **{FR_DELAY: 0.4 * ref})))
     # (a) had nothing to resequence: the run cannot show a cut
-    assert not check(_values(FR_CUT, _changed(runs, f"a/Ts={t}", fr_delay_ms=0.0)))
+    assert not check(_values(FR_CUT, _changed(runs, f"a/Ts={t}", **{FR_DELAY: 0.0})))
+    # judged on the typical T_d, not the mean
+    assert check(_values(FR_CUT, _changed(runs, f"b/Ts={t}", fr_delay_ms=5 * ref)))
+
+
+def test_typical_delay_shrugs_off_one_episode_only() -> None:
+    """One FR lost again and again holds the FRs after it (the 10 ms run of seed 4:
+    13 FRs held 10-133 ms): the mean of the run rises above (a)'s and (d)'s, the
+    median of the groups' means does not; FRs that wait all along keep it near the
+    mean, and waits in most groups move it."""
+    episode = [0.0] * 30 + [133.0 - 10 * i for i in range(13)] + [0.0] * 28
+    assert len(episode) == 71 and net.FR_GROUPS == 5
+    assert sum(episode) / len(episode) > 10  # (a), (d): 7-12 ms on these runs
+    assert net.typical_delay(episode) == 0.0
+    steady = [float(i % 7) for i in range(71)]  # (a), (d): most FRs wait
+    assert net.typical_delay(steady) == pytest.approx(sum(steady) / 71, rel=0.1)
+    # episodes in three of the five groups: the median moves with them
+    three = [0.0] * 71
+    for start in (0, 30, 58):
+        three[start:start + 5] = [40.0] * 5
+    assert net.typical_delay(three) > 10
+    # too few FRs for five groups of five: fewer groups; two groups give the mean
+    assert net.typical_delay([3.0, 1.0]) == 2.0
+    ten = [0.0] * 4 + [9.0] + [0.0] * 5
+    assert net.typical_delay(ten) == pytest.approx(0.9)
+    assert net.typical_delay([0.0] * 20 + [9.0] * 5) == 0.0  # 25 FRs: five groups of five
 
 
 def test_queue_checks_follow_the_ratios(runs: Runs) -> None:
@@ -148,10 +175,11 @@ def test_causes_quote_the_runs_and_follow_a_changed_measurement(runs: Runs) -> N
     t = net.QUICK.slots_ms[0] * 1000
     seeds = [{JOB: runs}]
     text = fr_cut_cause(seeds)
-    assert f"(b)'s FRs waited {runs[f'b/Ts={t}']['fr_delay_ms']:.1f} ms" in text
-    assert f"(a)'s {runs[f'a/Ts={t}']['fr_delay_ms']:.1f} ms" in text
-    changed = fr_cut_cause([{JOB: _changed(runs, f"b/Ts={t}", fr_delay_ms=123.4)}])
-    assert "(b)'s FRs waited 123.4 ms" in changed
+    assert f"(b)'s FRs waited {runs[f'b/Ts={t}'][FR_DELAY]:.1f} ms" in text
+    assert f"(a)'s {runs[f'a/Ts={t}'][FR_DELAY]:.1f} ms" in text
+    changed = fr_cut_cause([{JOB: _changed(runs, f"b/Ts={t}", fr_delay_ms=123.4,
+                                           **{FR_DELAY: 45.6})}])
+    assert "(b)'s FRs waited 45.6 ms (median of the groups' means; mean 123.4 ms" in changed
     qa = runs[f"a/Ts={t}"]["queue_mean"]
     low = _changed(_changed(runs, f"c/Ts={t}", queue_mean=0.1 * qa, queue_order_mean=0.07 * qa,
                             queue_slot_mean=0.03 * qa),
@@ -191,7 +219,8 @@ def test_causes_quote_the_runs_and_follow_a_changed_measurement(runs: Runs) -> N
 def test_rows_state_what_ran() -> None:
     pct = re.compile(r"losing (\d+)% of the datagrams both ways, delaying each by up to "
                      r"(\d+) ms and holding (\d+)% of them (\d+) ms")
-    full = f"slots {' and '.join(map(str, net.FULL.slots_ms))} ms for {net.FULL.seconds:g} s"
+    full = (f"slots {' and '.join(map(str, net.FULL.slots_ms))} ms for "
+            f"{net.FULL.seconds:g} s each, and at least {net.FULL.min_slots} slots")
     quick = (f"--quick: {' and '.join(map(str, net.QUICK.slots_ms))} ms for "
              f"{net.QUICK.seconds:g} s")
     for live in LIVE.values():
@@ -202,3 +231,9 @@ def test_rows_state_what_ran() -> None:
             round(net.REORDER_DELAY * 1000)]
         assert full in live.where and quick in live.where
         assert f"Poisson gaps of {net.RATE:g} message per ms" in live.where
+    assert f"the median over {net.FR_GROUPS} consecutive groups" in LIVE[FR_CUT].where
+    # a full-size run holds at least min_slots slots: 40 ms slots send for longer
+    for slot_ms in net.FULL.slots_ms:
+        frs = sum(1 for _, fr in net.plan(1, slot_ms, net.FULL.seconds_for(slot_ms)) if fr)
+        assert frs > net.FULL.min_slots, (slot_ms, frs)
+    assert net.QUICK.seconds_for(40) == net.QUICK.seconds
