@@ -5,9 +5,11 @@ the slotted rows' live column (``claims._live_channel``).
 One quick measurement (seed 1: the four schemes at 40 ms slots) serves every test:
 its runs carry the measures the live checks read and add up (the buffer's split, the
 deliveries of the reliable schemes); the FR delay check passes on them; every check
-fails on values that break its claim or that could not show it; the causes quote
-the runs' measurements and follow a changed one; the rows' text states the sizes
-and faults that ran.
+fails on values that break its claim or that could not show it (the (c) queue row on
+(c)/(a) or (c)/(d) out of 1/3-1/2); the FR delay it judges shrugs off one episode of
+a lost FR holding the FRs behind it but not waits in most groups of FRs; the causes
+quote the runs' measurements and follow a changed one; the rows' text states the
+sizes and faults that ran.
 """
 
 from __future__ import annotations
