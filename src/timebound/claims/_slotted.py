@@ -29,7 +29,7 @@ PAPER_QUEUE_C_RATIO = (1 / 3, 1 / 2)
 PAPER_QUEUE_C_SLOT_MAX = 40_000  # ticks (us): "up to 40 ms"
 QUEUE_C_TOLERANCE = 0.02
 #: The (c) queue row's claim text (the live column and the coverage inventory name it).
-QUEUE_C_CLAIM = "up to 40 ms, (c)'s queue is 1/2 to 1/3 of (a)'s (Fig. 7)"
+QUEUE_C_CLAIM = "up to 40 ms, (c)'s queue is 1/2 to 1/3 of (a)'s and (d)'s (Fig. 7)"
 #: Section 6.2: "the discard percentage is always below 10%".
 PAPER_DISCARD_PCT = 10.0
 
