@@ -105,3 +105,21 @@ def test_latency_check_passes_on_slightly_larger_latencies(runs: Runs) -> None:
         slight[f"N={n}/timestamp"]["latency_mean"] = \
             0.8 * slight[f"N={n}/vector"]["latency_mean"]
     assert not LIVE[LATENCY].check(_values(LATENCY, slight))
+
+
+def test_latency_cause_quotes_the_runs(runs: Runs) -> None:
+    """The live latency row's cause is computed from the runs: each figure it quotes
+    is the runs' own, and it follows a change of them."""
+    why = LIVE[LATENCY].why
+    assert callable(why)
+    v = _values(LATENCY, runs)
+    text = why([{JOB: runs}])
+    period = {f"{v[f'N={n} ack period']:.0f}" for n in QUICK_SIZES}
+    assert len(period) == 1 and f"ack period ({period.pop()} ms)" in text, text
+    extra = [v[f"N={n} timestamp - vector, ack periods"] for n in QUICK_SIZES]
+    assert f"{min(extra):.2f}" in text and f"{max(extra):.2f}" in text, text
+    slower = {k: dict(x) for k, x in runs.items()}
+    for n in QUICK_SIZES:
+        slower[f"N={n}/timestamp"]["latency_mean"] = 3 * slower[f"N={n}/vector"]["latency_mean"]
+    assert "3.00x the vector acks' mean latency" in why([{JOB: slower}])
+    assert why([{JOB: slower}]) != text
