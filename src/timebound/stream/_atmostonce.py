@@ -2,7 +2,8 @@
 
 The query: trace files -> ``cls = crc32(utf-8 conn) mod K`` (crash rows copied to
 every class, as the batch operator does) -> ``groupBy(run, receiver, cls)`` ->
-``transformWithStateInPandas(ColumnarProcessor, timeMode="None")``.
+``applyInPandasWithState(GroupedDecider, ...)`` (``GROUPED``, a new checkpoint's
+engine).
 
 ``AtMostOnceProcessor`` holds no protocol rule. For each key in a micro-batch it
 loads the key's snapshot from the state store once (a ``ValueState`` holding the
@@ -21,8 +22,20 @@ adapter's row path, so every error is the replay's own). The late-row rule is ap
 column-wise first: each row's ``at`` becomes the running maximum of the key's clock and
 the ``at`` before it, and the rows it raised are the ``late_arrival`` ones -- what the
 row path does one row at a time. The state (one snapshot per key) is the row
-processor's, so either reads a checkpoint the other wrote. ``AtMostOnceProcessor``,
-the row processor, serves ``timebound.spark``'s streaming ``at_most_once``.
+processor's. ``AtMostOnceProcessor``, the row processor, serves ``timebound.spark``'s
+streaming ``at_most_once``.
+
+Engines: ``GroupedDecider`` runs ``ColumnarProcessor.decide_columns`` under
+``applyInPandasWithState`` (the key's snapshot in its ``GroupState``), the engine of a
+new checkpoint since it measured fastest (``timebound bench stream``, benchmarks/README.md):
+Spark hands it each key's rows as column slices of the Arrow batch (where
+``transformWithStateInPandas`` rebuilds each key's frame row by row through
+``itertuples``) and plans the query without starting a Python process on the driver
+(``transformWithStateInPandas`` runs the processor's ``init`` there first, about a second
+per query). A checkpoint keeps the operator it started with (``_lock``; Spark restarts
+state only under the operator that wrote it): ``columnar`` (``transformWithStateInPandas``
+and ``ColumnarProcessor``) and ``row`` (``transformWithState`` and the row processor) are
+the earlier ones; all three give the same verdict rows.
 
 Each class is an independent receiver (the replay's ``--classes``), so a key's adapter
 is built with one class; its clock is the class receiver's. A row whose ``at`` is
@@ -37,7 +50,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -66,7 +79,10 @@ if TYPE_CHECKING:  # pragma: no cover
 STATE_SCHEMA = "snapshot binary"
 _INPUT_NAMES = [name for name, _ in MESSAGES_IN]
 INT_EXTENSION_DTYPE = "spark.sql.execution.pythonUDF.pandas.preferIntExtensionDtype"
-#: ``verdicts``' engine for a new checkpoint.
+#: ``verdicts``' engines: ``GROUPED`` for a new checkpoint (``applyInPandasWithState``),
+#: ``COLUMNAR`` (``transformWithStateInPandas``) and ``row`` for the checkpoints they
+#: started.
+GROUPED = "grouped"
 COLUMNAR = "columnar"
 #: The source's provenance columns under names the adapter's rows do not use.
 _FILE, _LINE = "file", "line"
@@ -96,8 +112,19 @@ def row_order(row: dict[str, Any]) -> tuple[Any, ...]:
             row.get(LINE_COLUMN) or 0)
 
 
+class StateValue(Protocol):
+    """What the processors read and write of a key's state: Spark's ``ValueState``, or
+    a ``GroupState`` through ``_GroupStateValue``."""
+
+    def get(self) -> Any: ...
+
+    def update(self, newValue: tuple[Any, ...]) -> None: ...  # noqa: N803 - Spark's name
+
+
 class AtMostOnceProcessor(StatefulProcessor):
     """Feeds each (run, receiver, class) key's rows to its receiver (module docstring)."""
+
+    state: StateValue
 
     def __init__(self, options: AtMostOnceOptions) -> None:
         # One class per key: the key already is the class.
@@ -260,17 +287,62 @@ def with_classes(df: DataFrame, classes: int) -> DataFrame:
     return df.withColumn("cls", F.explode_outer(cls))
 
 
+class _GroupStateValue:
+    """A ``GroupState`` seen as the ``ValueState`` the processors read and write."""
+
+    def __init__(self, state: Any) -> None:
+        self.group = state
+
+    def get(self) -> Any:
+        return tuple(self.group.get) if self.group.exists else None
+
+    def update(self, newValue: tuple[Any, ...]) -> None:  # noqa: N803 - ValueState's name
+        self.group.update(newValue)
+
+
+class GroupedDecider:
+    """``applyInPandasWithState``'s function: each key's rows of a micro-batch decided
+    by ``ColumnarProcessor.decide_columns`` over the key's ``GroupState`` (the same
+    snapshot, the same verdict rows)."""
+
+    def __init__(self, options: AtMostOnceOptions) -> None:
+        self.processor = ColumnarProcessor(options)
+
+    def __call__(self, key: Any, frames: Iterator[Any], state: Any) -> Iterator[Any]:
+        import pandas as pd
+
+        self.processor.state = _GroupStateValue(state)
+        parts = [frame for frame in frames if len(frame)]
+        if not parts:
+            return
+        frame = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+        try:
+            out = self.processor.decide_columns(grouping_key(key), frame)
+        except TimeboundError as exc:
+            raise marked(exc) from None
+        if out.num_rows:
+            yield out.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype(),
+                                              pa.bool_(): pd.BooleanDtype()}.get)
+
+
 def verdicts(messages: DataFrame, options: AtMostOnceOptions,
-             engine: str | None = COLUMNAR) -> DataFrame:
-    """The streaming verdict table of a ``messages`` stream. ``engine``: ``columnar``
+             engine: str | None = GROUPED) -> DataFrame:
+    """The streaming verdict table of a ``messages`` stream. ``engine``: ``grouped``
+    (``applyInPandasWithState``, a new checkpoint's), ``columnar``
     (``transformWithStateInPandas``) or ``row`` (``transformWithState`` and the row
-    processor: what a checkpoint started before the column-wise path runs, since Spark
-    restarts a query's state only under the operator that wrote it)."""
+    processor): a checkpoint keeps the one it started with, since Spark restarts a
+    query's state only under the operator that wrote it."""
     grouped = with_classes(messages, options.classes).groupBy("run", "receiver", "cls")
     if engine == "row":
         return grouped.transformWithState(AtMostOnceProcessor(options), VERDICTS, "Append",
                                           "None")
     prefer_exact_integers(messages)
+    if engine == GROUPED:
+        from pyspark.sql.streaming.state import GroupStateTimeout
+
+        return grouped.applyInPandasWithState(GroupedDecider(options), VERDICTS,
+                                              STATE_SCHEMA, "append",
+                                              GroupStateTimeout.NoTimeout)
     return grouped.transformWithStateInPandas(ColumnarProcessor(options), VERDICTS,
                                               "Append", "None")
 

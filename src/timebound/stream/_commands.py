@@ -100,10 +100,10 @@ def stream_atmostonce(source: str, checkpoint: str, sink: str, options: AtMostOn
     """Run ``timebound stream atmostonce`` (see the package docstring). ``quiet``: the
     session this call starts writes Spark's log to ``CHECKPOINT/timebound-spark.log``
     instead of stderr."""
-    from timebound.stream._atmostonce import COLUMNAR, accepted, verdicts
+    from timebound.stream._atmostonce import GROUPED, accepted, verdicts
 
     return _run("messages", lambda df, engine: verdicts(df, options, engine), source,
-                checkpoint, sink, engine=COLUMNAR,
+                checkpoint, sink, engine=GROUPED,
                 trigger=trigger, max_files=max_files, master=master, conf=conf or {},
                 spark=spark, out=out, stop=stop, main="verdicts",
                 derived=[("accepted", accepted)], count_column="verdict",

@@ -66,8 +66,10 @@ def lock_query(checkpoint: str, protocol: str, options: dict[str, Any], source: 
     """Write the lock of a fresh checkpoint, or refuse a start that differs from it
     (module docstring). ``checkpoint``, ``source`` and ``sink`` are absolute paths.
 
-    ``engine``: the stateful operator a fresh checkpoint gets (atmostonce: ``columnar``,
-    ``transformWithStateInPandas``). Returns the one the checkpoint was started with --
+    ``engine``: the stateful operator a fresh checkpoint gets (atmostonce: ``grouped``,
+    ``applyInPandasWithState``; ``columnar``, ``transformWithStateInPandas``, is what
+    checkpoints started by the previous version name). Returns the one the checkpoint
+    was started with --
     a checkpoint whose lock does not name one (or that has no lock) was started by the
     row-at-a-time operator, ``row``, and keeps it: Spark refuses to restart a query's
     state under another operator."""

@@ -9,7 +9,7 @@ driver's trace-file source, one file per trigger), write each micro-batch with t
 ``foreachBatch`` Parquet writer, and keep their state in the same RocksDB state store:
 
 - ours: ``timebound.stream``'s at-most-once query (``verdicts``: one SCMP receiver per
-  (run, receiver, class) key in ``transformWithStateInPandas``, each key's micro-batch
+  (run, receiver, class) key in ``applyInPandasWithState``, each key's micro-batch
   decided column-wise; fixed rho ``RHO``, GC every ``RHO`` ticks, one class);
 - built-in: ``event_time = at`` (1 tick = 1 ms), ``withWatermark(event_time, W)``,
   ``dropDuplicatesWithinWatermark(["receiver", "conn", "ts"])``.

@@ -9,7 +9,7 @@ import argparse
 from typing import Any
 
 _STREAM_HELP = """\
-Our streaming at-most-once (timebound.stream: transformWithStateInPandas, decided
+Our streaming at-most-once (timebound.stream: applyInPandasWithState, decided
 column-wise, RocksDB) against
 withWatermark(...).dropDuplicatesWithinWatermark(["receiver","conn","ts"]) on the same
 generated streams, same trace-file source (one file per micro-batch), same foreachBatch
