@@ -32,8 +32,18 @@ the driver sums them afterwards. Phases:
   (scan, shuffle, Arrow in and out of the worker outside ``handleInputRows``, the state
   store commit, the foreachBatch Parquet write, planning).
 
+A second table, "engines", puts the stateful operators side by side on one stream of
+four micro-batches of ``--rows`` rows (the first ``--connections`` value, the bench's
+two shuffle partitions): ``grouped`` (``applyInPandasWithState``, what a new
+``timebound stream atmostonce`` checkpoint runs), ``columnar``
+(``transformWithStateInPandas``, the engine before it) and the built-in
+``dropDuplicatesWithinWatermark``, each on a fresh checkpoint, in turn, ``--repeats``
+times after one untimed warm-up run each; per side, medians over the repeats: the first
+micro-batch's ``queryPlanning`` and ``addBatch`` (ms), the later micro-batches' median
+``triggerExecution`` (ms) and the query's wall time (s).
+
     .venv/bin/python benchmarks/profile_stream.py [--rows 100000]
-        [--connections 1000,100000] [--master local[2]] [--json OUT] [--smoke]
+        [--connections 1000,100000] [--repeats 3] [--master local[2]] [--json OUT] [--smoke]
 """
 
 from __future__ import annotations
@@ -233,17 +243,78 @@ def report(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+ENGINES = ("grouped", "columnar", "builtin")
+
+
+def engines(spark: Any, rows: int, connections: int, repeats: int, workdir: str,
+            batches: int = 4, warm_up: bool = True) -> dict[str, dict[str, float]]:
+    """The "engines" table's medians per side (module docstring); ``--smoke``: two
+    micro-batches, no warm-up."""
+    import statistics
+
+    from timebound.adapters.atmostonce import AtMostOnceOptions
+    from timebound.core.atmostonce import ReceiverConfig
+    from timebound.stream._atmostonce import verdicts
+    from timebound.stream.bench import builtin, messages
+
+    spark.conf.set("spark.sql.shuffle.partitions",
+                   str(max(1, int(spark.sparkContext.defaultParallelism))))
+    base = os.path.join(workdir, "engines")
+    source, warm = os.path.join(base, "in"), os.path.join(base, "warm")
+    generate(source, batches * rows, connections, batches, WATERMARK_TICKS)
+    options = AtMostOnceOptions(ReceiverConfig("fixed", rho=RHO, gc_every=RHO), 1)
+
+    def one(side: str, folder: str, name: str) -> dict[str, float]:
+        df = (builtin(spark, folder, WATERMARK_TICKS) if side == "builtin"
+              else verdicts(messages(spark, folder), options, side))
+        wall, progress = run_query(df, os.path.join(base, f"out-{name}"),
+                                   os.path.join(base, f"ck-{name}"))
+        read = [p["durationMs"] for p in progress if p["numInputRows"]]
+        return {"plan_ms": float(read[0].get("queryPlanning", 0)),
+                "first_ms": float(read[0].get("addBatch", 0)),
+                "later_ms": statistics.median(float(d["triggerExecution"]) for d in read[1:])
+                if len(read) > 1 else 0.0, "wall_s": wall}
+
+    if warm_up:
+        generate(warm, 2_000, 100, 2, WATERMARK_TICKS)
+        for side in ENGINES:
+            one(side, warm, f"warm-{side}")
+    runs: dict[str, list[dict[str, float]]] = {side: [] for side in ENGINES}
+    for repeat in range(repeats):
+        order = ENGINES if repeat % 2 == 0 else ENGINES[::-1]
+        for side in order:
+            print(f"profile stream: engines, {side} run {repeat + 1}/{repeats}",
+                  file=sys.stderr, flush=True)
+            runs[side].append(one(side, source, f"{side}-{repeat}"))
+    return {side: {k: statistics.median(r[k] for r in runs[side]) for k in runs[side][0]}
+            for side in ENGINES}
+
+
+def report_engines(table: dict[str, dict[str, float]], rows: int, connections: int,
+                   repeats: int, batches: int) -> str:
+    lines = [f"engines: {batches} micro-batches of {rows:,} rows, {connections:,} connections, "
+             f"median of {repeats}",
+             "| side | first batch: queryPlanning ms | first batch: addBatch ms | "
+             "later batches: median ms | query wall s |", "|---|---:|---:|---:|---:|"]
+    for side, v in table.items():
+        lines.append(f"| {side} | {v['plan_ms']:,.0f} | {v['first_ms']:,.0f} | "
+                     f"{v['later_ms']:,.0f} | {v['wall_s']:.2f} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=100_000, help="rows per micro-batch")
     parser.add_argument("--connections", default="1000,100000")
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="runs per side of the engines table (default 3)")
     parser.add_argument("--json", default=None, metavar="OUT", help="also write the results")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (Spark start dominates)")
     args = parser.parse_args()
     if args.smoke:
-        args.rows, args.connections = 2_000, "100"
+        args.rows, args.connections, args.repeats = 2_000, "100", 1
     from timebound.stream._run import build_session, prepare_session
 
     workdir = tempfile.mkdtemp(prefix="profile-stream-")
@@ -256,13 +327,19 @@ def main() -> None:
         for c in [int(c) for c in args.connections.split(",")]:
             print(f"profile stream: {c:,} connections", file=sys.stderr, flush=True)
             results.append(profile(spark, args.rows, c, workdir))
+        first = int(args.connections.split(",")[0])
+        batches = 2 if args.smoke else 4
+        table = engines(spark, args.rows, first, args.repeats, workdir, batches,
+                        warm_up=not args.smoke)
     finally:
         spark.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     print(report(results))
+    print()
+    print(report_engines(table, args.rows, first, args.repeats, batches))
     if args.json:
         with open(args.json, "w") as handle:
-            json.dump(results, handle, indent=2)
+            json.dump({"phases": results, "engines": table}, handle, indent=2)
 
 
 if __name__ == "__main__":
