@@ -248,8 +248,8 @@ ENGINES = ("grouped", "columnar", "builtin")
 
 def engines(spark: Any, rows: int, connections: int, repeats: int, workdir: str,
             batches: int = 4, warm_up: bool = True) -> dict[str, dict[str, float]]:
-    """The "engines" table's medians per side (module docstring); ``--smoke``: two
-    micro-batches, no warm-up."""
+    """The "engines" table's medians per side (module docstring); ``--smoke``: one
+    micro-batch, no warm-up."""
     import statistics
 
     from timebound.adapters.atmostonce import AtMostOnceOptions
@@ -328,7 +328,7 @@ def main() -> None:
             print(f"profile stream: {c:,} connections", file=sys.stderr, flush=True)
             results.append(profile(spark, args.rows, c, workdir))
         first = int(args.connections.split(",")[0])
-        batches = 2 if args.smoke else 4
+        batches = 1 if args.smoke else 4
         table = engines(spark, args.rows, first, args.repeats, workdir, batches,
                         warm_up=not args.smoke)
     finally:

@@ -12,8 +12,8 @@
 - Progress: one line per micro-batch from the query's progress events: batch id,
   rows in, rows out with the count of each verdict (or action), state rows
   (``numRowsTotal``) and state bytes (``memoryUsedBytes``) of the stateful operator.
-- Stop: SIGINT or SIGTERM stops the query (between micro-batches or by interrupting
-  one; the checkpoint keeps the last committed batch, the sink writes batches whole)
+- Stop: SIGINT or SIGTERM stops the query at once (between micro-batches or by
+  interrupting one; the checkpoint keeps the last committed batch, the sink writes batches whole)
   and stops Spark. The summary lists the batches planned and not committed
   (``unfinished``): the CLI exits 0 when there are none, 130 / 143 with one line when
   the signal interrupted one. ``available-now`` stops by itself once every file
@@ -218,8 +218,11 @@ def run_query(spark: SparkSession, output: DataFrame, sink: BatchSink, checkpoin
                 .option("checkpointLocation", checkpoint)
             query = trigger.apply(writer).start()
             try:
+                # waits on ``stop``, not in the JVM: a signal sets it and the query is
+                # stopped at once, not at the end of a poll (a micro-batch may be
+                # shorter than one)
                 while query.isActive and not stop.is_set():
-                    query.awaitTermination(POLL_SECONDS)
+                    stop.wait(POLL_SECONDS)
                     report()
                 if query.isActive:
                     query.stop()
