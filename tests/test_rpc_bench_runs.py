@@ -195,3 +195,19 @@ def test_the_cause_quotes_only_the_files_figures(tmp_path: pathlib.Path) -> None
             "of 5 runs, inside run-to-run noise; what is left is 4.4 us") in after, after
     assert "(97 us: plain UDP's median in (i)" in after
     assert "1.20-1.30" not in after
+
+
+def test_an_unwritable_out_fails_before_measuring(tmp_path: pathlib.Path) -> None:
+    """``--out`` is checked before any server starts: one line, exit 2, nothing run."""
+    import subprocess
+    import sys
+
+    blocked = tmp_path / "file"
+    blocked.write_text("mine\n")
+    done = subprocess.run([sys.executable, "-m", "timebound.cli", "rpc", "bench", "--smoke",
+                           "--no-grpc", "--out", str(blocked / "sub")],
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [
+        f"timebound: error: --out: cannot create '{blocked / 'sub'}': Not a directory"]
+    assert blocked.read_text() == "mine\n"

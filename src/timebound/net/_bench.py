@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from timebound._compiled import status as core_status
+from timebound._safety import atomic_write_text, check_writable
 from timebound.errors import UsageError
 from timebound.net._client import RpcClient
 from timebound.net._loop import install_uvloop, new_event_loop
@@ -605,6 +606,13 @@ def main(args: argparse.Namespace) -> int:
         except ImportError:
             raise UsageError("bench", "grpcio is not installed (pip install 'timebound[bench]'"
                                       " or pass --no-grpc)") from None
+    path, data = (os.path.join(args.out, name) for name in ("rpc_bench.md", "rpc_bench.json"))
+    try:  # the output checked before a minute of measuring, not after
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as exc:
+        raise UsageError("--out", f"cannot create '{args.out}': {exc.strerror}") from None
+    for target in (path, data):
+        check_writable(target, "--out")
     started = time.perf_counter()
     load_start = os.getloadavg()[0]
     core_us = core_round_trip_cpu_us(2000 if args.smoke else 20000)
@@ -621,15 +629,9 @@ def main(args: argparse.Namespace) -> int:
             f"In-process cost of one at-most-once null call, client and server cores "
             f"together, no sockets (CPU time, best of 5, little affected by load): "
             f"{core_us:.1f} µs ({core_status()}).\n\n{FAIRNESS}\n\n{table}\n")
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "rpc_bench.md")
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
-    with open(os.path.join(args.out, "rpc_bench.json.tmp"), "w", encoding="utf-8") as handle:
-        json.dump({"calls": n, "runs": runs, "results": results}, handle, indent=1)
-    os.replace(os.path.join(args.out, "rpc_bench.json.tmp"), os.path.join(args.out, "rpc_bench.json"))
+    atomic_write_text(path, text, "--out")
+    atomic_write_text(data, json.dumps({"calls": n, "runs": runs, "results": results},
+                                       indent=1), "--out")
     print(text)
     print(f"written: {path}")
     return 0
