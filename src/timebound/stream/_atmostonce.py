@@ -197,12 +197,17 @@ class ColumnarProcessor(AtMostOnceProcessor):
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any
                         ) -> Iterator[Any]:
+        yield from self.decide_frames(key, rows)
+
+    def decide_frames(self, key: Any, frames: Iterator[Any]) -> Iterator[Any]:
+        """The verdict rows of one key's pandas frames in this batch (the form both
+        ``transformWithStateInPandas`` and ``applyInPandasWithState`` give and take)."""
         import pandas as pd
 
-        frames = [frame for frame in rows if len(frame)]
-        if not frames:
+        parts = [frame for frame in frames if len(frame)]
+        if not parts:
             return
-        frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        frame = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
         try:
             out = self.decide_columns(grouping_key(key), frame)
         except TimeboundError as exc:
@@ -309,20 +314,8 @@ class GroupedDecider:
         self.processor = ColumnarProcessor(options)
 
     def __call__(self, key: Any, frames: Iterator[Any], state: Any) -> Iterator[Any]:
-        import pandas as pd
-
         self.processor.state = _GroupStateValue(state)
-        parts = [frame for frame in frames if len(frame)]
-        if not parts:
-            return
-        frame = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
-        try:
-            out = self.processor.decide_columns(grouping_key(key), frame)
-        except TimeboundError as exc:
-            raise marked(exc) from None
-        if out.num_rows:
-            yield out.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype(),
-                                              pa.bool_(): pd.BooleanDtype()}.get)
+        yield from self.processor.decide_frames(key, frames)
 
 
 def verdicts(messages: DataFrame, options: AtMostOnceOptions,
