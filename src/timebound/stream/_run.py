@@ -55,6 +55,7 @@ MAX_FILES_RANGE = (1, 1_000_000)
 _INTERVAL = re.compile(r"^processing-time=(\d+)(ms|s|m)$")
 _UNITS = {"ms": "milliseconds", "s": "seconds", "m": "minutes"}
 POLL_SECONDS = 0.25
+CANCEL_EVERY = 0.1  # seconds between two cancellations of a stopping query's jobs
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,34 @@ def batch_ids(checkpoint: str, folder: str) -> set[int]:
         return set()
 
 
+def stop_query(spark: SparkSession, query: Any) -> None:
+    """Stop ``query`` now, also inside a micro-batch.
+
+    ``query.stop()`` interrupts the query's thread and waits for it to end; but an
+    interrupt that lands in one of Hadoop's shell calls (it sets a local file's
+    permissions while the offset or commit log is written) is swallowed there, and the
+    micro-batch then runs to its end. So while ``stop()`` waits, the query's job group
+    (its run id) is cancelled every ``CANCEL_EVERY`` seconds: the micro-batch's job,
+    started after a swallowed interrupt, is cancelled too and the batch is not committed.
+    """
+    failed: list[BaseException] = []
+
+    def stop() -> None:
+        try:
+            query.stop()
+        except BaseException as exc:  # raised again in the caller's thread
+            failed.append(exc)
+
+    stopper = threading.Thread(target=stop, name="timebound-stop-query", daemon=True)
+    stopper.start()
+    group = str(query.runId)
+    while stopper.is_alive():
+        spark.sparkContext.cancelJobGroup(group)
+        stopper.join(CANCEL_EVERY)
+    if failed:
+        raise failed[0]
+
+
 def run_query(spark: SparkSession, output: DataFrame, sink: BatchSink, checkpoint: str,
               trigger: Trigger, *, out: TextIO | None = None,
               stop: threading.Event | None = None,
@@ -225,12 +254,12 @@ def run_query(spark: SparkSession, output: DataFrame, sink: BatchSink, checkpoin
                     stop.wait(POLL_SECONDS)
                     report()
                 if query.isActive:
-                    query.stop()
+                    stop_query(spark, query)
                 query.awaitTermination(5)
                 report()
             except BaseException:
                 if query.isActive:
-                    query.stop()
+                    stop_query(spark, query)
                 raise
             exc = query.exception()
             if exc is not None:

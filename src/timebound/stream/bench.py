@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 from timebound._safety import Terminated
 from timebound.errors import UsageError
+from timebound.stream._run import stop_query
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -255,10 +256,10 @@ def run_query(output: DataFrame, sink: str, checkpoint: str,
         while query.isActive and not (stop is not None and stop.is_set()):
             query.awaitTermination(1)
     except BaseException:
-        query.stop()
+        stop_query(output.sparkSession, query)
         raise
     if stop is not None and stop.is_set():
-        query.stop()
+        stop_query(output.sparkSession, query)
         raise Stopped(None)
     elapsed = time.perf_counter() - started
     exc = query.exception()
