@@ -22,11 +22,14 @@ import math
 import os
 import time
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from timebound._safety import check_writable_folder, require_extra
 from timebound.errors import TimeboundError, UsageError
 from timebound.replay import load_commands, replay_rows
+
+if TYPE_CHECKING:
+    from timebound.sim import Scenario
 
 DEFAULT_OUT = "timebound-demo"
 
@@ -62,9 +65,12 @@ def replay_examples(target: str) -> None:
         print()
 
 
-def scaled(params: dict[str, str], scale: float) -> dict[str, str]:
-    """Multiply the single-integer parameters of 10 or more by ``scale`` (at least 10);
-    small counts (publishers, servers) and lists stay as they are."""
+def scaled(params: dict[str, str], scale: float,
+           scenario: Scenario | None = None) -> dict[str, str]:
+    """Multiply the single-integer parameters of 10 or more by ``scale`` (at least 10,
+    and at least the parameter's own lower bound when ``scenario`` is given, so that
+    every ``--scale`` in range gives a run the scenario accepts); small counts
+    (publishers, servers) and lists stay as they are."""
     if scale == 1.0:
         return dict(params)
     out = {}
@@ -74,7 +80,12 @@ def scaled(params: dict[str, str], scale: float) -> dict[str, str]:
         except ValueError:
             out[key] = value
             continue
-        out[key] = str(max(10, round(number * scale))) if number >= 10 else value
+        if number < 10:
+            out[key] = value
+            continue
+        lowest = scenario.param(key).lo if scenario is not None else None
+        floor = 10 if lowest is None else max(10, math.ceil(lowest))
+        out[key] = str(max(floor, round(number * scale)))
     return out
 
 
@@ -133,6 +144,10 @@ def run_demo(out_dir: str | None = None, *, scale: float = 1.0,
         raise UsageError("--seed", f"must be in [0, 2^63-1], got {seed}")
     available, demo_params, run_scenario = _simulator()
     names = choose_scenarios(scenarios, available)
+    # the scaled sizes too, so that no scenario refuses its run after step 1
+    sizes = {name: scaled(demo_params.get(name, {}), scale, available[name]) for name in names}
+    for name in names:
+        available[name].resolve(sizes[name])
     require_extra("spark", "pyspark", "timebound demo")
     require_extra("report", "matplotlib", "timebound demo")
     from timebound.pipeline.session import check_master
@@ -142,14 +157,14 @@ def run_demo(out_dir: str | None = None, *, scale: float = 1.0,
     check_demo_folder(out)
     os.makedirs(out, exist_ok=True)
     with contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
-        report = _steps(out, names, demo_params, run_scenario, scale, seed, master, verbose)
+        report = _steps(out, names, sizes, run_scenario, seed, master, verbose)
     print(f"demo finished in {time.perf_counter() - started:.0f} s")
     print(f"report: {report}")
     return 0
 
 
-def _steps(out: str, names: list[str], demo_params: dict[str, Any], run_scenario: Any,
-           scale: float, seed: int, master: str | None, verbose: bool) -> str:
+def _steps(out: str, names: list[str], sizes: dict[str, dict[str, str]], run_scenario: Any,
+           seed: int, master: str | None, verbose: bool) -> str:
     print("== 1. bundled examples through timebound replay ==\n")
     replay_examples(os.path.join(out, "examples"))
 
@@ -158,8 +173,8 @@ def _steps(out: str, names: list[str], demo_params: dict[str, Any], run_scenario
     os.makedirs(datasets, exist_ok=True)
     for name in names:
         t0 = time.perf_counter()
-        params = scaled(demo_params.get(name, {}), scale)
-        summary = run_scenario(name, os.path.join(datasets, name), seed=seed, params=params)
+        summary = run_scenario(name, os.path.join(datasets, name), seed=seed,
+                               params=sizes[name])
         tables = summary.get("tables", {})
         print(f"  {name}: {len(summary.get('runs', []))} run(s), "
               f"{', '.join(f'{t} {n}' for t, n in tables.items())} "
