@@ -476,6 +476,11 @@ def _header(output: str, scenario: str, manifest: dict[str, Any], runs: int) -> 
     return line
 
 
+#: What follows the Figures heading when these runs give no figure (a sweep of one
+#: grid point and one seed, say): said, so that it does not read as a failed image.
+NO_FIGURE = "no figure for these runs: their measures are in the table below"
+
+
 def _section(output: str, metrics: pd.DataFrame, manifest: dict[str, Any]) -> list[str]:
     scenario = manifest.get("scenario", os.path.basename(os.path.abspath(output)))
     params = _run_params(manifest)
@@ -491,11 +496,14 @@ def _section(output: str, metrics: pd.DataFrame, manifest: dict[str, Any]) -> li
             parts.append("<h3>The papers' claims: measured, with a verdict</h3>")
             parts.append(_verdicts(output, manifest, str(scenario)))
         parts.append("<h3>Figures</h3>")
-        for title, image in _figures(protocol, metrics, table, params) + _sweep_figures(
-                manifest, table, params):
+        figures = _figures(protocol, metrics, table, params) + _sweep_figures(
+            manifest, table, params)
+        for title, image in figures:
             parts.append(f"<figure><img alt='{html.escape(title)}' "
                          f"src='data:image/png;base64,{image}'/>"
                          f"<figcaption>{html.escape(title)}</figcaption></figure>")
+        if not figures:  # an empty heading reads as a figure that failed to load
+            parts.append(f"<p class='note'>{NO_FIGURE}</p>")
         if not params.empty:
             parts.append("<h3>Runs and their parameters</h3>")
             parts.append(_params_html(params.loc[[i for i in params.index
