@@ -19,11 +19,11 @@ import time
 
 from timebound.demo import scaled
 from timebound.errors import UsageError
-from timebound.pipeline import _group
 from timebound.pipeline.datasets import present_tables, read_table
 from timebound.pipeline.job import OPERATORS, resolve_options
 from timebound.pipeline.session import build_session
 from timebound.sim import DEMO_PARAMS, SCENARIOS, run_scenario
+from timebound.spark.traces import _group
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ copies, `at` increasing), once with 1,000 and once with 100,000 connections. Bot
 read the same Parquet and write to Spark's ``noop`` sink (timebound.pipeline.bench):
 - ``dropDuplicates(["receiver","conn","ts"])`` (no clocks, no table bound: the
   baseline an engineer would reach for);
-- ``timebound.pipeline.atmostonce.operate`` (the SCMP core per (receiver, class),
+- ``timebound.spark.traces._atmostonce.operate`` (the SCMP core per (receiver, class),
   ``--classes K`` so each receiver spreads over K tasks); the table names the path.
 The same table: ``timebound bench pipeline [--rows N] [--connections 1000,100000]``.
 

@@ -31,11 +31,12 @@ import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
 from timebound.adapters.atmostonce import AtMostOnceAdapter, AtMostOnceOptions
-from timebound.pipeline import _columnar, _group, atmostonce
 from timebound.pipeline.bench import RECEIVERS, generate
 from timebound.pipeline.datasets import read_table
-from timebound.pipeline.schemas import DECISION_EXTRA
 from timebound.pipeline.session import build_session
+from timebound.spark.traces import _atmostonce as atmostonce
+from timebound.spark.traces import _columnar, _group
+from timebound.spark.traces.schemas import DECISION_EXTRA
 
 
 def _timed(frame, repeats: int) -> float:

@@ -9,7 +9,7 @@ every key's state written), then, restarted from the same checkpoint, file 1: th
 second micro-batch is the one profiled (its keys load and store a real snapshot).
 
 The processor is ``ProfiledProcessor``, a subclass of
-``timebound.stream.processors.AtMostOnceProcessor`` (the row-at-a-time path run by
+``timebound.spark.traces``' ``AtMostOnceProcessor`` (the row-at-a-time path run by
 ``transformWithState``; since commit 48bc342 the query ``timebound stream`` runs is the
 column-wise ``ColumnarProcessor`` under ``transformWithStateInPandas``, which this script
 does not split) defined here that changes no decision: in each Python worker it wraps the module functions the processor calls
@@ -60,8 +60,10 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from timebound.spark.traces._rows import OutRow
+from timebound.spark.traces._stream_atmostonce import AtMostOnceProcessor
+
 from timebound.stream.bench import RHO, WATERMARK_TICKS, generate, run_query
-from timebound.stream.processors import AtMostOnceProcessor, OutRow
 
 PHASES = ["rows in", "snapshot decode", "snapshot encode", "state get", "state update",
           "core decisions", "decide glue", "rows out"]
@@ -71,7 +73,7 @@ def _totals() -> dict[str, float]:
     here: this script's functions reach the workers by value (cloudpickle), each query
     with its own copy of this module's globals, while the wrappers installed by the
     first query stay in the worker's ``_atmostonce`` for the next."""
-    from timebound.stream import _atmostonce as module
+    from timebound.spark.traces import _stream_atmostonce as module
 
     totals: dict[str, float] = module.__dict__.setdefault("_profile_totals", {})
     return totals
@@ -91,7 +93,7 @@ def _timed(phase: str, func: Callable[..., Any], totals: dict[str, float]
 
 def _instrument() -> None:
     """Wrap the module functions ``AtMostOnceProcessor.decide`` calls, once per worker."""
-    from timebound.stream import _atmostonce as module
+    from timebound.spark.traces import _stream_atmostonce as module
 
     if getattr(module, "_profiled", False):
         return
@@ -157,7 +159,7 @@ class ProfiledProcessor(AtMostOnceProcessor):
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any
                         ) -> Iterator[Any]:
-        from timebound.stream.processors import grouping_key
+        from timebound.spark.traces._rows import grouping_key
 
         totals = _totals()
         totals.clear()
@@ -194,9 +196,9 @@ def profile(spark: Any, rows: int, connections: int, workdir: str) -> dict[str, 
     """One warm-up micro-batch, then the profiled one; milliseconds per phase."""
     from timebound.adapters.atmostonce import AtMostOnceOptions
     from timebound.core.atmostonce import ReceiverConfig
-    from timebound.stream._atmostonce import with_classes
+    from timebound.spark.traces._stream_atmostonce import with_classes
+    from timebound.spark.traces._stream_schemas import VERDICTS
     from timebound.stream._commands import _source
-    from timebound.stream._schemas import VERDICTS
 
     base = os.path.join(workdir, f"c{connections}")
     staged, source = os.path.join(base, "staged"), os.path.join(base, "in")
@@ -254,7 +256,7 @@ def engines(spark: Any, rows: int, connections: int, repeats: int, workdir: str,
 
     from timebound.adapters.atmostonce import AtMostOnceOptions
     from timebound.core.atmostonce import ReceiverConfig
-    from timebound.stream._atmostonce import verdicts
+    from timebound.spark.traces._stream_atmostonce import verdicts
     from timebound.stream.bench import builtin, messages
 
     spark.conf.set("spark.sql.shuffle.partitions",

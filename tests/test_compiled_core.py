@@ -39,7 +39,7 @@ from timebound.adapters.atmostonce import AtMostOnceAdapter, AtMostOnceOptions
 from timebound.errors import TraceError
 from tests.test_pipeline_atmostonce import generated
 import pyarrow as pa
-from timebound.pipeline._fast_atmostonce import decide_table
+from timebound.columnar import decide_table
 SCHEMA = pa.schema([("seq", pa.int64()), ("type", pa.string()), ("receiver", pa.string()),
                     ("conn", pa.string()), ("ts", pa.int64()), ("at", pa.int64()),
                     ("down", pa.int64())])

@@ -215,8 +215,8 @@ def test_option_ranges_are_checked_by_the_adapters() -> None:
 
 
 def test_pipeline_schemas_are_the_contract() -> None:
-    from timebound.pipeline import schemas
     from timebound.pipeline.datasets import type_name
+    from timebound.spark.traces import schemas
 
     def names(struct: Any) -> list[tuple[str, str]]:
         return [(f.name, type_name(f.dataType)) for f in struct.fields]

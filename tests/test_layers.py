@@ -14,13 +14,15 @@
   ``timebound.arrowtypes`` (contract: the contract's column types as Arrow types);
 - ``timebound.columnar`` (the column-wise at-most-once decider the Spark drivers and
   the library share): adapters, contract, core, errors and the leaf helpers;
+- ``timebound.spark`` (the library of DataFrame operators, issue 28, with
+  ``timebound.spark.traces``: the operators over the trace-dataset tables): adapters,
+  contract, core, errors, columnar and the leaf helpers -- never a driver, ``cli``,
+  ``demo`` or ``sweep``;
 - drivers ``replay``, ``sim``, ``pipeline``, ``net``, ``stream``: adapters, contract,
   core, errors, columnar and the leaf helpers, and themselves -- never another driver, never
-  ``report``, ``cli``, ``demo`` or ``sweep``;
+  ``report``, ``cli``, ``demo`` or ``sweep``; ``pipeline`` and ``stream`` also
+  ``spark``, whose clients they are (every Spark operator they run is the library's);
 - ``timebound.report``: never core or adapters (it reads metrics tables);
-- ``timebound.spark`` (the library of DataFrame operators, issue 28): the drivers'
-  layers plus ``pipeline`` and ``stream``, whose operator paths it reuses -- never
-  ``cli``, ``demo`` or ``sweep``, and no driver imports it yet;
 - top: ``cli``, ``demo``, ``sweep`` (orchestration) and the package ``__init__``.
 
 Every module must belong to a layer: a new top-level module or package fails here
@@ -69,9 +71,11 @@ ALLOWED: dict[str, set[str]] = {
     "columnar": {"adapters", "contract", "core", "errors", *LEAF_HELPERS},
     **{driver: {"adapters", "contract", "core", "errors", "columnar", *LEAF_HELPERS}
        for driver in DRIVERS},
-    "spark": {"adapters", "contract", "core", "errors", "columnar", *LEAF_HELPERS,
-              "pipeline", "stream"},
+    "spark": {"adapters", "contract", "core", "errors", "columnar", *LEAF_HELPERS},
 }
+# The Spark drivers are clients of the library: every operator they run is its own.
+ALLOWED["pipeline"] |= {"spark"}
+ALLOWED["stream"] |= {"spark"}
 
 
 def _module_name(path: Path) -> str:
@@ -371,3 +375,44 @@ def test_the_private_field_check_finds_one(tmp_path: Path) -> None:
 
     found = _private_fields(sorted(tmp_path.rglob("*.py")), name_of)
     assert found == ["timebound.replay.b:2 reaches _count"]
+
+
+#: The Spark calls that run a protocol's operator over rows (grouped, stateful or
+#: per-batch Python code): the library's (``timebound.spark``), never a command's.
+OPERATOR_CALLS = {"applyInArrow", "applyInPandas", "applyInPandasWithState",
+                  "transformWithState", "transformWithStateInPandas", "mapInArrow",
+                  "mapInPandas", "arrow_udf", "pandas_udf", "udf"}
+
+
+def _operator_calls(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else (
+                func.id if isinstance(func, ast.Name) else None)
+            if name in OPERATOR_CALLS:
+                found.append(f"{name} (line {node.lineno})")
+    return found
+
+
+def test_the_spark_commands_are_clients_of_the_library() -> None:
+    """``timebound pipeline`` and ``timebound stream`` run no operator of their own: every
+    Spark operator over a protocol's rows is ``timebound.spark``'s (issue 28, item 3)."""
+    problems = []
+    for package in ("pipeline", "stream"):
+        for module in sorted((PACKAGE / package).rglob("*.py")):
+            rel = module.relative_to(PACKAGE.parent)
+            problems += [f"{rel}: {call}" for call in _operator_calls(module)]
+    assert not problems, ("a command runs an operator of its own (move it into "
+                          f"timebound.spark.traces): {problems}")
+    library = [call for module in sorted((PACKAGE / "spark").rglob("*.py"))
+               for call in _operator_calls(module)]
+    assert len(library) >= 5, library  # the check sees the library's own calls
+
+
+def test_the_operator_check_finds_one(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f(df, g, s):\n    return df.groupBy('run').applyInArrow(g, s)\n")
+    assert _operator_calls(probe) == ["applyInArrow (line 2)"]

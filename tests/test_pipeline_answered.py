@@ -1,4 +1,4 @@
-"""Placed receivers answer row for row (pipeline/atmostonce.py ``answered``): whatever
+"""Placed receivers answer row for row (spark/traces/_atmostonce.py ``answered``): whatever
 the batches, and for a partition sorted in the worker whatever order its rows arrive
 in, each row gets the decision its run's replayer makes deciding the run in ``seq``
 order (a row with no decision, a crash row, gets verdict code -1), with two runs
@@ -16,8 +16,9 @@ from tests.test_pipeline_atmostonce import generated
 from tests.test_pipeline_partial_metrics import OPTIONS
 from timebound.adapters import ATMOSTONCE
 from timebound.adapters.atmostonce import AtMostOnceAdapter, AtMostOnceOptions
-from timebound.pipeline import _columnar, atmostonce
-from timebound.pipeline._fast_atmostonce import NAMES as VERDICTS
+from timebound.columnar import NAMES as VERDICTS
+from timebound.spark.traces import _atmostonce as atmostonce
+from timebound.spark.traces import _columnar
 
 RUNS = ("a", "c")  # a: resilient, 3 classes, crashes; c: limited horizon, 2 classes
 RECEIVERS = ["s0", "s1"]

@@ -20,7 +20,7 @@ from tests.test_pipeline_support import (
 from timebound.cli import main
 from timebound.core.atmostonce import crc32_class
 from timebound.errors import TraceError
-from timebound.pipeline import atmostonce
+from timebound.spark.traces import _atmostonce as atmostonce
 
 pytestmark = pytest.mark.spark
 

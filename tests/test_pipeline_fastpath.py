@@ -1,4 +1,4 @@
-"""The column-wise at-most-once path (pipeline/_fast_atmostonce.py, _columnar.py) decides
+"""The column-wise at-most-once path (timebound.columnar, spark/traces/_columnar.py) decides
 exactly as the row adapter's row path (the pure core, row by row), on generated traces:
 every estimator, plain and resilient (crash rows), hash classes, malformed rows and
 time going back (same error), split into several calls (state carried across)."""
@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from tests.test_atmostonce_replay_matches_reference import options, traces
 from timebound.adapters import Row
 from timebound.adapters.atmostonce import AtMostOnceAdapter, AtMostOnceOptions
+from timebound.columnar import decide_table
 from timebound.errors import TraceError
-from timebound.pipeline import _columnar
-from timebound.pipeline._fast_atmostonce import decide_table
+from timebound.spark.traces import _columnar
 
 SCHEMA = pa.schema([("seq", pa.int64()), ("type", pa.string()), ("receiver", pa.string()),
                     ("conn", pa.string()), ("ts", pa.int64()), ("at", pa.int64()),
@@ -197,7 +197,7 @@ def test_partition_stream_equals_each_group_alone(monkeypatch: pytest.MonkeyPatc
     renumbered on the way (``span``: a tiny bound forces it)."""
     from tests.test_pipeline_atmostonce import generated
     from timebound.adapters import ATMOSTONCE
-    from timebound.pipeline import atmostonce
+    from timebound.spark.traces import _atmostonce as atmostonce
 
     if span is not None:
         monkeypatch.setattr(atmostonce, "_SPAN", span)
@@ -241,7 +241,7 @@ def test_coded_run_and_receiver_decode_and_refuse_an_unseen_value() -> None:
     value the survey never saw (code -1: the input changed during the job) stops the
     job naming its row."""
     from timebound.errors import TraceError
-    from timebound.pipeline.atmostonce import Names
+    from timebound.spark.traces._atmostonce import Names
 
     names = Names({"run": ["a", "b"], "receiver": ["s0", "s1", "s2"]})
     batch = pa.RecordBatch.from_pydict(

@@ -1,4 +1,4 @@
-"""The at-most-once measures gathered while the operator decides (pipeline/_partial_metrics)
+"""The at-most-once measures gathered while the operator decides (spark/traces/_partial_metrics)
 equal their definition (metrics.atmostonce over the written decision table): several
 runs with different options and classes, resilient crashes (down rows: null rho and
 entries), duplicates, runs without ground truth; and the driver refuses partials that
@@ -18,9 +18,10 @@ from tests.test_pipeline_fastpath_metrics import _collect
 from tests.test_pipeline_support import write_table
 from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.cli import main
-from timebound.pipeline import atmostonce, metrics
-from timebound.pipeline._partial_metrics import Gathered, bucket_width, merge_cell
+from timebound.pipeline import metrics
 from timebound.pipeline.datasets import read_table
+from timebound.spark.traces import _atmostonce as atmostonce
+from timebound.spark.traces._partial_metrics import Gathered, bucket_width, merge_cell
 
 pytestmark = pytest.mark.spark
 
@@ -79,7 +80,7 @@ def test_a_duplicate_accepted_twice_is_counted(spark: Any, tmp_path: Any) -> Non
     """A violation the core never makes: feed the gatherer a hand-made decision table."""
     import pyarrow as pa
 
-    from timebound.pipeline._partial_metrics import GroupGatherer
+    from timebound.spark.traces._partial_metrics import GroupGatherer
 
     table = pa.table({
         "run": ["r"] * 4, "seq": [1, 2, 3, 4], "type": ["msg"] * 4,
@@ -133,7 +134,7 @@ def test_lifetime_counts_dense_and_sparse_equal_a_counter() -> None:
 
     import numpy as np
 
-    from timebound.pipeline._partial_metrics import _counts
+    from timebound.spark.traces._partial_metrics import _counts
 
     rnd = random.Random(7)
     names = ["accepted", "stale", None]
@@ -151,7 +152,7 @@ def test_ratios_over_zero_are_null_in_both(spark: Any) -> None:
 
     import pyarrow as pa
 
-    from timebound.pipeline._partial_metrics import GroupGatherer
+    from timebound.spark.traces._partial_metrics import GroupGatherer
 
     table = pa.table({
         "run": ["z"] * 3, "seq": [1, 2, 3], "type": ["msg"] * 3, "receiver": ["s"] * 3,

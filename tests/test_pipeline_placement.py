@@ -1,4 +1,4 @@
-"""The at-most-once operator per whole receiver (pipeline/_placement.py): the same
+"""The at-most-once operator per whole receiver (spark/traces/_placement.py): the same
 decisions as per receiver class, the trace rule across classes caught as it decides
 (with check_time_order's own error), and receivers placed where the labels say."""
 
@@ -14,9 +14,10 @@ from tests.test_pipeline_support import write_table
 from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.core.atmostonce import crc32_class
 from timebound.errors import TraceError
-from timebound.pipeline import _placement, atmostonce
-from timebound.pipeline._group import translate_errors
 from timebound.pipeline.datasets import read_table
+from timebound.spark.traces import _atmostonce as atmostonce
+from timebound.spark.traces import _placement
+from timebound.spark.traces._group import translate_errors
 
 pytestmark = pytest.mark.spark
 
@@ -38,7 +39,7 @@ def test_per_receiver_decides_as_per_class(spark: Any, tmp_path: Any) -> None:
 def test_per_receiver_gathers_each_class_as_per_class(spark: Any, tmp_path: Any) -> None:
     """Whole receivers are decided per run, and their rows still reach the metrics
     as the per-class plan's (run, receiver, cls) groups, each in seq order."""
-    from timebound.pipeline._partial_metrics import Gathered
+    from timebound.spark.traces._partial_metrics import Gathered
 
     ds = str(tmp_path / "ds")
     write_table(ds, "messages", {"a": generated(1, receivers=3, rows=700),
@@ -60,7 +61,7 @@ def test_plain_messages_decide_and_gather_as_per_class(
     JVM (they are put back after the workers), and so does run when there is only
     one: the same decisions, the same columns, and the same metrics partials as the
     per-class plan."""
-    from timebound.pipeline._partial_metrics import Gathered
+    from timebound.spark.traces._partial_metrics import Gathered
 
     ds = str(tmp_path / "ds")
     traces = {"b": generated(2, rows=300, crashes=False),
@@ -253,7 +254,7 @@ def test_placed_receivers_send_python_only_the_columns_they_read(
     arguments are the columns a receiver reads (``original`` too when the metrics are
     gathered), the other columns stay in the JVM, and four decision columns come
     back."""
-    from timebound.pipeline._partial_metrics import Gathered
+    from timebound.spark.traces._partial_metrics import Gathered
 
     ds = str(tmp_path / "ds")
     write_table(ds, "messages", {"a": generated(1, receivers=3, rows=300)})

@@ -17,8 +17,8 @@ import pytest
 
 from timebound.cli import main
 from timebound.errors import UsageError
-from timebound.pipeline import _group
-from timebound.pipeline.schemas import OPTIONAL, OPTIONS, REQUIRED
+from timebound.spark.traces import _group
+from timebound.spark.traces.schemas import OPTIONAL, OPTIONS, REQUIRED
 
 ARROW = {"string": pa.string(), "bigint": pa.int64(), "boolean": pa.bool_(),
          "array<bigint>": pa.list_(pa.int64())}

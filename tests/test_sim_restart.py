@@ -188,7 +188,7 @@ def test_a_retransmission_keeps_its_first_mark(tmp_path: Path,
 
 def test_pipeline_and_stream_refuse_marks(restart: Path, tmp_path: Path) -> None:
     from timebound.pipeline.datasets import check_parquet_files
-    from timebound.stream._schemas import source_schema
+    from timebound.spark.traces._stream_schemas import source_schema
     from timebound.stream._source import read_file
 
     with pytest.raises(SchemaError, match="column 'marked'"):

@@ -197,7 +197,7 @@ def test_processor_with_tws_tester() -> None:
     from pyspark.sql import Row
     from pyspark.sql.streaming.tws_tester import TwsTester
 
-    from timebound.stream._atmostonce import AtMostOnceProcessor
+    from timebound.spark.traces._stream_atmostonce import AtMostOnceProcessor
 
     tester = TwsTester(AtMostOnceProcessor(options(["--rho", "10", "--gc-every", "5"])))
 

@@ -75,7 +75,7 @@ ARGS = [
 @pytest.mark.parametrize("args", ARGS, ids=["fixed", "unlimited-crashes", "limited"])
 @pytest.mark.parametrize("seed", range(6))
 def test_columnar_processor_equals_the_row_processor(seed: int, args: list[str]) -> None:
-    from timebound.stream._atmostonce import AtMostOnceProcessor, ColumnarProcessor
+    from timebound.spark.traces._stream_atmostonce import AtMostOnceProcessor, ColumnarProcessor
 
     parts, opts = batches(seed, args)
     rows_p, cols_p = AtMostOnceProcessor(opts), ColumnarProcessor(opts)
@@ -103,7 +103,7 @@ def test_columnar_processor_equals_the_row_processor(seed: int, args: list[str])
 
 
 def test_a_malformed_row_fails_as_in_the_row_processor() -> None:
-    from timebound.stream._atmostonce import AtMostOnceProcessor, ColumnarProcessor
+    from timebound.spark.traces._stream_atmostonce import AtMostOnceProcessor, ColumnarProcessor
 
     parts, opts = batches(0, ARGS[0])
     part = parts[0]

@@ -55,7 +55,7 @@ def test_grouped_and_columnar_engines_give_the_same_verdict_rows(spark: Any,
     crashes, hash classes and a late file, into the same rows batch by batch (``row``
     against ``columnar``: tests/test_stream_columnar.py)."""
     from tests.test_stream_atmostonce import SHUFFLE, amo_trace, options, write_files
-    from timebound.stream._atmostonce import verdicts
+    from timebound.spark.traces._stream_atmostonce import verdicts
     from timebound.stream._commands import _source
     from timebound.stream._run import prepare_session
 

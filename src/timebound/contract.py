@@ -8,7 +8,7 @@ command; and the definition of every measure the simulator and the pipeline publ
 (name, unit, one sentence). Everything else derives from it:
 
 - the simulator's writers (``timebound.sim._dataset.SCHEMAS``) take their columns here;
-- the pipeline's Spark schemas (``timebound.pipeline.schemas``) are built from it;
+- the pipeline's Spark schemas (``timebound.spark.traces.schemas``) are built from it;
 - the row adapters (``timebound.adapters``) read exactly the option columns named here
   and check their ranges;
 - the replay commands declare ``output_types = REPLAY_OUTPUTS[protocol]``;

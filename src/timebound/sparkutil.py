@@ -59,6 +59,8 @@ __all__ = ["MARK", "check_master", "marked", "parse_conf", "rebuild", "spark_fai
 #: The Spark master a command uses without ``--master``.
 DEFAULT_MASTER = "local[*]"
 MARK = "@@timebound-error@@"
+#: The state store provider ``transformWithState`` needs (the stream and the library).
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 _MARKED = re.compile(re.escape(MARK) + r"(.*?)" + re.escape(MARK), re.S)
 
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from timebound.contract import LOST_VERDICTS, UNDECIDED_VERDICT
-from timebound.pipeline._measures import BUCKETS, long_form
+from timebound.spark.traces import BUCKETS, long_form
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame

@@ -5,7 +5,7 @@ duplicate copies of a recent (receiver, conn, ts), ``at`` increasing). Both side
 the same Parquet and write to Spark's ``noop`` sink, one warm-up each, then
 ``repeats`` timed runs alternating ours / built-in; the table shows medians:
 
-- ours: ``timebound.pipeline.atmostonce.operate`` (the SCMP core per receiver or
+- ours: ``timebound.spark.traces.decide_messages`` (the SCMP core per receiver or
   per (receiver, class), ``--classes K``), plus which decision path ran; each timed
   run builds the operator's plan too, so its survey of the input (one aggregate job)
   is inside the time;
@@ -93,11 +93,11 @@ def compare(spark: SparkSession, rows: int, connections: Sequence[int], *, repea
     """Time both sides at each connection count; report the table; return its rows."""
     from timebound.adapters.atmostonce import AtMostOnceOptions
     from timebound.columnar import path as decisions_path
-    from timebound.pipeline import atmostonce
     from timebound.pipeline.datasets import read_table
+    from timebound.spark.traces import ENGINE, decide_messages
 
     check_ranges(rows, connections, repeats, classes)
-    path = f"{decisions_path()}; {atmostonce.ENGINE}"
+    path = f"{decisions_path()}; {ENGINE}"
     options = {"bench": AtMostOnceOptions.from_values({
         "estimator": "fixed", "rho": 500, "gc_every": 100, "classes": classes})}
     report(f"{rows:,} rows, {RECEIVERS} receivers, --classes {classes}, "
@@ -113,7 +113,7 @@ def compare(spark: SparkSession, rows: int, connections: Sequence[int], *, repea
             # the operator's plan is built inside the timed run: its survey of the
             # input (one aggregate job) is part of what a user pays
             def ours_run(df: DataFrame = df) -> None:
-                _noop(atmostonce.operate(df, options))()
+                _noop(decide_messages(df, options))()
             base_run = _noop(df.dropDuplicates(["receiver", "conn", "ts"]))
             ours_run()  # warm-up: Python workers, JIT
             base_run()

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BooleanType, DataType, LongType, MapType, StringType
 
 from timebound.errors import SchemaError, UsageError
-from timebound.pipeline.schemas import OPTIONAL, OPTIONS, PROTOCOLS, REFUSED, REQUIRED
+from timebound.spark.traces.schemas import OPTIONAL, OPTIONS, PROTOCOLS, REFUSED, REQUIRED
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession

@@ -28,9 +28,6 @@ import pyarrow.parquet as pq
 from timebound._safety import check_writable_folder, follow_umask, guard_output
 from timebound.durations import format_eta
 from timebound.errors import TraceError, UsageError
-from timebound.pipeline import _group, atmostonce, causal, merge, slotted, stability
-from timebound.pipeline._partial_metrics import Gathered, MetricRow
-from timebound.pipeline._placement import survey
 from timebound.pipeline.datasets import (
     check_parquet_files,
     present_tables,
@@ -39,18 +36,25 @@ from timebound.pipeline.datasets import (
     table_bytes,
 )
 from timebound.pipeline.metrics import metrics
-from timebound.pipeline.schemas import METRICS, PROTOCOLS
 from timebound.pipeline.session import build_session, size_shuffles
+from timebound.spark.traces import (
+    MESSAGES,
+    OPERATORS,
+    Gathered,
+    MetricRow,
+    arrow_schema,
+    decide_messages,
+    first_time_error,
+    run_options,
+    survey,
+    translate_errors,
+    typed_options,
+)
+from timebound.spark.traces.schemas import METRICS, PROTOCOLS
 from timebound.sparkutil import stop_quietly
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
-
-#: table -> its operator (input table, row adapter, defaults, ``operate``).
-OPERATORS: dict[str, _group.Operator[Any]] = {
-    op.table: op for op in (atmostonce.OPERATOR, causal.OPERATOR, merge.OPERATOR,
-                            slotted.OPERATOR, stability.OPERATOR)
-}
 
 #: What the pipeline writes in DIR (an existing DIR holding anything else is refused).
 OUTPUT_NAMES = (*PROTOCOLS, "metrics", "manifest.json", "summary.json", "report.html")
@@ -79,7 +83,7 @@ def resolve_options(df: DataFrame, table: str, given: Mapping[str, Any],
     op = OPERATORS[table]
     defaults = {**op.defaults, **{k: v for k, v in given.items() if v is not None}}
     per_run = op.run_defaults(df) if op.run_defaults is not None else None
-    resolved = _group.run_options(df, table, op.spec, defaults, per_run, rows=rows)
+    resolved = run_options(df, table, op.spec, defaults, per_run, rows=rows)
     check_overridden(table, given, resolved, progress)
     return resolved
 
@@ -160,28 +164,28 @@ def run_pipeline(
                      f"reading {table}")
             decided_with = None
             try:
-                with _group.translate_errors():
+                with translate_errors():
                     op = OPERATORS[table]
                     gather = found = None
-                    if op is atmostonce.OPERATOR:  # one aggregate: options, receivers, spans
+                    if table == MESSAGES:  # one aggregate: options, receivers, spans
                         found = survey(inputs[table], [c for c in op.spec.option_columns
                                                        if c in inputs[table].columns])
                     per_run = resolve_options(inputs[table], table, options, progress,
                                               rows=found.options if found else None)
-                    typed = _group.typed_options(op.spec, per_run)
+                    typed = typed_options(op.spec, per_run)
                     decided_with = typed
                     if found is not None:
                         gather = Gathered.create(spark)
-                        result = atmostonce.operate(inputs[table], typed, gather=gather,
+                        result = decide_messages(inputs[table], typed, gather=gather,
                                                     surveyed=found)
                     else:
                         result = op.operate(inputs[table], typed)
                     result.write.parquet(os.path.join(tmp, table))
             except TraceError:
-                if OPERATORS[table] is atmostonce.OPERATOR and decided_with:
+                if table == MESSAGES and decided_with:
                     # the error the per-class plan reports: time first, its first row
-                    with _group.translate_errors():
-                        atmostonce.first_time_error(inputs[table], decided_with)
+                    with translate_errors():
+                        first_time_error(inputs[table], decided_with)
                 raise
             decisions[table] = spark.read.parquet(os.path.join(tmp, table))
             rows = decisions[table].count()
@@ -201,7 +205,7 @@ def run_pipeline(
                      f"{len(per_run)} run(s), "
                      f"{rows} decision rows -> {table}/ ({seconds:.1f} s){eta}")
         t0 = time.perf_counter()
-        with _group.translate_errors():
+        with translate_errors():
             write_metrics(spark, {t: d for t, d in decisions.items() if t not in gathered},
                           [row for rows in gathered.values() for row in rows],
                           os.path.join(tmp, "metrics"))
@@ -257,7 +261,7 @@ def write_metrics(spark: SparkSession, decisions: Mapping[str, DataFrame],
     pq.write_table(table, os.path.join(path, "part-00000.parquet"))
 
 
-METRICS_ARROW = _group.arrow_schema(METRICS)
+METRICS_ARROW = arrow_schema(METRICS)
 
 
 def _headline(m: list[dict[str, Any]]) -> list[tuple[str, str, float]]:

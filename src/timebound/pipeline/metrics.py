@@ -34,9 +34,9 @@ from pyspark.sql.window import Window
 
 from timebound.contract import LOST_VERDICTS, UNDECIDED_VERDICT
 from timebound.pipeline import _fast_metrics
-from timebound.pipeline._measures import BUCKETS as BUCKETS
-from timebound.pipeline._measures import long_form as _long
-from timebound.pipeline.schemas import METRICS
+from timebound.spark.traces import BUCKETS as BUCKETS
+from timebound.spark.traces import long_form as _long
+from timebound.spark.traces.schemas import METRICS
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession

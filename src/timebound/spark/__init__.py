@@ -4,16 +4,20 @@
 streaming, under the caller's column names: every input row comes back with all its
 columns plus ``verdict``, ``rho`` and ``entries`` (and ``late_arrival`` on a stream),
 the verdicts ``timebound replay atmostonce`` gives those rows taken in ``at`` order
-per receiver. A batch DataFrame goes through the pipeline's operator path
-(``_batch``), a stream through ``timebound stream``'s ``transformWithState`` processor
+per receiver. A batch DataFrame goes through the operator path ``timebound pipeline``
+runs (``_batch``, over ``traces``' decider), a stream through the
+``transformWithState`` processor ``timebound stream`` ran before its columnar engine
 (``_stream``); both hand the rows to the shared row adapter, so no protocol rule lives
 here. Options and columns are checked on the driver before any job (``_check``).
 
 ``typed_errors()`` turns the error a bad row raises inside a Spark job back into the
 ``TimeboundError`` it is (Spark wraps it in its own exception).
 
-Layer: above ``pipeline`` and ``stream`` (whose private operator pieces it reuses),
-below the CLI (tests/test_layers.py).
+``timebound.spark.traces`` holds the operators over the trace-dataset tables that
+``timebound pipeline`` and ``timebound stream`` run: the commands are its clients.
+
+Layer: below ``pipeline`` and ``stream`` (they call it), above the shared adapters and
+cores (tests/test_layers.py).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 The rows go where their (receiver, hash class) hashes (``repartition``), each partition
 is sorted by the JVM in decision order (``_check.sort_order``: ``at``, then the
 tie-breaks), and an iterator Arrow UDF (Spark's ``ArrowEvalPython``, as
-``timebound.pipeline.atmostonce`` decides placed receivers) hands the four columns a
-receiver reads to the pipeline's own decider (``pipeline.atmostonce.Decider``: one
+``timebound.spark.traces._atmostonce`` decides placed receivers) hands the four columns a
+receiver reads to the pipeline's own decider (``timebound.spark.traces``' ``Decider``: one
 ``AtMostOnceAdapter`` per partition, every receiver and class of it, decided
 column-wise by the core through ``timebound.columnar``). Only those columns cross to
 Python and only the decisions come back; the JVM keeps every column of the caller's
@@ -31,8 +31,8 @@ from pyspark.sql.types import ByteType, LongType, StringType, StructField, Struc
 from timebound.adapters import ATMOSTONCE
 from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.errors import TimeboundError
-from timebound.pipeline.atmostonce import VERDICTS, Decider, answered, arrow_schema
 from timebound.spark._check import AT, CLS, CONN, RECEIVER, TS, Columns, prepared, sort_order
+from timebound.spark.traces._atmostonce import VERDICTS, Decider, answered, arrow_schema
 from timebound.sparkutil import marked
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: The one run of the pipeline's decider (it keys replayers by run).
 RUN = "at_most_once"
 _DECISION = "__timebound_decision"
-#: What the decider reads, as ``timebound.pipeline.atmostonce`` names it.
+#: What the decider reads, as ``timebound.spark.traces._atmostonce`` names it.
 _READ = ("receiver", "conn", "ts", "at")
 _S, _L = StringType(), LongType()
 _DECIDED = StructType([

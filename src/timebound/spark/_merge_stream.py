@@ -3,7 +3,7 @@ deterministic order as they come, with Spark's timers (causal merge paper, secti
 a message is delivered when its merger's clock passes ``r + c + delta + epsilon``).
 
 Keyed by the ``merger`` column, ``transformWithState`` (RocksDB) runs
-``timebound stream merge``'s processor (``timebound.stream.processors.MergeProcessor``:
+``timebound stream merge``'s processor (``timebound.spark.traces``' ``MergeProcessor``:
 one ``Merger`` of the core per key through the replay's ``MergeAdapter``, the timers,
 the state); this module only adapts the caller's rows to it. A micro-batch's arrivals
 of a key go in the batch operator's decision order (``at``, then ``order``, ``proc``,
@@ -35,14 +35,8 @@ from timebound.spark._check import PREFIX, TABLE, _hashable, col
 from timebound.spark._groups import Role
 from timebound.spark._merge import _ties, added_fields
 from timebound.spark._stream import use_rocksdb
-from timebound.stream.processors import (
-    FILE_COLUMN,
-    LINE_COLUMN,
-    TIME_MODES,
-    TIMERS,
-    Arrival,
-    MergeProcessor,
-)
+from timebound.spark.traces._rows import FILE_COLUMN, LINE_COLUMN
+from timebound.spark.traces._stream_merge import TIME_MODES, TIMERS, Arrival, MergeProcessor
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame

@@ -1,7 +1,7 @@
 """``at_most_once`` on a streaming DataFrame: ``timebound stream``'s processor.
 
 Keyed by (receiver, hash class), ``transformWithState`` (``timeMode="None"``, RocksDB
-state store) runs ``timebound.stream``'s ``AtMostOnceProcessor``: for each key in a
+state store) runs ``traces``' ``AtMostOnceProcessor`` (``timebound stream``'s row engine): for each key in a
 micro-batch it restores the key's receiver from its snapshot, feeds the key's rows to
 the shared row adapter (the replay's), stores the snapshot back, and answers one
 verdict per row -- a row whose ``at`` is behind its receiver's clock (a late row) is
@@ -34,15 +34,15 @@ from timebound.spark._check import (
     col,
     prepared,
 )
-from timebound.sparkutil import marked
-from timebound.stream.processors import (
+from timebound.spark.traces._rows import (
     FILE_COLUMN,
     LINE_COLUMN,
     ROCKSDB,
-    AtMostOnceProcessor,
     OutRow,
     grouping_key,
 )
+from timebound.spark.traces._stream_atmostonce import AtMostOnceProcessor
+from timebound.sparkutil import marked
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame

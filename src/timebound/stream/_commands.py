@@ -21,6 +21,7 @@ from timebound.adapters.merge import MergeOptions
 from timebound.contract import REFUSED_BY_DRIVERS
 from timebound.durations import format_duration
 from timebound.errors import UsageError
+from timebound.spark.traces import source_schema
 from timebound.sparkutil import stopped_after
 from timebound.stream._lock import lock_query, option_values
 from timebound.stream._run import (
@@ -32,7 +33,6 @@ from timebound.stream._run import (
     prepare_session,
     run_query,
 )
-from timebound.stream._schemas import source_schema
 from timebound.stream._sink import BatchSink, Derived
 from timebound.stream._source import NAME
 
@@ -100,7 +100,9 @@ def stream_atmostonce(source: str, checkpoint: str, sink: str, options: AtMostOn
     """Run ``timebound stream atmostonce`` (see the package docstring). ``quiet``: the
     session this call starts writes Spark's log to ``CHECKPOINT/timebound-spark.log``
     instead of stderr."""
-    from timebound.stream._atmostonce import GROUPED, accepted, verdicts
+    from timebound.spark.traces import GROUPED
+    from timebound.spark.traces import stream_accepted as accepted
+    from timebound.spark.traces import stream_verdicts as verdicts
 
     return _run("messages", lambda df, engine: verdicts(df, options, engine), source,
                 checkpoint, sink, engine=GROUPED,
@@ -119,7 +121,8 @@ def stream_merge(source: str, checkpoint: str, sink: str, options: MergeOptions,
     """Run ``timebound stream merge`` (see the package docstring and ``quiet`` of
     ``stream_atmostonce``). ``timers``: ``none`` or ``processing`` (``_merge``), with
     ``tick_us`` the wall-clock length of one ``at`` tick."""
-    from timebound.stream._merge import TIMERS, merge_order
+    from timebound.spark.traces import TIMERS
+    from timebound.spark.traces import stream_merge_order as merge_order
 
     if timers not in TIMERS:
         raise UsageError("--timers", f"expected one of {', '.join(TIMERS)}, got {timers!r}")

@@ -1,4 +1,4 @@
-"""Crossing the Python-worker boundary: our typed errors, and output rows.
+"""Crossing the Python-worker boundary: our typed errors.
 
 A ``TimeboundError`` raised inside a Spark task (a malformed row met by the source or
 by a row adapter) reaches the driver as an opaque Spark exception. ``marked`` wraps it
@@ -10,13 +10,11 @@ in ``timebound.sparkutil`` (shared with the pipeline) and are re-exported here.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from timebound.errors import TimeboundError
 from timebound.sparkutil import MARK, marked, rebuild, translate_errors
 
-__all__ = ["MARK", "OutRow", "QueryFailed", "grouping_key", "marked", "rebuild",
-           "translate_errors"]
+__all__ = ["MARK", "QueryFailed", "marked", "rebuild", "translate_errors"]
 
 #: Longest Spark reason quoted in a ``QueryFailed`` line.
 REASON_CHARS = 300
@@ -55,21 +53,3 @@ def spark_reason(exc: BaseException) -> str:
 _TRACEBACK = "Traceback (most recent call last):"
 #: The last line of a Python traceback: ``Name: message`` of an exception class.
 _RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b")
-
-
-class OutRow(dict[str, object]):
-    """An output row of a ``transformWithState`` processor: Spark's row-mode runner
-    only calls ``asDict(True)`` on what the processor yields, so a plain dict with that
-    method will do (``pyspark.sql.Row`` cannot hold a column named ``cls``)."""
-
-    def asDict(self, recursive: bool = False) -> dict[str, object]:  # noqa: N802 (Spark's name)
-        return self
-
-
-def grouping_key(key: Any) -> tuple[Any, ...]:
-    """The grouping values: Spark passes them as a tuple; ``TwsTester`` wraps the key
-    it is given in one more tuple."""
-    values = tuple(key)
-    if len(values) == 1 and isinstance(values[0], tuple):
-        return values[0]
-    return values

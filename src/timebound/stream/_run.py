@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from timebound.durations import format_bytes
 from timebound.errors import TimeboundError, UsageError
+from timebound.sparkutil import ROCKSDB
 from timebound.sparkutil import build_session as _build_session
 from timebound.sparkutil import parse_conf as parse_conf  # the stream's --conf
 from timebound.stream._errors import QueryFailed, translate_errors
@@ -45,7 +46,6 @@ from timebound.stream._sink import BatchSink
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 SESSION_CONF = {
     "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",

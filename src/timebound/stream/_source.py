@@ -47,12 +47,11 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from timebound.errors import TraceError
+from timebound.spark.traces import FILE_COLUMN, LINE_COLUMN
 from timebound.stream._errors import marked
 
 NAME = "timebound_trace_files"
 SUFFIXES = (".parquet", ".jsonl", ".json")
-FILE_COLUMN = "_file"
-LINE_COLUMN = "_line"
 
 
 def trace_files(folder: str) -> list[str]:

@@ -56,7 +56,6 @@ from typing import TYPE_CHECKING, Any
 
 from timebound._safety import Terminated
 from timebound.errors import UsageError
-from timebound.stream._run import stop_query
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -226,7 +225,7 @@ def messages(spark: SparkSession, folder: str) -> DataFrame:
 def ours(spark: SparkSession, folder: str) -> DataFrame:
     from timebound.adapters.atmostonce import AtMostOnceOptions
     from timebound.core.atmostonce import ReceiverConfig
-    from timebound.stream._atmostonce import verdicts
+    from timebound.spark.traces import stream_verdicts as verdicts
 
     options = AtMostOnceOptions(ReceiverConfig("fixed", rho=RHO, gc_every=RHO), 1)
     return verdicts(messages(spark, folder), options)
@@ -256,9 +255,13 @@ def run_query(output: DataFrame, sink: str, checkpoint: str,
         while query.isActive and not (stop is not None and stop.is_set()):
             query.awaitTermination(1)
     except BaseException:
+        from timebound.stream._run import stop_query
+
         stop_query(output.sparkSession, query)
         raise
     if stop is not None and stop.is_set():
+        from timebound.stream._run import stop_query
+
         stop_query(output.sparkSession, query)
         raise Stopped(None)
     elapsed = time.perf_counter() - started

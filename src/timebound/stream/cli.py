@@ -27,7 +27,7 @@ from timebound.contract import VARIANTS
 from timebound.durations import format_bytes, parse_duration
 from timebound.errors import MissingExtra
 
-#: ``--timers`` choices (``timebound.stream._merge.TIMERS``; pyspark is not imported
+#: ``--timers`` choices (``timebound.spark.traces._stream_merge.TIMERS``; pyspark is not imported
 #: to build the parser).
 TIMERS = ("none", "processing")
 

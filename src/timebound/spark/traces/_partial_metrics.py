@@ -48,7 +48,7 @@ import pyarrow.compute as pc
 from pyspark.accumulators import AccumulatorParam
 
 from timebound.contract import LOST_VERDICTS, UNDECIDED_VERDICT
-from timebound.pipeline.metrics import BUCKETS
+from timebound.spark.traces._measures import BUCKETS
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark import Accumulator

@@ -69,9 +69,9 @@ from timebound.core.atmostonce import (
     restore_classified,
 )
 from timebound.errors import TimeboundError
-from timebound.stream._errors import OutRow, grouping_key, marked
-from timebound.stream._schemas import MESSAGES_IN, VERDICTS, source_schema
-from timebound.stream._source import FILE_COLUMN, LINE_COLUMN
+from timebound.spark.traces._rows import FILE_COLUMN, LINE_COLUMN, OutRow, grouping_key
+from timebound.spark.traces._stream_schemas import MESSAGES_IN, VERDICTS, source_schema
+from timebound.sparkutil import marked
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame

@@ -12,8 +12,8 @@ import pyarrow as pa
 
 from timebound.adapters import CAUSAL
 from timebound.adapters.causal import CausalOptions
-from timebound.pipeline import _group
-from timebound.pipeline.schemas import DECISION_EXTRA
+from timebound.spark.traces import _group
+from timebound.spark.traces.schemas import DECISION_EXTRA
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame

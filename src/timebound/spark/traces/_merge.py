@@ -15,8 +15,8 @@ import pyarrow as pa
 
 from timebound.adapters import MERGE
 from timebound.adapters.merge import MergeOptions
-from timebound.pipeline import _group
-from timebound.pipeline.schemas import MERGE_DECISIONS
+from timebound.spark.traces import _group
+from timebound.spark.traces.schemas import MERGE_DECISIONS
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame

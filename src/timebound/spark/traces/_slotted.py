@@ -22,8 +22,8 @@ import pyarrow as pa
 from timebound.adapters import SLOTTED
 from timebound.adapters.slotted import SlottedAdapter, SlottedOptions
 from timebound.core.slotted import Discard
-from timebound.pipeline import _group
-from timebound.pipeline.schemas import SLOTTED_DECISIONS
+from timebound.spark.traces import _group
+from timebound.spark.traces.schemas import SLOTTED_DECISIONS
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame

@@ -25,8 +25,8 @@ from pyspark.sql.types import (
 )
 
 from timebound.contract import INPUT_TABLES
+from timebound.spark.traces._rows import FILE_COLUMN, LINE_COLUMN
 from timebound.sparkutil import spark_types
-from timebound.stream._source import FILE_COLUMN, LINE_COLUMN
 
 _TYPES: dict[str, DataType] = spark_types()
 

@@ -50,9 +50,9 @@ from timebound.adapters import Row
 from timebound.adapters.merge import MergeAdapter, MergeOptions
 from timebound.core.merge import Merger, merger_snapshot, restore_merger
 from timebound.errors import TimeboundError, TraceError
-from timebound.stream._errors import OutRow, grouping_key, marked
-from timebound.stream._schemas import ORDER
-from timebound.stream._source import FILE_COLUMN, LINE_COLUMN
+from timebound.spark.traces._rows import FILE_COLUMN, LINE_COLUMN, OutRow, grouping_key
+from timebound.spark.traces._stream_schemas import ORDER
+from timebound.sparkutil import marked
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame

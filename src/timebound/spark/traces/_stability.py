@@ -20,8 +20,8 @@ from pyspark.sql import functions as F
 
 from timebound.adapters import STABILITY
 from timebound.adapters.stability import StabilityAdapter, StabilityOptions
-from timebound.pipeline import _group
-from timebound.pipeline.schemas import DECISION_EXTRA
+from timebound.spark.traces import _group
+from timebound.spark.traces.schemas import DECISION_EXTRA
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame

@@ -27,8 +27,9 @@ plain messages (``type`` msg, no ``down``), those two columns stay in the JVM
 decision columns come back, and the JVM joins them to the rows it kept
 (``_evaluated``).
 
-Public for ``timebound.spark`` (the library builds on this decider): ``Decider``,
-``answered``, ``VERDICTS`` (verdict names by code) and ``arrow_schema``.
+``timebound pipeline`` runs ``operate`` (``traces.decide_messages``); the library's
+``at_most_once`` on a batch DataFrame builds on ``Decider``, ``answered`` and
+``VERDICTS`` (verdict names by code).
 """
 
 from __future__ import annotations
@@ -49,11 +50,11 @@ from timebound.adapters import ATMOSTONCE
 from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.columnar import NAMES
 from timebound.errors import TimeboundError, TraceError
-from timebound.pipeline import _columnar, _group
-from timebound.pipeline._group import arrow_schema as arrow_schema
-from timebound.pipeline._partial_metrics import Gathered, Gatherer
-from timebound.pipeline._placement import Survey, label_column, place, survey
-from timebound.pipeline.schemas import DECISION_EXTRA
+from timebound.spark.traces import _columnar, _group
+from timebound.spark.traces._group import arrow_schema as arrow_schema
+from timebound.spark.traces._partial_metrics import Gathered, Gatherer
+from timebound.spark.traces._placement import Survey, label_column, place, survey
+from timebound.spark.traces.schemas import DECISION_EXTRA
 from timebound.sparkutil import marked
 
 #: Verdict names by verdict code (the core loop's codes).
