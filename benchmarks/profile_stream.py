@@ -62,7 +62,6 @@ from typing import Any
 
 from timebound.spark.traces._rows import OutRow
 from timebound.spark.traces._stream_atmostonce import AtMostOnceProcessor
-
 from timebound.stream.bench import RHO, WATERMARK_TICKS, generate, run_query
 
 PHASES = ["rows in", "snapshot decode", "snapshot encode", "state get", "state update",
