@@ -291,9 +291,12 @@ def _run_pipeline(args: argparse.Namespace) -> int:
         conf.setdefault("timebound.logLevel", "OFF")
     options = {dest: getattr(args, dest) for dest in PIPELINE_OPTIONS
                if getattr(args, dest) is not None}
-    quiet = {"progress": _silent} if getattr(args, "quiet", False) else {}
-    summary = run_pipeline(args.dataset, args.out, options=options, master=args.master,
-                           conf=conf, **quiet)
+    if getattr(args, "quiet", False):  # no progress line, and no watching for one
+        summary = run_pipeline(args.dataset, args.out, options=options, master=args.master,
+                               conf=conf, progress=_silent, progress_every=0)
+    else:
+        summary = run_pipeline(args.dataset, args.out, options=options, master=args.master,
+                               conf=conf)
     print(format_summary(summary))
     print(f"output: {args.out}")
     return 0

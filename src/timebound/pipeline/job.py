@@ -12,6 +12,7 @@ copied to DIR/manifest.json and a small DIR/summary.json records what ran.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -26,8 +27,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from timebound._safety import check_writable_folder, follow_umask, guard_output
-from timebound.durations import format_eta
 from timebound.errors import TraceError, UsageError
+from timebound.pipeline._watch import EVERY, eta_after, watching
 from timebound.pipeline.datasets import (
     check_parquet_files,
     present_tables,
@@ -65,12 +66,8 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def eta_after(done: float, left: float, elapsed: float) -> str:
-    """`` ETA 1m20s``: the time ``elapsed`` for ``done`` (input bytes decided so far),
-    applied to the ``left`` still to decide; ``""`` when nothing is left or measured."""
-    if done <= 0 or left <= 0 or elapsed <= 0:
-        return ""
-    return f" ETA {format_eta(elapsed * left / done)}"
+def _prefixed(progress: Callable[[str], None], head: str, line: str) -> None:
+    progress(head + line)
 
 
 def resolve_options(df: DataFrame, table: str, given: Mapping[str, Any],
@@ -120,8 +117,11 @@ def run_pipeline(
     conf: Mapping[str, str] | None = None,
     spark: SparkSession | None = None,
     progress: Callable[[str], None] = _stderr,
+    progress_every: float = EVERY,
 ) -> dict[str, Any]:
-    """Run the pipeline; returns the summary (also written to OUT/summary.json)."""
+    """Run the pipeline; returns the summary (also written to OUT/summary.json).
+    ``progress`` takes every progress line; while a table is decided, the tasks done
+    are said every ``progress_every`` seconds (``_watch``; 0: never)."""
     options = dict(options or {})
     tables = present_tables(dataset)
     if not tables:
@@ -177,10 +177,13 @@ def run_pipeline(
                     if found is not None:
                         gather = Gathered.create(spark)
                         result = decide_messages(inputs[table], typed, gather=gather,
-                                                    surveyed=found)
+                                                 surveyed=found)
                     else:
                         result = op.operate(inputs[table], typed)
-                    result.write.parquet(os.path.join(tmp, table))
+                    head = f"pipeline {scenario} [{index}/{len(tables)}] {protocol}: deciding, "
+                    with watching(spark, functools.partial(_prefixed, progress, head),
+                                  progress_every):
+                        result.write.parquet(os.path.join(tmp, table))
             except TraceError:
                 if table == MESSAGES and decided_with:
                     # the error the per-class plan reports: time first, its first row
