@@ -48,6 +48,7 @@ depend on time for that). A crash row behind the clock crashes at the clock.
 from __future__ import annotations
 
 import json
+import warnings
 import zlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
@@ -207,7 +208,16 @@ class ColumnarProcessor(AtMostOnceProcessor):
         parts = [frame for frame in frames if len(frame)]
         if not parts:
             return
-        frame = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+        if len(parts) == 1:
+            frame = parts[0]
+        else:
+            with warnings.catch_warnings():
+                # pandas' notice that all-NA columns (``down`` in a file without crash
+                # rows) will count towards the dtype: ``_arrow_rows`` types every column
+                # by the contract afterwards, so either dtype gives the same table
+                warnings.filterwarnings("ignore", category=FutureWarning,
+                                        message="The behavior of DataFrame concatenation")
+                frame = pd.concat(parts, ignore_index=True)
         try:
             out = self.decide_columns(grouping_key(key), frame)
         except TimeboundError as exc:
