@@ -15,16 +15,6 @@ if .venv/bin/python scripts/compile_core.py build > .venv/compile-core.log 2>&1;
 else
   echo "compiled core: not built, the pure-Python core is used (.venv/compile-core.log)"
 fi
-# Headless Chromium renders the report in its screenshot tests (skipped without it):
-# installed with apt where apt is usable; the setup never fails for want of it.
-if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
-  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ] &&
-      { apt-get install -y -qq chromium >/dev/null 2>&1 ||
-        { apt-get update -qq >/dev/null 2>&1 &&
-          apt-get install -y -qq chromium >/dev/null 2>&1; }; }; then
-    echo "chromium: installed (apt-get install chromium)"
-  else
-    echo "chromium: not installed (needs apt-get as root); the report screenshot tests will be skipped"
-  fi
-fi
+# Headless Chromium for the report's screenshot tests (apt, where usable; never fatal).
+bash scripts/chromium.sh
 .venv/bin/timebound demo
