@@ -194,3 +194,22 @@ def test_spike_groups_count_the_hypothesis(tmp_path: Path) -> None:
     assert a["groups_over_h"] == 0 and 0.02 < a["spike_share"] < 0.09
     assert b["groups_over_h"] >= 15 and b["spike_share"] > 0.3
 
+
+
+def _reorder(offered: float, accepted: float) -> dict[str, Any]:
+    runs = _default()
+    for run in runs.values():
+        run.update(out_of_order_accepted=accepted, out_of_order_arrivals=offered)
+    return runs
+
+
+def test_theorem_2_with_nothing_offered_is_not_measured_here() -> None:
+    """Issue 31, item 3: a verdict only from data that can contradict it. With no
+    out-of-order arrival offered (and none accepted) the row says so instead of
+    "differs"; one accepted is a violation whatever was offered."""
+    theorem = "no duplicate and no out-of-order message"
+    assert _verdict(theorem, adaptive_runs=_reorder(3, 0)).startswith("agrees")
+    nothing = _verdict(theorem, adaptive_runs=_reorder(0, 0))
+    assert nothing.startswith("not measured here") and "offer none" in nothing, nothing
+    assert _verdict(theorem, adaptive_runs=_reorder(0, 1)).startswith("differs")
+    assert _verdict(theorem, adaptive_runs=_reorder(3, 1)).startswith("differs")
