@@ -6,10 +6,11 @@ The sessions start services in the background (``&``), which the runnable-exampl
 (tests/test_docs_examples.py) does not do, so they are run here, as a user at a terminal
 runs them, in a new empty folder:
 
-- a command ending in ``&`` (several on one line, each ending in ``&``) is its own
-  process, in its own process group, stdout and stderr together as on the terminal; it
-  is ready when it prints its ``listening on udp://...`` line (read, never slept for),
-  and the lines the doc shows under it are what it printed up to that line;
+- a command ending in ``&`` is its own process, in its own process group, stdout and
+  stderr together as on the terminal (the ``&`` commands of one line start together);
+  it is ready when it prints its ``listening on udp://...`` line (read, never slept
+  for, at most 60 s), and the lines the doc shows under it are what it printed up to
+  that line;
 - ``NAME=VALUE`` sets a shell variable for the commands after it (``$M``);
 - any other command runs through ``bash -c``, after the one before it. The lines the
   doc shows under it are its output (stdout and stderr together), then possibly lines
@@ -54,6 +55,7 @@ ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=\S*")
 class Command:
     text: str
     background: bool
+    line: int  # index of its ``$`` line in the block (several ``&`` share one)
     expected: list[str] = field(default_factory=list)
 
 
@@ -90,7 +92,7 @@ def _blocks() -> list[Block]:
 def _commands(body: list[str]) -> list[Command]:
     commands: list[Command] = []
     rows = iter(body)
-    for row in rows:
+    for number, row in enumerate(rows):
         if not row.startswith("$ "):
             assert commands, f"output before the first command: {row!r}"
             commands[-1].expected.append(row)
@@ -100,9 +102,10 @@ def _commands(body: list[str]) -> list[Command]:
             text += "\n" + next(rows)
         if text.rstrip().endswith("&"):
             assert "&&" not in text, text
-            commands += [Command(part.strip(), True) for part in text.split("&") if part.strip()]
+            commands += [Command(part.strip(), True, number)
+                         for part in text.split("&") if part.strip()]
         else:
-            commands.append(Command(text, False))
+            commands.append(Command(text, False, number))
     return commands
 
 
@@ -188,34 +191,35 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-def _start(command: Command, shown: str, folder: Path, env: dict[str, str],
-           back: dict[str, str], number: int) -> Background:
-    """Start ``command`` (ports replaced; ``shown``: as the doc writes it) and wait
-    until it is ready."""
+def _launch(text: str, shown: str, folder: Path, env: dict[str, str],
+            number: int) -> Background:
+    """Start ``text`` (the command, ports replaced; ``shown``: as the doc writes it) in
+    its own process group."""
     log = folder.parent / f"background-{number}.out"
     with open(log, "wb") as out:
-        process = subprocess.Popen(["bash", "-c", "exec " + command.text], cwd=folder,
+        process = subprocess.Popen(["bash", "-c", "exec " + text], cwd=folder,
                                    env=env, stdout=out, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, start_new_session=True)
-    started = Background(shown, process, log)
-    try:
-        deadline = time.monotonic() + DEADLINE_S
-        while not any(line.startswith(READY) for line in started.lines()):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"$ {shown} never got ready (exit {process.poll()}):\n"
-                                     + "\n".join(started.lines()))
-            time.sleep(0.02)
-        lines = started.lines()
-        started.seen = 1 + next(i for i, line in enumerate(lines) if line.startswith(READY))
-        if command.expected:
-            printed = _replace("\n".join(lines[:started.seen]), back)
-            assert output_matches(command.expected, printed), (
-                f"$ {shown} printed:\n{printed}\n--- the doc shows:\n"
-                + "\n".join(command.expected))
-    except BaseException:
-        _stop(process)
-        raise
-    return started
+    return Background(shown, process, log)
+
+
+def _ready(started: Background, expected: list[str], back: dict[str, str]) -> None:
+    """Wait until ``started`` prints its listening line; what it printed up to there
+    is what the doc shows under it (if the doc shows anything)."""
+    deadline = time.monotonic() + DEADLINE_S
+    while not any(line.startswith(READY) for line in started.lines()):
+        if started.process.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"$ {started.command} never got ready "
+                                 f"(exit {started.process.poll()}):\n"
+                                 + "\n".join(started.lines()))
+        time.sleep(0.02)
+    lines = started.lines()
+    started.seen = 1 + next(i for i, line in enumerate(lines) if line.startswith(READY))
+    if expected:
+        printed = _replace("\n".join(lines[:started.seen]), back)
+        assert output_matches(expected, printed), (
+            f"$ {started.command} printed:\n{printed}\n--- the doc shows:\n"
+            + "\n".join(expected))
 
 
 def _split(expected: list[str], output: str) -> int:
@@ -256,18 +260,26 @@ def test_the_session_prints_what_the_doc_shows(session: list[Block], tmp_path: P
     folder = tmp_path / "session"
     folder.mkdir()
     backgrounds: list[Background] = []
+    pending: list[tuple[Background, list[str]]] = []
     try:
         for block in session:
-            for command in block.commands:
+            for index, command in enumerate(block.commands):
                 text = _replace(command.text, mapping)
                 if ASSIGNMENT.fullmatch(text):
                     name, value = text.split("=", 1)
                     env[name] = value
                     continue
                 if command.background:
-                    backgrounds.append(_start(Command(text, True, command.expected),
-                                              command.text, folder, env, back,
-                                              len(backgrounds)))
+                    # the ``&`` commands of one line start together, then are waited for
+                    backgrounds.append(_launch(text, command.text, folder, env,
+                                               len(backgrounds)))
+                    pending.append((backgrounds[-1], command.expected))
+                    following = block.commands[index + 1:index + 2]
+                    if not (following and following[0].background
+                            and following[0].line == command.line):
+                        for started, expected in pending:
+                            _ready(started, expected, back)
+                        pending.clear()
                     continue
                 done = subprocess.run(["bash", "-c", text], cwd=folder, env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
