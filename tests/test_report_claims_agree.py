@@ -31,9 +31,15 @@ def page_rows(page: str) -> list[tuple[str, ...]]:
     live verdict) of every claim row shown."""
     out = []
     for cells, verdict, live, live_verdict in _ROW.findall(page):
-        shown = [html.unescape(c) for c in re.findall(r"<td>(.*?)</td>", cells)]
-        out.append((*shown, *(html.unescape(x) for x in (verdict, live, live_verdict))))
+        shown = [_text(c) for c in re.findall(r"<td>(.*?)</td>", cells)]
+        out.append((*shown, *(_text(x) for x in (verdict, live, live_verdict))))
     return out
+
+
+def _text(cell: str) -> str:
+    """A cell's text: a long one is folded in ``<details>`` (its summary, then the
+    rest), which the page shows on a click."""
+    return html.unescape(re.sub(r"<[^>]+>", "", cell))
 
 
 def table_rows(scenario: str, params: dict[str, str],

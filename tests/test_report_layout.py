@@ -167,6 +167,10 @@ def test_a_trend_over_the_grid_has_a_verdict(
 
 # -- headless Chromium: layout measured in the browser, one screenshot each --------
 
+#: The tallest a claims-table row may be in the 1200 px wide window (its claim and
+#: measured figures wrapped; unfolded "how it is measured" texts made rows 600+ px).
+CLAIM_ROW_MAX_PX = 240
+
 #: appended to a copy of the report: for every cell of a scrolling table, how many
 #: lines its text takes; for every image, whether it fits the page width.
 PROBE = """<script>
@@ -183,6 +187,8 @@ for (const box of document.querySelectorAll('.wide')) {
     if (tops.size > 1) out.wrapped.push(cell.textContent);
   }
 }
+out.claimRows = [...document.querySelectorAll('tr.claim')].map(
+  r => Math.round(r.getBoundingClientRect().height));
 const pre = document.createElement('pre');
 pre.id = 'probe';
 pre.style.display = 'none';
@@ -232,6 +238,10 @@ def test_sweep_report_in_chromium(swept: tuple[pathlib.Path, str, list[fig.Layou
     probe = _browse(swept[0], tmp_path, "sweep-report", 3000)
     assert probe["cells"] > 50 and probe["tables"] == probe["scrolls"] >= 2
     assert probe["wrapped"] == []
+    # the claims table reads at a glance: the long "how it is measured" texts are
+    # folded (a click shows them), so no row is taller than a few lines
+    rows = probe["claimRows"]
+    assert rows and max(rows) <= CLAIM_ROW_MAX_PX, rows
 
 
 def test_a_run_without_chromium_says_so_in_one_line(tmp_path: pathlib.Path) -> None:

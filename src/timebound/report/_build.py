@@ -324,10 +324,11 @@ def _verdicts(output: str, manifest: dict[str, Any], scenario: str) -> str:
     body = []
     for row in rows:
         cells = "".join(f"<td>{html.escape(x)}</td>" for x in (
-            row.paper, row.claim, row.published, row.measured, row.where))
-        live = html.escape(row.live_measured if row.live_where == "" else
-                           f"{row.live_measured} ({row.live_where})")
-        body.append(f"<tr class='claim'>{cells}{_verdict_cell(row.verdict)}"
+            row.paper, row.claim, row.published, row.measured))
+        live = html.escape(row.live_measured) + (
+            f" {_folded('(live: how it runs)', row.live_where)}" if row.live_where else "")
+        body.append(f"<tr class='claim'>{cells}<td>{_folded(*_run_label(row.where))}</td>"
+                    f"{_verdict_cell(row.verdict)}"
                     f"<td>{live}</td>{_verdict_cell(row.live_verdict)}</tr>")
     cols = "".join(f"<col class='c{i}'/>" for i in range(1, 9))
     return (f"<p class='note'>Verdicts from timebound.claims (the same code as "
@@ -338,6 +339,24 @@ def _verdicts(output: str, manifest: dict[str, Any], scenario: str) -> str:
             "<th>measured</th><th>scenario / run</th><th>verdict</th><th>live: measured"
             "</th><th>live: verdict</th></tr>"
             + "".join(body) + "</table>")
+
+
+def _run_label(where: str) -> tuple[str, str]:
+    """A claim's "scenario / run" text as (its label: the runs, up to the first ": ";
+    the rest: what is checked and when it differs)."""
+    head, sep, rest = where.partition(": ")
+    if not sep or len(head) > 80:
+        return where, ""
+    return head + ":", " " + rest
+
+
+def _folded(shown: str, more: str) -> str:
+    """``shown``, and ``more`` folded under it (a click shows it): the long texts of
+    the claims table keep its rows a few lines high."""
+    if not more:
+        return html.escape(shown)
+    return (f"<details><summary>{html.escape(shown)}</summary>{html.escape(more)}"
+            "</details>")
 
 
 def _verdict_cell(verdict: str) -> str:
@@ -524,6 +543,7 @@ td.other{color:#555}table.claims{width:100%;table-layout:fixed}
 table.claims col.c1{width:6%}table.claims col.c2{width:18%}table.claims col.c3{width:8%}
 table.claims col.c4{width:20%}table.claims col.c5{width:14%}table.claims col.c6{width:12%}
 table.claims col.c7{width:12%}table.claims col.c8{width:10%}
+table.claims summary{cursor:pointer}
 img{max-width:100%}"""
 
 
