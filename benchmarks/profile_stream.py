@@ -191,8 +191,10 @@ def _summed(folder: str) -> dict[str, float]:
     return total
 
 
-def profile(spark: Any, rows: int, connections: int, workdir: str) -> dict[str, Any]:
-    """One warm-up micro-batch, then the profiled one; milliseconds per phase."""
+def profile(spark: Any, rows: int, connections: int, workdir: str,
+            warm_up: bool = True) -> dict[str, Any]:
+    """One warm-up micro-batch (``--smoke``: none), then the profiled one; milliseconds
+    per phase."""
     from timebound.adapters.atmostonce import AtMostOnceOptions
     from timebound.core.atmostonce import ReceiverConfig
     from timebound.spark.traces._stream_atmostonce import with_classes
@@ -206,7 +208,7 @@ def profile(spark: Any, rows: int, connections: int, workdir: str) -> dict[str, 
     options = AtMostOnceOptions(ReceiverConfig("fixed", rho=RHO, gc_every=RHO), 1)
     checkpoint, sink = os.path.join(base, "ck"), os.path.join(base, "out")
     measured: dict[str, Any] = {}
-    for index in (0, 1):
+    for index in ((0, 1) if warm_up else (0,)):
         shutil.move(os.path.join(staged, f"{index:05d}.parquet"), source)
         timings = os.path.join(base, f"timings-{index}")
         os.makedirs(timings)
@@ -327,7 +329,7 @@ def main() -> None:
         results = []
         for c in [int(c) for c in args.connections.split(",")]:
             print(f"profile stream: {c:,} connections", file=sys.stderr, flush=True)
-            results.append(profile(spark, args.rows, c, workdir))
+            results.append(profile(spark, args.rows, c, workdir, warm_up=not args.smoke))
         first = int(args.connections.split(",")[0])
         batches = 1 if args.smoke else 4
         table = engines(spark, args.rows, first, args.repeats, workdir, batches,
