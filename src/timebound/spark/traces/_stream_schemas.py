@@ -15,28 +15,19 @@ source's ``_file`` and ``_line``. Outputs:
 
 from __future__ import annotations
 
-from pyspark.sql.types import (
-    BooleanType,
-    DataType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
+from pyspark.sql.types import BooleanType, DataType, LongType, StringType, StructType
 
 from timebound.contract import INPUT_TABLES
 from timebound.spark.traces._rows import FILE_COLUMN, LINE_COLUMN
-from timebound.sparkutil import spark_types
-
-_TYPES: dict[str, DataType] = spark_types()
+from timebound.spark.traces.schemas import SPARK_TYPES, struct
 
 
 def _struct(columns: list[tuple[str, DataType]]) -> StructType:
-    return StructType([StructField(name, kind, nullable=True) for name, kind in columns])
+    return struct(*columns)
 
 
 def input_columns(table: str) -> list[tuple[str, DataType]]:
-    return [(c.name, _TYPES[c.type]) for c in INPUT_TABLES[table].columns]
+    return [(c.name, SPARK_TYPES[c.type]) for c in INPUT_TABLES[table].columns]
 
 
 def source_schema(table: str) -> StructType:
