@@ -356,9 +356,9 @@ def test_columns_are_checked_before_any_job(spark: Any, tmp_path: Path, schema: 
 @pytest.mark.spark
 @pytest.mark.parametrize(("row", "column", "reason"), [
     (("u1", 0, 5, "a"), "sent", "ts must be >= 1"),
-    ((None, 3, 5, "a"), "user", "a null or empty identifier"),
+    ((None, 3, 5, "a"), "user", "conn must not be null"),
     (("u1", 3, -1, "a"), "recv", "at must be >= 0"),
-    (("u1", 3, 5, ""), "node", "a null or empty identifier"),
+    (("u1", 3, 5, ""), "node", "receiver must not be empty"),
 ])
 def test_bad_rows_stop_the_job_naming_the_column(spark: Any, row: tuple[Any, ...],
                                                  column: str, reason: str) -> None:

@@ -206,3 +206,34 @@ def test_cli_stream_merge_timers_flush_the_tail_and_are_locked(spark: Any, tmp_p
                      MergeOptions(2, 3, "rc"), spark=spark, out=io.StringIO())
     assert str(raised.value).startswith(f"--timers: the checkpoint {tmp_path / 'ck'} was "
                                         "started with processing, not none")
+
+
+@pytest.mark.spark
+def test_a_merge_stream_restarted_with_another_delta_is_refused(spark: Any,
+                                                                tmp_path: Path) -> None:
+    """The checkpoint locks the merge's options (``timebound.spark._lock``): the same
+    options restart and go on; another ``delta`` is refused before anything is
+    decided, naming it and both values."""
+    from timebound.spark import causal_merge, typed_errors
+
+    rows = rows_in_order()
+    write_files(tmp_path / "in", rows[:60], parts=1)
+
+    def run(**change: Any) -> list[Any]:
+        got: list[Any] = []
+        stream = spark.readStream.schema(SCHEMA).json(str(tmp_path / "in"))
+        out = causal_merge(stream, **{**KW, "timers": "none", **change})
+        query = out.writeStream.foreachBatch(lambda df, _id: got.extend(df.collect())) \
+            .option("checkpointLocation", str(tmp_path / "ck")) \
+            .trigger(availableNow=True).start()
+        with typed_errors():
+            query.awaitTermination()
+        return got
+
+    assert run()
+    (tmp_path / "in" / "part1.json").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows[60:80]))
+    with pytest.raises(UsageError, match=r"^delta: this checkpoint was started with 2, "
+                                         r"got 5"):
+        run(delta=5)
+    assert run()  # the same options: the new file's arrivals are decided

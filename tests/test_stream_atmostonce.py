@@ -191,25 +191,24 @@ def test_malformed_row_names_file_line_and_field(spark: Any, tmp_path: Path) -> 
     assert not sink.exists() or not os.listdir(sink)  # no half-written batch left
 
 
-def test_processor_with_tws_tester() -> None:
-    """The processor without a stream: state survives between calls for a key, and
-    each key is its own receiver."""
-    from pyspark.sql import Row
-    from pyspark.sql.streaming.tws_tester import TwsTester
-
+def test_processor_keeps_each_keys_receiver_between_batches() -> None:
+    """The processor without a stream: the key's state survives between micro-batches,
+    and each key is its own receiver."""
+    from tests.test_stream_columnar import State
     from timebound.spark.traces._stream_atmostonce import AtMostOnceProcessor
 
-    tester = TwsTester(AtMostOnceProcessor(options(["--rho", "10", "--gc-every", "5"])))
+    processor = AtMostOnceProcessor(options(["--rho", "10", "--gc-every", "5"]))
+    states = {("r1", "s1", 0): State(), ("r1", "s2", 0): State()}
 
     def feed(key: tuple[str, str, int], rows: list[dict[str, Any]]) -> list[str]:
+        processor.state = states[key]  # type: ignore[assignment]
         base = {"run": key[0], "seq": None, "down": None, "original": None,
                 "_file": "f", "_line": 1}
-        out = tester.test(key, [Row(**{**base, **r}) for r in rows])
-        return [r["verdict"] for r in out]
+        return [r["verdict"] for r in processor.decide(key, [{**base, **r} for r in rows])]
 
     key = ("r1", "s1", 0)
     msg = {"type": "msg", "receiver": "s1", "conn": "c1"}
     assert feed(key, [{**msg, "ts": 3, "at": 4}]) == ["accepted"]
     assert feed(key, [{**msg, "ts": 3, "at": 6}]) == ["duplicate"]  # restored table
     assert feed(("r1", "s2", 0), [{**msg, "receiver": "s2", "ts": 3, "at": 6}]) == ["accepted"]
-    assert tester.peekValueState("receiver", key) is not None
+    assert states[key].value is not None

@@ -6,10 +6,25 @@ Drivers never import each other, so what both need lives here, a leaf helper bes
 
 Errors: a ``TimeboundError`` raised inside a Spark task (a malformed row met by a
 source or a row adapter) reaches the driver as an opaque Spark exception. ``marked``
-wraps it in a plain exception whose message carries the typed error between two marks;
-``rebuild`` finds the mark in any text (the exception's message, the JVM's trace) and
-``translate_errors`` re-raises the typed error on the driver, so the CLI prints its one
-line and exits 2.
+wraps it in a plain exception whose message is one sentence a user reads as it is
+(``carried``), which is also an exact encoding of the typed error:
+
+- ``timebound TraceError: 'SOURCE', line N, field 'FIELD': "REASON"``
+- ``timebound SchemaError: table 'TABLE', column 'COLUMN': "REASON"``
+- ``timebound UsageError: option 'OPTION': "REASON"``
+- ``timebound NAME: "MESSAGE"`` (any other ``TimeboundError``, ``NAME`` its class)
+
+Names are quoted as ``repr`` quotes them (``'...'``, or ``"..."`` when the name holds a
+``'`` and no ``"``), reasons always with ``"``; inside the quotes a backslash escapes a
+backslash, the quote, and every character that is not printable (``\\n``, ``\\r``,
+``\\t``, ``\\xhh``, ``\\uhhhh``, ``\\Uhhhhhhhh``), so the sentence is one line and ends
+at its closing quote whatever the text holds (``quoted``, ``unquoted``).
+``quoted_column`` quotes a Spark string column with ``"`` (the row checks' reasons,
+built by Spark for ``timebound.spark``'s ``raise_error``), escaping the backslash,
+``"``, the tab and what ends a line. ``rebuild`` finds the sentence in any text (the
+exception's message, the JVM's trace, Spark's ``[USER_RAISED_EXCEPTION] ...
+SQLSTATE: P0001``) and undoes the quoting; ``translate_errors`` re-raises the typed
+error on the driver, so the CLI prints its one line and exits 2.
 
 Session options: ``parse_conf`` turns the ``--conf KEY=VALUE`` items of both drivers'
 commands into a dict; ``check_master`` refuses a ``--master`` that is not a Spark master
@@ -38,7 +53,6 @@ task that is not one of our typed errors stays a bug of ours (the CLI's internal
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
@@ -52,45 +66,121 @@ from typing import Any
 
 from timebound.errors import SchemaError, TimeboundError, TraceError, UsageError
 
-__all__ = ["MARK", "check_master", "marked", "parse_conf", "rebuild", "spark_failure",
-           "spark_reason", "start_session", "stop_quietly", "stopped_after",
-           "translate_errors"]
+__all__ = ["MARK", "carried", "check_master", "marked", "parse_conf", "quoted",
+           "quoted_column", "rebuild", "schema_head", "spark_failure", "spark_reason",
+           "start_session", "stop_quietly", "stopped_after", "translate_errors",
+           "unquoted"]
 
 #: The Spark master a command uses without ``--master``.
 DEFAULT_MASTER = "local[*]"
-MARK = "@@timebound-error@@"
+#: How every carried error's sentence starts (``carried``; ``rebuild`` looks for it).
+MARK = "timebound "
 #: The state store provider ``transformWithState`` needs (the stream and the library).
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-_MARKED = re.compile(re.escape(MARK) + r"(.*?)" + re.escape(MARK), re.S)
+#: A quoted text as ``quoted`` writes it (either quote; a backslash escapes one char).
+_QUOTED = r"""(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")"""
+_CARRIED = re.compile(
+    r"timebound (?:"
+    rf"TraceError: (?P<source>{_QUOTED}), line (?P<line>-?\d+), field (?P<field>{_QUOTED})"
+    rf": (?P<trace>{_QUOTED})"
+    rf"|SchemaError: table (?P<table>{_QUOTED}), column (?P<column>{_QUOTED})"
+    rf": (?P<schema>{_QUOTED})"
+    rf"|UsageError: option (?P<option>{_QUOTED}): (?P<usage>{_QUOTED})"
+    rf"|[A-Za-z_]\w*: (?P<other>{_QUOTED}))")
+#: The quote of reasons and messages.
+_Q = '"'
+_NAMED = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", re.S)
+_UNNAMED = {"n": "\n", "r": "\r", "t": "\t"}
+#: The characters ``quoted_column`` escapes besides the backslash and ``"``: the tab
+#: and those that end a line (``str.splitlines``), so Spark's message stays one line.
+LINE_BREAKS = "\n\r\t\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def _escaped(char: str) -> str:
+    if char in _NAMED:
+        return _NAMED[char]
+    if char.isprintable():
+        return char
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else (
+        f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+
+
+def quoted(text: str, quote: str | None = None) -> str:
+    """``text`` between quotes, one line, as ``repr`` would write it: ``quote``, or
+    without one ``'`` (``"`` when ``text`` holds a ``'`` and no ``"``); a backslash
+    escapes a backslash, the quote and each character that is not printable. ``unquoted``
+    undoes it."""
+    if quote is None:
+        quote = '"' if "'" in text and '"' not in text else "'"
+    body = "".join("\\" + c if c == quote else _escaped(c) for c in text)
+    return quote + body + quote
+
+
+def unquoted(text: str) -> str:
+    """What ``quoted`` (or ``quoted_column``) turned into ``text`` (its quotes
+    included)."""
+    def one(match: re.Match[str]) -> str:
+        escape = match.group(1)
+        if len(escape) > 1:
+            return chr(int(escape[1:], 16))
+        return _UNNAMED.get(escape, escape)
+
+    return _ESCAPE.sub(one, text[1:-1])
+
+
+def quoted_column(text: Any) -> Any:
+    """A Spark string column ``text`` quoted with ``"`` (``quoted``'s escapes for the
+    backslash, ``"`` and ``LINE_BREAKS``; other characters as they are), for a reason
+    Spark builds from a row (pyspark imported here, when called)."""
+    from pyspark.sql import functions as F
+
+    for char in "\\\"" + LINE_BREAKS:
+        escape = "\\" + char if char in "\\\"" else _escaped(char)
+        text = F.replace(text, F.lit(char), F.lit(escape))
+    return F.concat(F.lit('"'), text, F.lit('"'))
+
+
+def carried(exc: TimeboundError) -> str:
+    """The one sentence that says ``exc`` and that ``rebuild`` reads back as it:
+    ``timebound SchemaError: table 'DataFrame', column 'sent': "ts must not be null
+    (row with user = u1, sent = null, at = 5)"``."""
+    if isinstance(exc, TraceError):
+        return (f"{MARK}TraceError: {quoted(exc.source)}, line {int(exc.line)}, field "
+                f"{quoted(exc.field)}: {quoted(exc.reason, _Q)}")
+    if isinstance(exc, SchemaError):
+        return schema_head(exc.table, exc.column) + quoted(exc.reason, _Q)
+    if isinstance(exc, UsageError):
+        return f"{MARK}UsageError: option {quoted(exc.option)}: {quoted(exc.reason, _Q)}"
+    return f"{MARK}{type(exc).__name__}: {quoted(str(exc), _Q)}"
+
+
+def schema_head(table: str, column: str) -> str:
+    """What ``carried`` writes of a ``SchemaError`` before its quoted reason."""
+    return f"{MARK}SchemaError: table {quoted(table)}, column {quoted(column)}: "
 
 
 def marked(exc: TimeboundError) -> RuntimeError:
-    """A plain exception carrying ``exc`` in its message (``rebuild`` undoes it)."""
-    payload: list[object]
-    if isinstance(exc, TraceError):
-        payload = ["trace", exc.source, exc.line, exc.field, exc.reason]
-    elif isinstance(exc, SchemaError):
-        payload = ["schema", exc.table, exc.column, exc.reason]
-    elif isinstance(exc, UsageError):
-        payload = ["usage", exc.option, exc.reason]
-    else:
-        payload = ["other", str(exc)]
-    return RuntimeError(MARK + json.dumps(payload) + MARK)
+    """A plain exception whose message is ``carried(exc)`` (``rebuild`` undoes it)."""
+    return RuntimeError(carried(exc))
 
 
 def rebuild(text: str) -> TimeboundError | None:
-    """The typed error ``marked`` put in ``text`` (anywhere in it), or None."""
-    match = _MARKED.search(text)
+    """The typed error ``carried`` wrote in ``text`` (anywhere in it: the first), or
+    None."""
+    match = _CARRIED.search(text)
     if match is None:
         return None
-    kind, *rest = json.loads(match.group(1))
-    if kind == "trace":
-        return TraceError(*rest)
-    if kind == "schema":
-        return SchemaError(*rest)
-    if kind == "usage":
-        return UsageError(*rest)
-    return TimeboundError(*rest)
+    got = {key: unquoted(value) for key, value in match.groupdict().items()
+           if value is not None and key != "line"}
+    if match.group("trace") is not None:
+        return TraceError(got["source"], int(match.group("line")), got["field"], got["trace"])
+    if match.group("schema") is not None:
+        return SchemaError(got["table"], got["column"], got["schema"])
+    if match.group("usage") is not None:
+        return UsageError(got["option"], got["usage"])
+    return TimeboundError(got["other"])
 
 
 @contextlib.contextmanager

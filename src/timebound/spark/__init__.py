@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from timebound.errors import MissingExtra, UsageError
+from timebound.errors import MissingExtra, SchemaError, UsageError
 from timebound.sparkutil import translate_errors as typed_errors
 
 try:
@@ -32,15 +32,15 @@ try:
 except ImportError:  # pragma: no cover - the extra is missing
     raise MissingExtra("timebound.spark", "spark", "pyspark") from None
 
-from timebound.spark._check import columns, options
+from timebound.spark._check import columns, locked, options
 
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Sequence
 
     from pyspark.sql import DataFrame
 
-__all__ = ["at_most_once", "causal_merge", "causal_stamp", "slotted", "stability",
-           "typed_errors"]
+__all__ = ["SchemaError", "UsageError", "at_most_once", "causal_merge", "causal_stamp",
+           "slotted", "stability", "typed_errors"]
 
 
 def at_most_once(
@@ -62,7 +62,7 @@ def at_most_once(
     latest_every: int | None = None,
     recovery_grace: int = 0,
     classes: int = 1,
-    reorder_window: int = 1,
+    reorder_window: int = 8,
 ) -> DataFrame:
     """SCMP at-most-once verdicts for the rows of ``df`` (docs/spark.md).
 
@@ -76,7 +76,9 @@ def at_most_once(
     ``estimator`` ``fixed`` (``rho``, ``gc_every``), ``unlimited`` (``gc_every``) or
     ``limited`` (``window``, ``spikes``, ``p``); ``resilient`` with ``beta`` and
     ``latest_every`` (and ``recovery_grace``); ``classes``: hash classes per receiver;
-    ``reorder_window``: timestamps kept per connection (1: SCMP's rule).
+    ``reorder_window``: timestamps kept per connection (default 8: a message overtaken
+    by up to 7 later ones of its connection is accepted; 1: SCMP's rule, the commands'
+    default, so ``--reorder-window 8`` gives the replay this default's verdicts).
 
     Returns every row of ``df`` with all its columns plus ``verdict`` (``accepted``,
     ``duplicate``, ``stale``, ``early``), ``rho`` and ``entries`` (longs), and on a
@@ -94,7 +96,7 @@ def at_most_once(
     if df.isStreaming:
         from timebound.spark import _stream
 
-        return _stream.decide(df, cols, opts)
+        return _stream.decide(df, cols, opts, locked(opts, cols, df.schema))
     from timebound.spark import _batch
 
     return _batch.decide(df, cols, opts)

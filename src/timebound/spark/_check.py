@@ -11,8 +11,13 @@ of a type the operator cannot use, or already named like one the operator adds i
 
 Then the row checks Spark runs as it reads the rows (``guarded``): a null, an empty
 string, a ``ts`` below 1 or an ``at`` below 0 -- what ``timebound replay`` refuses --
-stops the job with Spark's ``raise_error`` carrying the same ``SchemaError`` (marked as
-``timebound.sparkutil`` marks errors, so ``typed_errors`` raises it again as itself).
+stops the job with Spark's ``raise_error`` carrying the same ``SchemaError``, written
+as ``timebound.sparkutil.carried`` writes errors: the message a user reads without
+``typed_errors`` is one sentence, ``timebound SchemaError: table 'DataFrame', column
+'sent': "ts must not be null (row with user = u1, sent = null, at = 5)"`` (Spark puts
+``[USER_RAISED_EXCEPTION]`` before it and ``SQLSTATE: P0001`` after it), and
+``typed_errors`` raises it again as itself. A null reads ``<role> must not be null``,
+an empty identifier ``<role> must not be empty``.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.errors import SchemaError, UsageError
-from timebound.sparkutil import MARK
+from timebound.sparkutil import quoted_column, schema_head
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -77,6 +82,20 @@ class Columns:
         named = [("conn", self.conn), ("ts", self.ts), ("at", self.at),
                  ("receiver", self.receiver), ("order", self.order)]
         return [(role, name) for role, name in named if name is not None]
+
+
+def locked(opts: AtMostOnceOptions, cols: Columns, schema: StructType) -> dict[str, Any]:
+    """What decides a stream's keys and verdicts, for its checkpoint's lock: every
+    option under its keyword, then each role's column as [name, type] (None: not
+    given)."""
+    import dataclasses
+
+    fields: dict[str, Any] = dataclasses.asdict(opts.receiver)
+    fields["classes"] = opts.classes
+    for role in ("conn", "ts", "at", "receiver", "order"):
+        name = getattr(cols, role)
+        fields[role] = None if name is None else [name, schema[name].dataType.simpleString()]
+    return fields
 
 
 def _integral(kind: DataType) -> bool:
@@ -187,17 +206,19 @@ def _hashable(kind: DataType) -> bool:
 
 
 def _fail(name: str, reason: Column) -> Column:
-    """Spark's ``raise_error`` with the marked ``SchemaError`` naming ``name``."""
+    """Spark's ``raise_error`` with the ``SchemaError`` naming ``name`` and ``reason``
+    as ``sparkutil.carried`` writes it (one sentence; ``typed_errors`` reads it back)."""
     from pyspark.sql import functions as F
 
-    payload = F.to_json(F.array(F.lit("schema"), F.lit(TABLE), F.lit(name), reason))
-    return F.raise_error(F.concat(F.lit(MARK), payload, F.lit(MARK)))
+    return F.raise_error(F.concat(F.lit(schema_head(TABLE, name)), quoted_column(reason)))
 
 
 def _shown(value: Column) -> Column:
+    """A row's value as the reason shows it: ``null``, ``''`` (empty), or as a string."""
     from pyspark.sql import functions as F
 
-    return F.coalesce(value.cast("string"), F.lit("null"))
+    text = value.cast("string")
+    return F.when(text == "", F.lit("''")).otherwise(F.coalesce(text, F.lit("null")))
 
 
 def prepared(df: DataFrame, cols: Columns, classes: int) -> DataFrame:
@@ -209,20 +230,30 @@ def prepared(df: DataFrame, cols: Columns, classes: int) -> DataFrame:
         F.concat(F.lit(f"{name} = "), _shown(col(name)))
         for name in dict.fromkeys(n for _, n in cols.roles())]), F.lit(")"))
 
-    def checked(name: str, bad: Column, reason: str, value: Column) -> Column:
-        return F.when(bad, _fail(name, F.concat(F.lit(reason), where))).otherwise(value)
+    def checked(name: str, value: Column, *refused: tuple[Column, str]) -> Column:
+        """``value``, or the first of ``refused``'s (bad, reason) that holds stops the job."""
+        test: Column | None = None
+        for bad, reason in refused:
+            fail = _fail(name, F.concat(F.lit(reason), where))
+            test = F.when(bad, fail) if test is None else test.when(bad, fail)
+        assert test is not None
+        return test.otherwise(value)
 
-    def ident(name: str) -> Column:
+    def ident(role: str, name: str) -> Column:
         value = col(name).cast("string")
-        return checked(name, value.isNull() | (value == ""),
-                       "a null or empty identifier", value)
+        return checked(name, value, (value.isNull(), f"{role} must not be null"),
+                       (value == "", f"{role} must not be empty"))
 
-    receiver = F.lit(ONE_RECEIVER) if cols.receiver is None else ident(cols.receiver)
-    conn = ident(cols.conn)
-    ts = checked(cols.ts, col(cols.ts).isNull() | (col(cols.ts) < 1), "ts must be >= 1",
-                 col(cols.ts).cast("long"))
-    at = checked(cols.at, col(cols.at).isNull() | (col(cols.at) < 0), "at must be >= 0",
-                 col(cols.at).cast("long"))
+    def ticks(role: str, name: str, least: int) -> Column:
+        return checked(name, col(name).cast("long"),
+                       (col(name).isNull(), f"{role} must not be null"),
+                       (col(name) < least, f"{role} must be >= {least}"))
+
+    receiver = (F.lit(ONE_RECEIVER) if cols.receiver is None
+                else ident("receiver", cols.receiver))
+    conn = ident("conn", cols.conn)
+    ts = ticks("ts", cols.ts, 1)
+    at = ticks("at", cols.at, 0)
     hashed = [col(f.name) for f in df.schema.fields if _hashable(f.dataType)]
     tie = F.xxhash64(*hashed) if hashed else F.lit(0).cast("long")
     out = df.select("*", receiver.alias(RECEIVER), conn.alias(CONN), ts.alias(TS),
@@ -231,14 +262,17 @@ def prepared(df: DataFrame, cols: Columns, classes: int) -> DataFrame:
 
 
 def sort_order(cols: Columns) -> list[Column]:
-    """A receiver's rows in ``at`` order; ties by ``order`` (nulls first), then ``ts``,
-    then ``conn`` (as a string), then ``xxhash64`` of the row (``TIE``)."""
-    from pyspark.sql import functions as F
+    """A receiver's rows in decision order (``_order.DECISION_ORDER``: ``at``, then
+    ``order`` nulls first, ``ts``, ``conn`` as a string, the row hash ``TIE``)."""
+    from timebound.spark._order import spark_keys
 
-    keys = [F.col(AT).asc()]
-    if cols.order is not None:
-        keys.append(col(cols.order).asc_nulls_first())
-    return keys + [F.col(TS).asc(), F.col(CONN).asc(), F.col(TIE).asc()]
+    return spark_keys(working_names(cols))
+
+
+def working_names(cols: Columns) -> dict[str, str | None]:
+    """Role -> the column that carries it once ``prepared`` ran (the working columns,
+    and the caller's ``order`` column)."""
+    return {"at": AT, "order": cols.order, "ts": TS, "conn": CONN, "tie": TIE}
 
 
 def added_schema(schema: StructType, streaming: bool) -> StructType:

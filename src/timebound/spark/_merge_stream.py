@@ -19,10 +19,18 @@ arrivals (``tick``: the wall-clock length of one ``at`` tick), so a buffered mes
 is delivered once its deadline has passed even when no new arrival comes;
 ``"none"``: only arrivals move it, and the rows are the batch operator's minus those
 still buffered. Event-time timers are not offered (the processor's docstring says why).
+
+Restart safety (``_lock``): the options, ``timers`` and ``tick``, the role columns
+with their types and the engine are locked into the query's checkpoint at its first
+start; a restart that differs is refused before an arrival or a timer is handled.
+The lock token is the first column of the operator's input, where the query's plan
+text names it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
@@ -31,18 +39,22 @@ from pyspark.sql.types import BooleanType, StructField, StructType
 from timebound.adapters.merge import MergeOptions
 from timebound.durations import parse_duration
 from timebound.errors import SchemaError, TimeboundError, TraceError, UsageError
+from timebound.spark import _lock
 from timebound.spark._check import PREFIX, TABLE, _hashable, col
 from timebound.spark._groups import Role
 from timebound.spark._merge import _ties, added_fields
 from timebound.spark._stream import use_rocksdb
 from timebound.spark.traces._rows import FILE_COLUMN, LINE_COLUMN
 from timebound.spark.traces._stream_merge import TIME_MODES, TIMERS, Arrival, MergeProcessor
+from timebound.sparkutil import marked
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
 #: The caller's row, carried whole; the row hash (last tie-break); the merger key.
 ROW, TIE, KEY = PREFIX + "row", PREFIX + "tie", PREFIX + "merger"
+#: The engine a merge stream runs, locked into its checkpoint.
+ENGINE = "row"
 
 
 def timer_options(timers: object, tick: object) -> tuple[str, int]:
@@ -70,7 +82,7 @@ class CallerMergeProcessor(MergeProcessor):
     """``MergeProcessor`` over the caller's rows (module docstring)."""
 
     def __init__(self, options: MergeOptions, roles: tuple[Role, ...], timers: str,
-                 tick_us: int, row_schema: StructType) -> None:
+                 tick_us: int, row_schema: StructType, token: str) -> None:
         super().__init__(options, timers, tick_us)
         #: replay field -> (working column, kind); the caller's column (for errors)
         self.fields = {role.keyword: (PREFIX + "f_" + role.keyword, role.kind)
@@ -81,9 +93,30 @@ class CallerMergeProcessor(MergeProcessor):
         self.order = "order" in self.columns
         self.pending_schema = StructType([StructField("row", row_schema, True),
                                           StructField("late", BooleanType(), True)])
+        self.token = token
+        self.checked = False
 
     def merger_name(self, key: tuple[Any, ...]) -> str:
         return str(key[0])
+
+    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any
+                        ) -> Iterator[Any]:
+        self._restart_checked()
+        yield from super().handleInputRows(key, rows, timerValues)
+
+    def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any
+                           ) -> Iterator[Any]:
+        self._restart_checked()
+        yield from super().handleExpiredTimer(key, timerValues, expiredTimerInfo)
+
+    def _restart_checked(self) -> None:
+        """The checkpoint's lock agrees (``_lock``), before anything is decided."""
+        if not self.checked:
+            try:
+                _lock.verdict(self.token)
+            except TimeboundError as exc:
+                raise marked(exc) from None
+            self.checked = True
 
     def arrivals(self, key: tuple[Any, ...], rows: list[Any]) -> list[Arrival]:
         decoded = []
@@ -125,7 +158,14 @@ def merge(df: DataFrame, options: MergeOptions, roles: tuple[Role, ...], timers:
     working = [col(by_keyword["merger"].column).cast("string").alias(KEY)]
     working += [col(role.column).alias(PREFIX + "f_" + role.keyword)
                 for role in by_keyword.values() if role.keyword != "merger"]
-    processor = CallerMergeProcessor(options, roles, timers, tick_us, df.schema)
-    keyed = df.select(*working, tie.alias(TIE), row)
+    fields: dict[str, Any] = {**dataclasses.asdict(options), "timers": timers,
+                              "tick_us": tick_us}
+    for role in roles:
+        fields[role.keyword] = None if role.column is None else [
+            role.column, df.schema[role.column].dataType.simpleString()]
+    token = _lock.register(df.sparkSession, "causal_merge", {**fields, "engine": ENGINE})
+    processor = CallerMergeProcessor(options, roles, timers, tick_us, df.schema, token)
+    # the token first among the columns: Spark's plan text names it (``_lock``)
+    keyed = df.select(F.lit(True).alias(token), *working, tie.alias(TIE), row)
     return keyed.groupBy(KEY).transformWithState(processor, output_schema(df.schema),
                                                  "Append", TIME_MODES[timers])

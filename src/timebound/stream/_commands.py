@@ -104,7 +104,7 @@ def stream_atmostonce(source: str, checkpoint: str, sink: str, options: AtMostOn
     from timebound.spark.traces import stream_accepted as accepted
     from timebound.spark.traces import stream_verdicts as verdicts
 
-    return _run("messages", lambda df, engine: verdicts(df, options, engine), source,
+    return _run("messages", lambda df, _: verdicts(df, options), source,
                 checkpoint, sink, engine=GROUPED,
                 trigger=trigger, max_files=max_files, master=master, conf=conf or {},
                 spark=spark, out=out, stop=stop, main="verdicts",

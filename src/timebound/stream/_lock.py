@@ -18,8 +18,10 @@ shuffle partitions are frozen by Spark itself, see ``_run.prepare_session``).
 A checkpoint with no planned micro-batch (no ``offsets/`` folder: Spark never ran a
 batch from it, the sink holds nothing of it) takes the new options: the lock is
 rewritten. A checkpoint with batches and no lock (written before this file existed)
-adopts the options of the start that finds it. tests/test_stream_options_lock.py
-pins each case.
+adopts the options of the start that finds it, except at-most-once's: such a
+checkpoint ran the retired row engine and is refused, as is one whose lock names a
+retired engine (``_retired``). tests/test_stream_options_lock.py and
+tests/test_stream_engine.py pin each case.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from timebound.errors import UsageError
 
 LOCK_NAME = "timebound-options.json"
 #: The stateful operator of a checkpoint whose lock names none (written before there
-#: was a choice).
+#: was a choice). Like ``columnar``, it is retired: such a checkpoint is refused.
 LEGACY_ENGINE = "row"
 #: Bumped if the lock's layout changes; a lock of another version is refused.
 LOCK_VERSION = 1
@@ -67,23 +69,23 @@ def lock_query(checkpoint: str, protocol: str, options: dict[str, Any], source: 
     (module docstring). ``checkpoint``, ``source`` and ``sink`` are absolute paths.
 
     ``engine``: the stateful operator a fresh checkpoint gets (atmostonce: ``grouped``,
-    ``applyInPandasWithState``; ``columnar``, ``transformWithStateInPandas``, is what
-    checkpoints started by the previous version name). Returns the one the checkpoint
-    was started with --
-    a checkpoint whose lock does not name one (or that has no lock) was started by the
-    row-at-a-time operator, ``row``, and keeps it: Spark refuses to restart a query's
-    state under another operator."""
+    ``applyInPandasWithState``, the one engine). Returns it. A checkpoint started by a
+    retired engine -- ``columnar`` (``transformWithStateInPandas``), or ``row``
+    (``transformWithState``: a lock that names no engine, or no lock) -- is refused in
+    one line that says what to do: Spark restarts a query's state only under the
+    operator that wrote it, and this version runs only ``engine``."""
     wanted: dict[str, Any] = {"version": LOCK_VERSION, "protocol": protocol,
                               "options": options, "--source": source, "--sink": sink}
     path = os.path.join(checkpoint, LOCK_NAME)
     started = os.path.isdir(os.path.join(checkpoint, "offsets"))
     saved = _read(path) if started else None
     if saved is None:
-        chosen = None if engine is None else engine if not started else LEGACY_ENGINE
-        if chosen is not None:
-            wanted["engine"] = chosen
+        if started and engine is not None:
+            _retired(checkpoint, LEGACY_ENGINE, engine)
+        if engine is not None:
+            wanted["engine"] = engine
         _write(checkpoint, path, wanted)
-        return chosen
+        return engine
     refuse = "; use a new --checkpoint or the same options"
     if saved.get("version") != LOCK_VERSION or not isinstance(saved.get("options"), dict):
         raise UsageError("--checkpoint", f"{path} was not written by this version of "
@@ -102,7 +104,20 @@ def lock_query(checkpoint: str, protocol: str, options: dict[str, Any], source: 
     if extra:
         raise UsageError(extra[0], f"the checkpoint {checkpoint} was started with "
                                    f"{_show(old[extra[0]])}, not none{refuse}")
-    return None if engine is None else str(saved.get("engine", LEGACY_ENGINE))
+    if engine is None:
+        return None
+    started_by = str(saved.get("engine", LEGACY_ENGINE))
+    if started_by != engine:
+        _retired(checkpoint, started_by, engine)
+    return engine
+
+
+def _retired(checkpoint: str, started_by: str, engine: str) -> None:
+    raise UsageError("--checkpoint", f"the checkpoint {checkpoint} was started by the "
+                     f"'{started_by}' engine of an earlier timebound, which this version "
+                     f"no longer runs (it runs '{engine}'); start again with a new "
+                     f"--checkpoint and a new --sink (the new query reads the source "
+                     f"folder from its start)")
 
 
 def _read(path: str) -> dict[str, Any] | None:

@@ -1,40 +1,69 @@
-"""``timebound bench stream``: our streaming at-most-once against Spark's built-in
-``withWatermark(...).dropDuplicatesWithinWatermark(["receiver","conn","ts"])``.
+"""``timebound bench stream``: the library's streaming ``at_most_once`` against Spark's
+built-in ``withWatermark(...).dropDuplicatesWithinWatermark(...)``, on the path a data
+engineer takes: Spark's own file source, the user's own column names, the user's sink.
 
-Per (connections, batch rows) cell one generated ``messages`` stream (``generate``):
-4 receivers, 10% resent copies, half of them 2-3 micro-batches after their original
-(later than the built-in's watermark delay and than its state eviction), written as one
-Parquet file per micro-batch. Both sides read it with the same source (the stream
-driver's trace-file source, one file per trigger), write each micro-batch with the same
-``foreachBatch`` Parquet writer, and keep their state in the same RocksDB state store:
+Per (connections, batch rows) cell one generated stream (``generate``) of payment-like
+rows under a flat schema of the user's (``SCHEMA``: ``region, account, sent_ms,
+received_ms, amount, note``; 4 regions, an account always in one region), written as one
+Parquet file per micro-batch in ``received_ms`` order (the files' modification times
+in that order, which is the order Spark's file source takes them in). About 3% of the
+messages arrive late (2-3 micro-batches after they were sent, later than the
+watermark delay); 10% of them are resent, half the copies quickly (within half the
+watermark delay), half 2-3 micro-batches after their original (later than the
+watermark delay and than the built-in's state eviction). A copy is a later arrival of
+an already seen (``account``, ``sent_ms``); a message's first arrival is the genuine
+row.
 
-- ours: ``timebound.stream``'s at-most-once query (``verdicts``: one SCMP receiver per
-  (run, receiver, class) key in ``applyInPandasWithState``, each key's micro-batch
-  decided column-wise; fixed rho ``RHO``, GC every ``RHO`` ticks, one class);
-- built-in: ``event_time = at`` (1 tick = 1 ms), ``withWatermark(event_time, W)``,
-  ``dropDuplicatesWithinWatermark(["receiver", "conn", "ts"])``.
+Every side reads the stream with
+``spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(folder)``,
+writes each micro-batch with the same ``foreachBatch`` Parquet writer, and keeps its
+state in the same RocksDB state store:
 
-Before the first cell both sides run once, untimed, on a small stream (the first
+- ``ours``: ``timebound.spark.at_most_once(df, conn="account", ts="sent_ms",
+  at="received_ms", receiver="region", rho=W, gc_every=W)`` (the public call, so it
+  measures whichever streaming engine the library has); its sink gets every row with
+  its verdict, a row is kept when its verdict is ``accepted``;
+- ``wm-recv``: ``df.withWatermark(timestamp_millis(received_ms), "W milliseconds")
+  .dropDuplicatesWithinWatermark(["account", "sent_ms"])``: the watermark on the
+  arrival time (nothing is dropped as late; the state is evicted W after arrival);
+- ``wm-sent``: the same with the watermark on the sender's time ``sent_ms`` (a copy
+  later than the watermark is dropped as late, and so is a genuine late row).
+
+W (``WATERMARK_TICKS``, 1 tick = 1 ms) is the lateness every side tolerates: the
+built-in's watermark delay and our ``rho``.
+
+Before the first cell every side runs once, untimed, on a small stream (the first
 stateful query of a session starts its Python workers; not with ``--smoke``). Each
-repeat runs ours then the built-in (the next repeat the other way round), each on
-a fresh checkpoint, so load changes on a busy machine hit both sides alike; the table
-shows the median run of each side (by wall time). Columns:
+repeat runs the sides one after the other (ours, wm-recv, wm-sent; the next repeat the
+other way round), each on a fresh checkpoint, so load changes on a busy machine hit
+every side alike; the table shows the median run of each side (by wall time). Columns:
 
-- ``rows/s``: input rows / wall time of the query (session already up, trigger
-  ``availableNow`` until the source is drained);
+- ``rows/s``: input rows / median wall time of the query (session already up, trigger
+  ``availableNow`` until the source is drained); ``x wm-recv`` / ``x wm-sent``: that
+  rows/s over each built-in variant's;
 - ``p50 ms`` / ``p99 ms``: the micro-batch durations (query progress
   ``durationMs.triggerExecution``) of the batches that read rows;
 - ``state rows`` / ``peak``: ``stateOperators.numRowsTotal`` after the last micro-batch
   that read rows and its largest value over the run; ``state MB`` / ``peak``: the same for
   ``memoryUsedBytes``;
-- ``let through``: resent copies let through, i.e. rows written as new beyond one per
-  distinct (receiver, conn, ts) -- at-most-once violations; ours must show 0;
-- ``ratio`` lines: ours / built-in for rows/s and state rows (end and peak).
+- ``let through``: copies kept, i.e. rows kept beyond one per distinct (``account``,
+  ``sent_ms``) -- at-most-once violations; ours must show 0;
+- ``genuine lost``: first arrivals not kept (ours: verdict not ``accepted``; the
+  built-in: not in its output) -- the price of a bound on lateness (ours and
+  ``wm-sent``) and, for ours, of SCMP's per-connection rule: a message arriving after a
+  later-sent one of its account is refused as older (the stream line counts those).
 
-The ``merge`` line runs ``timebound.stream.stream_merge`` on generated arrivals (n
-publishers stamped by ``CausalProcess``, arriving within -epsilon..delta of their send)
-and shows rows/s and the largest delivery delay in ticks (a deliver row's ``time``
-minus its message's ``r + c``) against Lemma 4.2's bound ``delta + 3*epsilon``.
+Under the table, per cell: the ratio of ours' state rows to each built-in variant's
+(end, peak), and the stream: rows, micro-batches, messages, genuine rows later than W,
+genuine rows after a later-sent one of their account, copies, copies later than W.
+
+The ``merge`` line runs ``timebound.spark.causal_merge(df, merger="replica",
+msg="event", proc="writer", at="arrived", r="r", c="c", kn="kn", epsilon=4, delta=10,
+timers="none")`` on generated arrivals read by the same file source (4 writers stamped
+by ``CausalProcess``, arriving within -epsilon..delta of their send; ``timers="none"``:
+an ``availableNow`` query ends with its timers pending, so only arrivals move the
+clock) and shows rows/s and the largest delivery delay in ticks (a deliver row's
+``time`` minus its ``r + c``) against Lemma 4.2's bound ``delta + 3*epsilon``.
 
 Ranges are checked before Spark starts; every generated file, checkpoint and sink lives
 in one temporary folder removed on every exit path (Ctrl-C included).
@@ -60,11 +89,18 @@ from timebound.errors import UsageError
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-RECEIVERS = 4
+#: The user's flat schema (their names, not our trace columns) and their copy key.
+SCHEMA = ("region string, account string, sent_ms long, received_ms long, amount long, "
+          "note string")
+KEY = ("account", "sent_ms")
+REGIONS = ("eu-west", "eu-north", "us-east", "ap-south")
+RECEIVERS = len(REGIONS)
+EPOCH_MS = 1_700_000_000_000  # sent_ms of the first message, minus 1
+NOTES = ("invoice", "refund", "top-up", "transfer", "fee")
 RESEND_SHARE = 0.10
-WATERMARK_TICKS = 2_000  # the built-in's delay; half the copies come later than this
+LATE_SHARE = 0.03  # genuine messages arriving later than the watermark delay
+WATERMARK_TICKS = 2_000  # W: the built-in's delay and our rho; late rows come later
 SMOKE_WATERMARK_TICKS = 200
-RHO = 64  # ours: fixed lifetime and GC period, ticks
 
 ROWS_RANGE = (1_000, 100_000_000)
 CONNECTIONS_RANGE = (1, 10_000_000)
@@ -79,14 +115,21 @@ MAX_BATCHES = 10_000  # rows / batch rows: one Parquet file per micro-batch
 SMOKE_ROWS = 3_000
 SMOKE_CONNECTIONS = (100,)
 SMOKE_BATCH_ROWS = (1_000,)
+WARM_UP_ROWS = 2_000
 
+MERGE_SCHEMA = ("replica string, event string, writer string, arrived long, r long, "
+                "c long, kn array<long>")
 MERGE_PUBLISHERS = 4
 MERGE_EPSILON = 4  # ticks
 MERGE_DELTA = 10  # ticks
 MERGE_ROWS = 20_000  # arrivals, two micro-batches (smoke: SMOKE_MERGE_ROWS in one)
 SMOKE_MERGE_ROWS = 1_000
 
-SIDES = ("ours", "builtin")
+#: The sides, in the order the even repeats run them; the built-in's watermark column.
+SIDES = ("ours", "wm-recv", "wm-sent")
+WATERMARK_ON = {"wm-recv": "received_ms", "wm-sent": "sent_ms"}
+BUILTINS = tuple(WATERMARK_ON)
+FILE_TIME = 1_600_000_000  # the first file's modification time (s); one more per file
 
 
 class Stopped(BaseException):
@@ -96,62 +139,90 @@ class Stopped(BaseException):
 
 # -- the generated streams -------------------------------------------------------------
 
-def generate(folder: str, rows: int, connections: int, files: int, watermark: int,
-             seed: int = 1) -> dict[str, int]:
-    """The ``messages`` stream as ``files`` Parquet files named in ``at`` order;
-    returns its rows, resent copies and copies later than the watermark."""
+def _write_files(folder: str, tables: Sequence[Any]) -> None:
+    """One Parquet file per table, named and dated in order (Spark's file source takes
+    new files by modification time)."""
+    import pyarrow.parquet as pq
+
+    os.makedirs(folder, exist_ok=True)
+    for index, table in enumerate(tables):
+        path = os.path.join(folder, f"part-{index:05d}.parquet")
+        pq.write_table(table, path)
+        os.utime(path, (FILE_TIME + index, FILE_TIME + index))
+
+
+def generate_user(folder: str, firsts: str, rows: int, connections: int, files: int,
+                  watermark: int, seed: int = 1) -> dict[str, int]:
+    """The stream as ``files`` Parquet files in ``received_ms`` order under ``folder``,
+    and each message's first arrival (``account``, ``sent_ms``, ``received_ms``) in the
+    Parquet file ``firsts``; returns its rows, messages, copies, copies later than the
+    watermark, genuine rows later than it and genuine rows that came after a later-sent
+    message of their account."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     rng = random.Random(seed)
     originals = int(rows / (1 + RESEND_SHARE))
-    # Late copies come 2-3 files (micro-batches) after their original: later than
-    # the watermark delay by at least a micro-batch, so the built-in has dropped the
+    # Late rows come 2-3 files (micro-batches) after they were sent: later than the
+    # watermark delay by at least a micro-batch, so the built-in has dropped the
     # original's state by then (it evicts at the end of a micro-batch).
     span = max(1, originals // files)
     late_low = max(watermark + watermark // 4, 2 * span)
-    out: list[tuple[int, str, str, int, bool]] = []
-    late_copies = 0
+    out: list[tuple[int, str, str, int, int, str]] = []
+    first: list[tuple[str, int, int]] = []
+    late_copies = late_genuine = 0
     for i in range(originals):
         conn = rng.randrange(connections)
-        ts = i + 1  # the sender's clock: one tick per message on the whole
-        at = ts + rng.randint(1, 20)
-        name = f"c{conn}"
-        receiver = f"s{conn % RECEIVERS}"
-        out.append((at, receiver, name, ts, True))
+        sent = EPOCH_MS + i + 1  # the senders' clocks: one tick per message on the whole
+        if rng.random() < LATE_SHARE:
+            received = sent + rng.randint(late_low, late_low + span)
+            late_genuine += 1
+        else:
+            received = sent + rng.randint(1, 20)
+        account, region = f"acct-{conn}", REGIONS[conn % RECEIVERS]
+        row = (received, region, account, sent, rng.randint(1, 100_000), NOTES[i % 5])
+        out.append(row)
+        first.append((account, sent, received))
         if rng.random() < RESEND_SHARE:
             if rng.random() < 0.5:
-                gap = rng.randint(10, watermark // 2)
+                gap = rng.randint(10, max(10, watermark // 2))
             else:
                 gap = rng.randint(late_low, late_low + span)
                 late_copies += 1
-            out.append((at + gap, receiver, name, ts, False))
+            out.append((received + gap, *row[1:]))
     out.sort()
-    os.makedirs(folder, exist_ok=True)
+    # first arrivals after a later-sent message of their account (SCMP keeps a
+    # connection's latest timestamp: such a message is refused as older)
+    newest: dict[str, int] = {}
+    overtaken = 0
+    for account, sent, _ in sorted(first, key=lambda f: f[2]):
+        overtaken += newest.get(account, 0) > sent
+        newest[account] = max(newest.get(account, 0), sent)
+    schema = pa.schema([("region", pa.string()), ("account", pa.string()),
+                        ("sent_ms", pa.int64()), ("received_ms", pa.int64()),
+                        ("amount", pa.int64()), ("note", pa.string())])
     size = -(-len(out) // files)
-    schema = pa.schema([("run", pa.string()), ("seq", pa.int64()), ("type", pa.string()),
-                        ("receiver", pa.string()), ("conn", pa.string()),
-                        ("ts", pa.int64()), ("at", pa.int64()), ("original", pa.bool_())])
-    for index in range(files):
-        chunk = out[index * size:(index + 1) * size]
-        table = pa.table({
-            "run": ["bench"] * len(chunk),
-            "seq": list(range(index * size, index * size + len(chunk))),
-            "type": ["msg"] * len(chunk),
-            "receiver": [c[1] for c in chunk], "conn": [c[2] for c in chunk],
-            "ts": [c[3] for c in chunk], "at": [c[0] for c in chunk],
-            "original": [c[4] for c in chunk],
-        }, schema=schema)
-        pq.write_table(table, os.path.join(folder, f"{index:05d}.parquet"))
-    return {"rows": len(out), "copies": len(out) - originals, "late_copies": late_copies}
+    chunks = [out[index * size:(index + 1) * size] for index in range(files)]
+    _write_files(folder, [pa.table({
+        "region": [c[1] for c in chunk], "account": [c[2] for c in chunk],
+        "sent_ms": [c[3] for c in chunk], "received_ms": [c[0] for c in chunk],
+        "amount": [c[4] for c in chunk], "note": [c[5] for c in chunk],
+    }, schema=schema) for chunk in chunks])
+    pq.write_table(pa.table({"account": [f[0] for f in first],
+                             "sent_ms": pa.array([f[1] for f in first], pa.int64()),
+                             "received_ms": pa.array([f[2] for f in first], pa.int64())}),
+                   firsts)
+    return {"rows": len(out), "messages": originals, "copies": len(out) - originals,
+            "late_copies": late_copies, "late_genuine": late_genuine,
+            "overtaken": overtaken}
+
 
 
 def generate_arrivals(folder: str, rows: int, files: int = 2, seed: int = 2) -> int:
-    """An ``arrivals`` stream for one merger: ``rows`` messages of MERGE_PUBLISHERS
-    publishers (rckn stamps), each arriving within -epsilon..delta of its send; returns
-    the rows written."""
+    """An arrivals stream for one merger (``MERGE_SCHEMA``): ``rows`` messages of
+    MERGE_PUBLISHERS writers (rckn stamps), each arriving within -epsilon..delta of
+    its send; returns the rows written."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from timebound.core.causal import CausalProcess
 
@@ -167,20 +238,18 @@ def generate_arrivals(folder: str, rows: int, files: int = 2, seed: int = 2) -> 
         last[j] = rt
         stamp = procs[j].send(now=rt)
         at = max(1, rt + rng.randint(-MERGE_EPSILON, MERGE_DELTA))
-        out.append((at, tick, f"m{tick}", f"p{j}", stamp.r, stamp.c, list(stamp.kn)))
+        out.append((at, tick, f"e{tick}", f"w{j}", stamp.r, stamp.c, list(stamp.kn)))
     out.sort()
-    os.makedirs(folder, exist_ok=True)
     size = -(-len(out) // files)
-    for index in range(files):
-        chunk = out[index * size:(index + 1) * size]
-        pq.write_table(pa.table({
-            "run": ["bench"] * len(chunk),
-            "seq": list(range(index * size, index * size + len(chunk))),
-            "merger": ["M1"] * len(chunk), "msg": [c[2] for c in chunk],
-            "proc": [c[3] for c in chunk], "at": [c[0] for c in chunk],
-            "r": [c[4] for c in chunk], "c": [c[5] for c in chunk],
-            "kn": [c[6] for c in chunk],
-        }), os.path.join(folder, f"{index:05d}.parquet"))
+    chunks = [out[index * size:(index + 1) * size] for index in range(files)]
+    _write_files(folder, [pa.table({
+        "replica": pa.array(["r1"] * len(chunk), pa.string()),
+        "event": [c[2] for c in chunk], "writer": [c[3] for c in chunk],
+        "arrived": pa.array([c[0] for c in chunk], pa.int64()),
+        "r": pa.array([c[4] for c in chunk], pa.int64()),
+        "c": pa.array([c[5] for c in chunk], pa.int64()),
+        "kn": pa.array([c[6] for c in chunk], pa.list_(pa.int64())),
+    }) for chunk in chunks])
     return len(out)
 
 
@@ -213,31 +282,39 @@ def check_ranges(rows: int, connections: Sequence[int], batch_rows: Sequence[int
                                              f"of --rows {rows:,}; at most {MAX_BATCHES:,}")
 
 
-# -- the two queries -------------------------------------------------------------------
+# -- the queries -----------------------------------------------------------------------
 
-def messages(spark: SparkSession, folder: str) -> DataFrame:
-    """The stream driver's trace-file source over ``folder``, one file per trigger."""
-    from timebound.stream._commands import _source
-
-    return _source(spark, "messages", folder, 1)
+def read_stream(spark: SparkSession, folder: str, schema: str = SCHEMA) -> DataFrame:
+    """Spark's own file source over ``folder``: one Parquet file per micro-batch."""
+    return spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(folder)
 
 
-def ours(spark: SparkSession, folder: str) -> DataFrame:
-    from timebound.adapters.atmostonce import AtMostOnceOptions
-    from timebound.core.atmostonce import ReceiverConfig
-    from timebound.spark.traces import stream_verdicts as verdicts
+def ours(spark: SparkSession, folder: str, watermark: int) -> DataFrame:
+    """The library call, under the user's column names (rho: the lateness tolerated)."""
+    from timebound.spark import at_most_once
 
-    options = AtMostOnceOptions(ReceiverConfig("fixed", rho=RHO, gc_every=RHO), 1)
-    return verdicts(messages(spark, folder), options)
+    return at_most_once(read_stream(spark, folder), conn="account", ts="sent_ms",
+                        at="received_ms", receiver="region", rho=watermark,
+                        gc_every=watermark)
 
 
-def builtin(spark: SparkSession, folder: str, watermark: int) -> DataFrame:
+def watermarked(spark: SparkSession, folder: str, column: str, watermark: int
+                ) -> DataFrame:
+    """``withWatermark`` on ``column`` (ms) + ``dropDuplicatesWithinWatermark``."""
     from pyspark.sql import functions as F
 
-    return messages(spark, folder) \
-        .withColumn("event_time", F.timestamp_millis(F.col("at"))) \
+    return read_stream(spark, folder) \
+        .withColumn("event_time", F.timestamp_millis(F.col(column))) \
         .withWatermark("event_time", f"{watermark} milliseconds") \
-        .dropDuplicatesWithinWatermark(["receiver", "conn", "ts"])
+        .dropDuplicatesWithinWatermark(list(KEY))
+
+
+def query_of(spark: SparkSession, side: str, folder: str, watermark: int) -> DataFrame:
+    if side == "ours":
+        return ours(spark, folder, watermark)
+    return watermarked(spark, folder, WATERMARK_ON[side], watermark)
+
+
 
 
 def run_query(output: DataFrame, sink: str, checkpoint: str,
@@ -301,13 +378,20 @@ def batch_ms(progress: Sequence[Any]) -> list[float]:
             if p["numInputRows"]]
 
 
-def let_through(spark: SparkSession, sink: str, where: str | None) -> tuple[int, int]:
-    """Rows written as new, and how many of them repeat a (receiver, conn, ts)."""
+def outcome(spark: SparkSession, sink: str, firsts: str, where: str | None
+            ) -> dict[str, int]:
+    """What a side kept (``where``: ours' rows with an ``accepted`` verdict; the
+    built-in's: every row it output): the rows, the copies among them (beyond one per
+    (account, sent_ms)) and the genuine rows (first arrivals) it did not keep."""
     df = spark.read.parquet(sink)
     if where:
         df = df.where(where)
-    total = df.count()
-    return total, total - df.select("receiver", "conn", "ts").distinct().count()
+    kept = df.select("account", "sent_ms", "received_ms")
+    total = kept.count()
+    copies = total - kept.select(*KEY).distinct().count()
+    lost = spark.read.parquet(firsts).join(kept, ["account", "sent_ms", "received_ms"],
+                                           "left_anti").count()
+    return {"kept": total, "let_through": copies, "lost": lost}
 
 
 def _checked(stop: threading.Event | None) -> None:
@@ -315,24 +399,21 @@ def _checked(stop: threading.Event | None) -> None:
         raise Stopped(None)
 
 
-def _side(spark: SparkSession, side: str, source: str, base: str, run: int,
+def _side(spark: SparkSession, side: str, source: str, firsts: str, base: str, run: int,
           watermark: int, rows: int, with_counts: bool,
           stop: threading.Event | None = None) -> dict[str, Any]:
     sink = os.path.join(base, f"{side}-{run}")
     checkpoint = os.path.join(base, f"ck-{side}-{run}")
-    output = ours(spark, source) if side == "ours" else builtin(spark, source, watermark)
-    seconds, progress = run_query(output, sink, checkpoint, stop)
+    seconds, progress = run_query(query_of(spark, side, source, watermark), sink,
+                                  checkpoint, stop)
     ms = batch_ms(progress)
     result: dict[str, Any] = {"seconds": seconds, "rows_per_s": rows / seconds,
                               "batches": len(ms), "p50_ms": percentile(ms, 0.5),
                               "p99_ms": percentile(ms, 0.99), **state_of(progress)}
     if with_counts:
         _checked(stop)
-        result["out_rows"], result["let_through"] = let_through(
-            spark, sink, "verdict = 'accepted'" if side == "ours" else None)
-        if side == "ours":  # the largest connection table any receiver held
-            top = spark.read.parquet(sink).agg({"entries": "max"}).first()
-            result["peak_table"] = top[0] if top is not None else None
+        result.update(outcome(spark, sink, firsts,
+                              "verdict = 'accepted'" if side == "ours" else None))
     return result
 
 
@@ -340,11 +421,11 @@ def measure_cell(spark: SparkSession, workdir: str, rows: int, connections: int,
                  batch_rows: int, repeats: int, watermark: int,
                  progress: Callable[[str], None],
                  stop: threading.Event | None = None) -> dict[str, Any]:
-    """Both sides on one generated stream, alternately, ``repeats`` times each."""
+    """Every side on one generated stream, in turn, ``repeats`` times each."""
     base = os.path.join(workdir, f"c{connections}-b{batch_rows}")
-    source = os.path.join(base, "in")
+    source, firsts = os.path.join(base, "in"), os.path.join(base, "firsts.parquet")
     files = -(-rows // batch_rows)
-    truth = generate(source, rows, connections, files, watermark)
+    truth = generate_user(source, firsts, rows, connections, files, watermark)
     cell: dict[str, Any] = {"connections": connections, "batch_rows": batch_rows,
                             "files": files, "watermark": watermark, **truth}
     runs: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
@@ -352,46 +433,43 @@ def measure_cell(spark: SparkSession, workdir: str, rows: int, connections: int,
         order = SIDES if run % 2 == 0 else SIDES[::-1]
         for side in order:
             _checked(stop)
-            result = _side(spark, side, source, base, run, watermark, truth["rows"],
-                           with_counts=run == 0, stop=stop)
+            result = _side(spark, side, source, firsts, base, run, watermark,
+                           truth["rows"], with_counts=run == 0, stop=stop)
             runs[side].append(result)
             progress(f"bench stream: {connections:,} connections, {batch_rows:,}-row "
                      f"batches, {side} run {run + 1}/{repeats}: {result['seconds']:.1f} s, "
                      f"{result['rows_per_s']:,.0f} rows/s")
     for side in SIDES:
         chosen = sorted(runs[side], key=lambda r: r["seconds"])[(len(runs[side]) - 1) // 2]
+        first = runs[side][0]
         cell[side] = {**chosen, "rows_per_s": truth["rows"] / statistics.median(
-            r["seconds"] for r in runs[side]), "let_through": runs[side][0]["let_through"],
-            "out_rows": runs[side][0]["out_rows"],
-            **({"peak_table": runs[side][0]["peak_table"]} if side == "ours" else {}),
-            "seconds_all": [r["seconds"] for r in runs[side]]}
+            r["seconds"] for r in runs[side]),
+            "kept": first["kept"], "let_through": first["let_through"],
+            "lost": first["lost"], "seconds_all": [r["seconds"] for r in runs[side]]}
     return cell
 
 
 def measure_merge(spark: SparkSession, workdir: str, rows: int,
-                  conf: dict[str, str] | None = None,
-                  stop: threading.Event | None = None) -> dict[str, Any]:
-    """``stream_merge`` on generated arrivals: rows/s and the largest delivery delay."""
+                  stop: threading.Event | None = None, name: str = "merge"
+                  ) -> dict[str, Any]:
+    """``timebound.spark.causal_merge`` on generated arrivals read by Spark's file
+    source: rows/s and the largest delivery delay."""
     from pyspark.sql import functions as F
 
-    from timebound.adapters.merge import MergeOptions
-    from timebound.stream import stream_merge
+    from timebound.spark import causal_merge
 
-    base = os.path.join(workdir, "merge")
+    base = os.path.join(workdir, name)
     source, sink = os.path.join(base, "in"), os.path.join(base, "out")
     written = generate_arrivals(source, rows, files=1 if rows <= SMOKE_MERGE_ROWS else 2)
-    options = MergeOptions(MERGE_EPSILON, MERGE_DELTA, "rckn")
-    started = time.perf_counter()
-    result = stream_merge(source, os.path.join(base, "ck"), sink, options, spark=spark,
-                          quiet=True, max_files=1, conf=conf, out=sys.stderr, stop=stop)
-    seconds = time.perf_counter() - started
-    if stop is not None and stop.is_set():  # its own handlers saw the signal
-        raise Stopped(result.summary.stopped_by)
-    arrivals = spark.read.parquet(source).select("msg", (F.col("r") + F.col("c")).alias("rc"))
-    delivered = spark.read.parquet(os.path.join(sink, "order")) \
-        .where(F.col("action") == "deliver").join(arrivals, "msg")
-    got = delivered.agg(F.count(F.lit(1)).alias("n"),
-                        F.max(F.col("time") - F.col("rc")).alias("delay")).first()
+    merged = causal_merge(read_stream(spark, source, MERGE_SCHEMA), merger="replica",
+                          msg="event", proc="writer", at="arrived", r="r", c="c",
+                          kn="kn", epsilon=MERGE_EPSILON, delta=MERGE_DELTA,
+                          timers="none")
+    seconds, _ = run_query(merged, sink, os.path.join(base, "ck"), stop)
+    _checked(stop)
+    got = spark.read.parquet(sink).where(F.col("action") == "deliver").agg(
+        F.count(F.lit(1)).alias("n"),
+        F.max(F.col("time") - (F.col("r") + F.col("c"))).alias("delay")).first()
     return {"rows": written, "seconds": seconds, "rows_per_s": written / seconds,
             "delivered": int(got["n"]) if got else 0,
             "max_delay": int(got["delay"]) if got and got["delay"] is not None else None,
@@ -404,9 +482,20 @@ def _ratio(a: float, b: float) -> str:
     return f"{a / b:.3g}x" if b else ("-" if not a else "inf")
 
 
-HEADER = (f"{'connections':>11} {'batch rows':>10} {'side':>8} {'rows/s':>9} "
-          f"{'p50 ms':>8} {'p99 ms':>8} {'state rows':>10} {'peak':>8} "
-          f"{'state MB':>9} {'peak':>8} {'let through':>11}")
+HEADER = (f"{'connections':>11} {'batch rows':>10} {'side':>7} {'rows/s':>9} "
+          f"{'x wm-recv':>9} {'x wm-sent':>9} {'p50 ms':>8} {'p99 ms':>8} "
+          f"{'state rows':>10} {'peak':>8} {'state MB':>8} {'peak':>7} "
+          f"{'let through':>11} {'genuine lost':>12}")
+
+
+def legend(watermark: int) -> list[str]:
+    """What each side runs."""
+    return [
+        f"ours     timebound.spark.at_most_once(df, conn=\"account\", ts=\"sent_ms\", "
+        f"at=\"received_ms\", receiver=\"region\", rho={watermark}, gc_every={watermark})",
+        f"wm-recv  df.withWatermark(timestamp_millis(received_ms), \"{watermark} "
+        f"milliseconds\").dropDuplicatesWithinWatermark([\"account\", \"sent_ms\"])",
+        "wm-sent  the same with the watermark on timestamp_millis(sent_ms)"]
 
 
 def table(cells: Sequence[dict[str, Any]], merge: dict[str, Any] | None) -> list[str]:
@@ -415,26 +504,45 @@ def table(cells: Sequence[dict[str, Any]], merge: dict[str, Any] | None) -> list
         for side in SIDES:
             s = c[side]
             lines.append(
-                f"{c['connections']:>11,} {c['batch_rows']:>10,} {side:>8} "
-                f"{s['rows_per_s']:>9,.0f} {s['p50_ms']:>8,.0f} {s['p99_ms']:>8,.0f} "
+                f"{c['connections']:>11,} {c['batch_rows']:>10,} {side:>7} "
+                f"{s['rows_per_s']:>9,.0f} "
+                f"{_ratio(s['rows_per_s'], c['wm-recv']['rows_per_s']):>9} "
+                f"{_ratio(s['rows_per_s'], c['wm-sent']['rows_per_s']):>9} "
+                f"{s['p50_ms']:>8,.0f} {s['p99_ms']:>8,.0f} "
                 f"{s['state_rows']:>10,} {s['peak_state_rows']:>8,} "
-                f"{s['state_bytes'] / 1e6:>9.2f} {s['peak_state_bytes'] / 1e6:>8.2f} "
-                f"{s['let_through']:>11,}")
-        o, b = c["ours"], c["builtin"]
-        lines.append(f"{'':>11} {'':>10} {'ratio':>8} rows/s "
-                     f"{_ratio(o['rows_per_s'], b['rows_per_s'])}, state rows "
-                     f"{_ratio(o['state_rows'], b['state_rows'])} (peak "
-                     f"{_ratio(o['peak_state_rows'], b['peak_state_rows'])}), ours/built-in")
-        lines.append(f"{'':>11} {'':>10} {'stream':>8} {c['rows']:,} rows in {c['files']} "
-                     f"micro-batches, {c['copies']:,} resent copies, {c['late_copies']:,} "
-                     f"later than the {c['watermark']:,}-tick watermark")
+                f"{s['state_bytes'] / 1e6:>8.2f} {s['peak_state_bytes'] / 1e6:>7.2f} "
+                f"{s['let_through']:>11,} {s['lost']:>12,}")
+        o = c["ours"]
+        lines.append(f"{'':>11} {'':>10} {'ratio':>7} state rows ours/wm-recv "
+                     + ", ours/wm-sent ".join(
+                         f"{_ratio(o['state_rows'], c[b]['state_rows'])} (peak "
+                         f"{_ratio(o['peak_state_rows'], c[b]['peak_state_rows'])})"
+                         for b in BUILTINS))
+        lines.append(f"{'':>11} {'':>10} {'stream':>7} {c['rows']:,} rows in {c['files']} "
+                     f"micro-batches: {c['messages']:,} messages ({c['late_genuine']:,} "
+                     f"arriving later than the {c['watermark']:,}-tick watermark, "
+                     f"{c['overtaken']:,} after a later-sent one of their account), "
+                     f"{c['copies']:,} resent copies ({c['late_copies']:,} later than it)")
     if merge is not None:
         delay = merge["max_delay"]
         lines.append(f"merge: {merge['rows']:,} arrivals, {merge['rows_per_s']:,.0f} rows/s, "
                      f"largest delivery delay {delay if delay is not None else '-'} ticks "
                      f"(bound delta + 3*epsilon = {merge['bound']}), "
-                     f"{merge['delivered']:,} delivered")
+                     f"{merge['delivered']:,} delivered (timebound.spark.causal_merge, "
+                     f"epsilon {MERGE_EPSILON}, delta {MERGE_DELTA}, timers none)")
     return lines
+
+
+def prepare(spark: SparkSession, conf: dict[str, str]) -> None:
+    """The same state store for every side (RocksDB, as ``at_most_once`` on a stream
+    selects it, unless ``conf`` says otherwise) and the shuffle partitions every fresh
+    checkpoint below freezes (``conf``'s, else the default parallelism)."""
+    from timebound.stream._run import SESSION_CONF
+
+    for key, value in SESSION_CONF.items():
+        spark.conf.set(key, conf.get(key, value))
+    key = "spark.sql.shuffle.partitions"
+    spark.conf.set(key, conf.get(key, str(max(1, spark.sparkContext.defaultParallelism))))
 
 
 def compare(spark: SparkSession, workdir: str, rows: int, connections: Sequence[int],
@@ -444,34 +552,33 @@ def compare(spark: SparkSession, workdir: str, rows: int, connections: Sequence[
             conf: dict[str, str] | None = None,
             stop: threading.Event | None = None, warm_up: bool = True) -> dict[str, Any]:
     """Every cell, then the merge line (none for ``merge_rows=0``); reports the table;
-    returns its numbers.
-    ``conf``: the user's Spark settings (RocksDB and the shuffle partitions as the
-    stream driver sets them unless given there)."""
-    from timebound.stream._run import prepare_session
-
+    returns its numbers. ``conf``: the user's Spark settings (``prepare``)."""
     check_ranges(rows, connections, batch_rows, repeats)
-    # registers the source, selects RocksDB, sets the shuffle partitions every fresh
-    # checkpoint below freezes (the directory need not exist)
-    prepare_session(spark, os.path.join(workdir, "no-checkpoint"), conf or {})
+    prepare(spark, conf or {})
     if warm_up:
         # The first stateful query of a session starts its Python workers (10-20 s
-        # here); neither side's first timed run should pay for that.
-        progress("bench stream: warming up (both sides once on 2,000 rows, not timed)")
+        # here); no side's first timed run should pay for that.
+        progress(f"bench stream: warming up (every side once on {WARM_UP_ROWS:,} rows, "
+                 f"not timed)")
         base = os.path.join(workdir, "warm-up")
-        generate(os.path.join(base, "in"), 2_000, 100, 2, watermark)
+        source, firsts = os.path.join(base, "in"), os.path.join(base, "firsts.parquet")
+        generate_user(source, firsts, WARM_UP_ROWS, 100, 2, watermark)
         for side in SIDES:
-            _side(spark, side, os.path.join(base, "in"), base, 0, watermark, 2_000,
+            _side(spark, side, source, firsts, base, 0, watermark, WARM_UP_ROWS,
                   with_counts=False, stop=stop)
+        if merge_rows:
+            measure_merge(spark, workdir, SMOKE_MERGE_ROWS, stop, name="warm-up-merge")
     cells = [measure_cell(spark, workdir, rows, c, b, repeats, watermark, progress, stop)
              for c in connections for b in batch_rows]
     merge = None
     if merge_rows:
         progress(f"bench stream: merge, {merge_rows:,} arrivals")
-        merge = measure_merge(spark, workdir, merge_rows, conf, stop)
-    report(f"{rows:,} message rows per stream, {RECEIVERS} receivers, "
-           f"{spark.sparkContext.master}, RocksDB state store, foreachBatch Parquet sink, "
-           f"median of {repeats} (sides alternate)")
-    for line in table(cells, merge):
+        merge = measure_merge(spark, workdir, merge_rows, stop)
+    report(f"{rows:,} rows per stream ({SCHEMA}), {RECEIVERS} regions, "
+           f"{spark.sparkContext.master}, Spark's Parquet file source (maxFilesPerTrigger "
+           f"1), RocksDB state store, foreachBatch Parquet sink, median of {repeats} "
+           f"(sides alternate)")
+    for line in [*legend(watermark), *table(cells, merge)]:
         report(line)
     return {"cells": cells, "merge": merge}
 

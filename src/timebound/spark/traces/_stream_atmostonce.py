@@ -1,48 +1,38 @@
-"""Streaming at-most-once: one SCMP receiver per (run, receiver, hash class) key.
+"""Streaming at-most-once: one SCMP receiver per (receiver, hash class) key.
 
-The query: trace files -> ``cls = crc32(utf-8 conn) mod K`` (crash rows copied to
-every class, as the batch operator does) -> ``groupBy(run, receiver, cls)`` ->
-``applyInPandasWithState(GroupedDecider, ...)`` (``GROUPED``, a new checkpoint's
-engine).
+The one engine of both streams: ``applyInPandasWithState`` (``GROUPED``), the key's
+snapshot in its ``GroupState`` (the zlib-compressed JSON of ``classified_snapshot``
+and the receiver's clock). Spark hands the function each key's rows of a micro-batch
+as column slices of the Arrow batch; the key's receiver is restored once, the rows
+are decided column-wise by ``timebound.columnar.decide_table`` (the batch operator's
+path: the core's compiled receiver loop over Arrow/numpy columns, no per-row Python
+object for a well-formed message), and the snapshot is written back. No protocol rule
+lives here.
 
-``AtMostOnceProcessor`` holds no protocol rule. For each key in a micro-batch it
-loads the key's snapshot from the state store once (a ``ValueState`` holding the
-zlib-compressed JSON of ``classified_snapshot`` and the receiver's clock), restores a
-receiver built from the run's ``ReceiverConfig``, hands it to the shared row adapter
-(``timebound.adapters.atmostonce.AtMostOnceAdapter``, the replay's own), feeds it the
-key's rows in ``seq`` order (files without ``seq``: file name, then line), writes the
-snapshot back and emits one verdict row per message row. Timers run inline, as in
-the replay: the adapter fires every timer due at or before a row's ``at`` first.
+- ``timebound stream atmostonce`` (``verdicts``): trace files -> ``cls = crc32(utf-8
+  conn) mod K`` (crash rows copied to every class, as the batch operator does) ->
+  ``groupBy(run, receiver, cls)`` -> ``GroupedDecider``, whose ``ColumnarProcessor``
+  takes the key's rows in ``seq`` order (files without ``seq``: file name, then line);
+  crash rows and any malformed row go through the shared row adapter
+  (``AtMostOnceAdapter``, the replay's own) one row at a time (``decide``), so every
+  error is the replay's own. Timers run inline, as in the replay: the adapter fires
+  every timer due at or before a row's ``at`` first.
+- ``timebound.spark.at_most_once`` on a stream: the caller's rows, checked by Spark,
+  in decision order, through ``decide_messages`` (``timebound.spark``'s ``_stream``).
 
-Columns: ``ColumnarProcessor`` (the command's) takes each key's rows as columns and
-decides them with ``timebound.columnar.decide_table``, the batch operator's column-wise
-path (the core's compiled receiver loop over Arrow/numpy columns, no per-row Python
-object for a well-formed message; crash rows and any malformed row go through the
-adapter's row path, so every error is the replay's own). The late-row rule is applied
-column-wise first: each row's ``at`` becomes the running maximum of the key's clock and
-the ``at`` before it, and the rows it raised are the ``late_arrival`` ones -- what the
-row path does one row at a time. The state (one snapshot per key) is the row
-processor's. ``AtMostOnceProcessor``, the row processor, serves ``timebound.spark``'s
-streaming ``at_most_once``.
+The late-row rule is ``clocked``, the one copy both paths apply: each row is decided
+at the running maximum of the key's clock and the ``at`` before it, and the rows it
+raised are the ``late_arrival`` ones. Each class is an independent receiver (the
+replay's ``--classes``), so a key's adapter is built with one class; its clock is the
+class receiver's. A late row (a late file) is decided at the receiver's clock, its own
+``at`` kept in the output -- never dropped, and never a reason to accept a duplicate
+(the core's rules do not depend on time for that). A crash row behind the clock
+crashes at the clock.
 
-Engines: ``GroupedDecider`` runs ``ColumnarProcessor.decide_columns`` under
-``applyInPandasWithState`` (the key's snapshot in its ``GroupState``), the engine of a
-new checkpoint since it measured fastest (``timebound bench stream``, benchmarks/README.md):
-Spark hands it each key's rows as column slices of the Arrow batch (where
-``transformWithStateInPandas`` rebuilds each key's frame row by row through
-``itertuples``) and plans the query without starting a Python process on the driver
-(``transformWithStateInPandas`` runs the processor's ``init`` there first, about a second
-per query). A checkpoint keeps the operator it started with (``_lock``; Spark restarts
-state only under the operator that wrote it): ``columnar`` (``transformWithStateInPandas``
-and ``ColumnarProcessor``) and ``row`` (``transformWithState`` and the row processor) are
-the earlier ones; all three give the same verdict rows.
-
-Each class is an independent receiver (the replay's ``--classes``), so a key's adapter
-is built with one class; its clock is the class receiver's. A row whose ``at`` is
-behind that clock (a late file) is fed with ``at`` = the clock: it is decided at the
-receiver's clock, marked ``late_arrival`` (its own ``at`` is kept in the output) --
-never dropped, and never a reason to accept a duplicate (the core's rules do not
-depend on time for that). A crash row behind the clock crashes at the clock.
+The engines before this one (``columnar``: ``transformWithStateInPandas``; ``row``:
+``transformWithState`` and a row-at-a-time processor) are retired: Spark restarts
+state only under the operator that wrote it, so a checkpoint they started is refused
+in one line (``timebound stream``'s lock, ``timebound.spark``'s ``_lock``).
 """
 
 from __future__ import annotations
@@ -58,11 +48,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_type
-from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
 from timebound.adapters import Row
 from timebound.adapters.atmostonce import AtMostOnceAdapter, AtMostOnceOptions
-from timebound.columnar import decide_table
+from timebound.columnar import Decided, decide_table
 from timebound.core.atmostonce import (
     ClassifiedReceiver,
     classified_snapshot,
@@ -70,7 +59,7 @@ from timebound.core.atmostonce import (
     restore_classified,
 )
 from timebound.errors import TimeboundError
-from timebound.spark.traces._rows import FILE_COLUMN, LINE_COLUMN, OutRow, grouping_key
+from timebound.spark.traces._rows import FILE_COLUMN, LINE_COLUMN, grouping_key
 from timebound.spark.traces._stream_schemas import MESSAGES_IN, VERDICTS, source_schema
 from timebound.sparkutil import marked
 
@@ -80,11 +69,9 @@ if TYPE_CHECKING:  # pragma: no cover
 STATE_SCHEMA = "snapshot binary"
 _INPUT_NAMES = [name for name, _ in MESSAGES_IN]
 INT_EXTENSION_DTYPE = "spark.sql.execution.pythonUDF.pandas.preferIntExtensionDtype"
-#: ``verdicts``' engines: ``GROUPED`` for a new checkpoint (``applyInPandasWithState``),
-#: ``COLUMNAR`` (``transformWithStateInPandas``) and ``row`` for the checkpoints they
-#: started.
+#: ``verdicts``' engine (``applyInPandasWithState``), locked into a checkpoint; the
+#: retired ones (``columnar``, ``row``) are refused (``timebound.stream``'s lock).
 GROUPED = "grouped"
-COLUMNAR = "columnar"
 #: The source's provenance columns under names the adapter's rows do not use.
 _FILE, _LINE = "file", "line"
 _IN_ARROW = pa.schema([pa.field(f.name, to_arrow_type(f.dataType))
@@ -122,8 +109,10 @@ class StateValue(Protocol):
     def update(self, newValue: tuple[Any, ...]) -> None: ...  # noqa: N803 - Spark's name
 
 
-class AtMostOnceProcessor(StatefulProcessor):
-    """Feeds each (run, receiver, class) key's rows to its receiver (module docstring)."""
+class AtMostOnceProcessor:
+    """Feeds each (run, receiver, class) key's rows to its receiver (module docstring):
+    ``state`` is the key's state (``state_value``), set by the engine before each
+    key."""
 
     state: StateValue
 
@@ -131,34 +120,25 @@ class AtMostOnceProcessor(StatefulProcessor):
         # One class per key: the key already is the class.
         self.options = AtMostOnceOptions(options.receiver, 1)
 
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        self.state = handle.getValueState("receiver", STATE_SCHEMA)
-
-    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any
-                        ) -> Iterator[Any]:
-        try:
-            outputs = self.decide(grouping_key(key), [row.asDict() for row in rows])
-        except TimeboundError as exc:
-            raise marked(exc) from None
-        for out in outputs:
-            yield OutRow(out)
-
     def decide(self, key: tuple[Any, ...], rows: list[dict[str, Any]]
                ) -> list[dict[str, Any]]:
         """The verdict rows of one key's rows in this batch; updates the state."""
         _, name, cls = key
         adapter = self.restored(name)
         out: list[dict[str, Any]] = []
-        for row in sorted(rows, key=row_order):
+        ordered = sorted(rows, key=row_order)
+        ats = [row.get("at") for row in ordered]
+        fed_at, lates = clocked(  # a row without an integer ``at`` moves no clock
+            np.array([a if type(a) is int else _FLOOR for a in ats], dtype=np.int64),
+            adapter.clock(name) if isinstance(name, str) else None)
+        for i, row in enumerate(ordered):
             source = str(row.get(FILE_COLUMN))
             line = int(row.get(LINE_COLUMN) or 0)
             data = {k: v for k, v in row.items()
                     if v is not None and k not in (FILE_COLUMN, LINE_COLUMN)}
-            at = data.get("at")
-            clock = adapter.clock(name) if isinstance(name, str) else None
-            late = isinstance(at, int) and clock is not None and at < clock
+            late = type(ats[i]) is int and bool(lates[i])
             if late:
-                data["at"] = clock
+                data["at"] = int(fed_at[i])
             for produced in adapter.feed(Row(source, line, data)):
                 decided = {column: row.get(column) for column in _INPUT_NAMES}
                 decided.update(verdict=produced["verdict"], rho=produced["rho"],
@@ -188,21 +168,14 @@ class AtMostOnceProcessor(StatefulProcessor):
             self.state.update((encode({"node": classified_snapshot(node),
                                        "clock": adapter.clock(name)}),))
 
-    def close(self) -> None:
-        pass
-
 
 class ColumnarProcessor(AtMostOnceProcessor):
-    """``AtMostOnceProcessor`` over ``transformWithStateInPandas``'s column batches
+    """``AtMostOnceProcessor`` over ``applyInPandasWithState``'s column batches
     (module docstring, "Columns"): the same state, the same verdicts, the same rows."""
 
-    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any
-                        ) -> Iterator[Any]:
-        yield from self.decide_frames(key, rows)
-
     def decide_frames(self, key: Any, frames: Iterator[Any]) -> Iterator[Any]:
-        """The verdict rows of one key's pandas frames in this batch (the form both
-        ``transformWithStateInPandas`` and ``applyInPandasWithState`` give and take)."""
+        """The verdict rows of one key's pandas frames in this batch (the form
+        ``applyInPandasWithState`` gives and takes)."""
         import pandas as pd
 
         parts = [frame for frame in frames if len(frame)]
@@ -238,12 +211,8 @@ class ColumnarProcessor(AtMostOnceProcessor):
                     for row in table.drop_columns(["cls"]).to_pylist()]
             return pa.Table.from_pylist(self.decide(key, rows), schema=_VERDICTS_ARROW)
         adapter = self.restored(name)
-        at = table.column("at").to_numpy()
-        clock0 = adapter.clock(name)
-        before = np.maximum.accumulate(np.r_[_FLOOR if clock0 is None else clock0, at])[:-1]
-        late = at < before
-        fed = table.set_column(table.schema.get_field_index("at"), "at",
-                               pa.array(np.maximum(at, before)))
+        fed_at, late = clocked(table.column("at").to_numpy(), adapter.clock(name))
+        fed = table.set_column(table.schema.get_field_index("at"), "at", pa.array(fed_at))
         files = table.column(_FILE).to_pylist()
         lines = table.column(_LINE).to_numpy(zero_copy_only=False)
 
@@ -264,6 +233,37 @@ class ColumnarProcessor(AtMostOnceProcessor):
                        file=kept.column(_FILE), line=kept.column(_LINE))
         return pa.Table.from_arrays([columns[f.name].cast(f.type) for f in _VERDICTS_ARROW],
                                     schema=_VERDICTS_ARROW)
+
+
+def clocked(at: np.ndarray, clock: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The late-row rule over one key's rows in decision order: each row is decided at
+    the larger of its ``at`` and the receiver's clock before it (``clock``: the
+    restored receiver's, None for a new one), and it is late when that raised it.
+    Returns the ``at`` each row is decided at and the ``late_arrival`` mask."""
+    before = np.maximum.accumulate(np.r_[_FLOOR if clock is None else clock, at])[:-1]
+    return np.maximum(at, before), at < before
+
+
+def decide_messages(processor: AtMostOnceProcessor, name: str, source: str,
+                    conn: pa.Array, ts: np.ndarray, at: np.ndarray
+                    ) -> tuple[Decided, np.ndarray]:
+    """One key's well-formed message rows of a micro-batch, in decision order,
+    decided column-wise by the key's receiver restored from ``processor.state``
+    (saved back after): the decisions (one per row) and the ``late_arrival`` mask.
+    ``source`` names the rows in an error."""
+    adapter = processor.restored(name)
+    fed_at, late = clocked(at, adapter.clock(name))
+    n = len(at)
+    table = pa.table({"receiver": pa.array([name] * n, pa.string()), "conn": conn,
+                      "ts": pa.array(ts, pa.int64()), "at": pa.array(fed_at, pa.int64())})
+
+    def row_path(i: int) -> list[Any]:  # the row checks ran before: never reached
+        raise AssertionError(f"row {i} of {source} reached the row path")
+
+    decided = decide_table(adapter, source, table, np.arange(n), row_path,
+                           all_messages=True)
+    processor.save(adapter, name)
+    return decided, late
 
 
 def _row_order(table: pa.Table) -> pa.Array:
@@ -315,6 +315,11 @@ class _GroupStateValue:
         self.group.update(newValue)
 
 
+def state_value(state: Any) -> StateValue:
+    """``applyInPandasWithState``'s ``GroupState`` as the processors' ``StateValue``."""
+    return _GroupStateValue(state)
+
+
 class GroupedDecider:
     """``applyInPandasWithState``'s function: each key's rows of a micro-batch decided
     by ``ColumnarProcessor.decide_columns`` over the key's ``GroupState`` (the same
@@ -324,30 +329,19 @@ class GroupedDecider:
         self.processor = ColumnarProcessor(options)
 
     def __call__(self, key: Any, frames: Iterator[Any], state: Any) -> Iterator[Any]:
-        self.processor.state = _GroupStateValue(state)
+        self.processor.state = state_value(state)
         yield from self.processor.decide_frames(key, frames)
 
 
-def verdicts(messages: DataFrame, options: AtMostOnceOptions,
-             engine: str | None = GROUPED) -> DataFrame:
-    """The streaming verdict table of a ``messages`` stream. ``engine``: ``grouped``
-    (``applyInPandasWithState``, a new checkpoint's), ``columnar``
-    (``transformWithStateInPandas``) or ``row`` (``transformWithState`` and the row
-    processor): a checkpoint keeps the one it started with, since Spark restarts a
-    query's state only under the operator that wrote it."""
-    grouped = with_classes(messages, options.classes).groupBy("run", "receiver", "cls")
-    if engine == "row":
-        return grouped.transformWithState(AtMostOnceProcessor(options), VERDICTS, "Append",
-                                          "None")
-    prefer_exact_integers(messages)
-    if engine == GROUPED:
-        from pyspark.sql.streaming.state import GroupStateTimeout
+def verdicts(messages: DataFrame, options: AtMostOnceOptions) -> DataFrame:
+    """The streaming verdict table of a ``messages`` stream: ``GroupedDecider`` under
+    ``applyInPandasWithState`` (``GROUPED``, the one engine)."""
+    from pyspark.sql.streaming.state import GroupStateTimeout
 
-        return grouped.applyInPandasWithState(GroupedDecider(options), VERDICTS,
-                                              STATE_SCHEMA, "append",
-                                              GroupStateTimeout.NoTimeout)
-    return grouped.transformWithStateInPandas(ColumnarProcessor(options), VERDICTS,
-                                              "Append", "None")
+    grouped = with_classes(messages, options.classes).groupBy("run", "receiver", "cls")
+    prefer_exact_integers(messages)
+    return grouped.applyInPandasWithState(GroupedDecider(options), VERDICTS, STATE_SCHEMA,
+                                          "append", GroupStateTimeout.NoTimeout)
 
 
 def prefer_exact_integers(df: DataFrame) -> None:
