@@ -47,7 +47,8 @@ STOP_GRACE_S = 20.0
 #: Short-lived JVMs start faster with the client compiler only (and the serial GC).
 FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
-KWARGS: dict[str, Any] = {"estimator": "fixed", "rho": 30, "gc_every": 20, "classes": 3}
+KWARGS: dict[str, Any] = {"estimator": "fixed", "rho": 30, "gc_every": 20, "classes": 3,
+                          "reorder_window": 1}
 
 
 def spark_home() -> Path:

@@ -101,8 +101,8 @@ def frame(spark: Any, rows: list[dict[str, Any]], int_ids: bool) -> Any:
 
 
 BATCH_CASES = [
-    pytest.param(False, {"estimator": "fixed", "rho": 30, "gc_every": 20, "classes": 3},
-                 id="string-ids-fixed-classes"),
+    pytest.param(False, {"estimator": "fixed", "rho": 30, "gc_every": 20, "classes": 3,
+                         "reorder_window": 1}, id="string-ids-fixed-classes"),
     pytest.param(True, {"estimator": "limited", "window": 6, "spikes": 1, "p": 2,
                         "resilient": True, "beta": 50, "latest_every": 20,
                         "reorder_window": 3}, id="integer-ids-limited-resilient"),
@@ -139,7 +139,7 @@ def test_batch_ties_without_order_go_by_ts_then_conn(spark: Any, tmp_path: Path)
     from timebound.spark import at_most_once
 
     rows = trace(5, 300, int_ids=False)
-    kwargs = {"estimator": "unlimited", "gc_every": 16}
+    kwargs = {"estimator": "unlimited", "gc_every": 16, "reorder_window": 1}
     ordered = sorted(rows, key=lambda r: (r["recv"], r["sent"], r["user"]))
     expected = replayed(tmp_path, ordered, kwargs, receiver=False)
     got = decisions(at_most_once(frame(spark, rows, False), conn="user", ts="sent",
@@ -175,7 +175,8 @@ def write_files(folder: Path, rows: list[dict[str, Any]], parts: int) -> None:
 def test_stream_file_source_equals_batch_and_replay(spark: Any, tmp_path: Path) -> None:
     from timebound.spark import at_most_once
 
-    kwargs = {"estimator": "fixed", "rho": 30, "gc_every": 20, "classes": 2}
+    kwargs = {"estimator": "fixed", "rho": 30, "gc_every": 20, "classes": 2,
+              "reorder_window": 1}
     rows = decision_order(trace(11, 240, int_ids=False))
     write_files(tmp_path / "in", rows, 4)
     schema = SCHEMA.format(kind="string", conn="string")

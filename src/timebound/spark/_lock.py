@@ -98,6 +98,18 @@ def verdict(token: str) -> None:
     raise UsageError(option, reason)
 
 
+def in_task(token: str) -> None:
+    """``verdict`` in an operator's function: the refusal marked as a task's errors are
+    (``typed_errors()`` turns Spark's exception back into the ``UsageError``)."""
+    from timebound.errors import TimeboundError
+    from timebound.sparkutil import marked
+
+    try:
+        verdict(token)
+    except TimeboundError as exc:
+        raise marked(exc) from None
+
+
 def _show(value: Any) -> str:
     if value is None:
         return "none"

@@ -46,7 +46,6 @@ from timebound.spark._merge import _ties, added_fields
 from timebound.spark._stream import use_rocksdb
 from timebound.spark.traces._rows import FILE_COLUMN, LINE_COLUMN
 from timebound.spark.traces._stream_merge import TIME_MODES, TIMERS, Arrival, MergeProcessor
-from timebound.sparkutil import marked
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -112,10 +111,7 @@ class CallerMergeProcessor(MergeProcessor):
     def _restart_checked(self) -> None:
         """The checkpoint's lock agrees (``_lock``), before anything is decided."""
         if not self.checked:
-            try:
-                _lock.verdict(self.token)
-            except TimeboundError as exc:
-                raise marked(exc) from None
+            _lock.in_task(self.token)
             self.checked = True
 
     def arrivals(self, key: tuple[Any, ...], rows: list[Any]) -> list[Arrival]:
