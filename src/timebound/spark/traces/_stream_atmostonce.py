@@ -69,6 +69,12 @@ if TYPE_CHECKING:  # pragma: no cover
 STATE_SCHEMA = "snapshot binary"
 _INPUT_NAMES = [name for name, _ in MESSAGES_IN]
 INT_EXTENSION_DTYPE = "spark.sql.execution.pythonUDF.pandas.preferIntExtensionDtype"
+# PySpark's own output step of ``applyInPandasWithState`` pads the frames it concatenates
+# with all-NA rows, and pandas warns about that on every micro-batch of every query
+# (pyspark/worker.py): nothing a user can act on, printed in the Python workers, which
+# import this module before their first batch.
+warnings.filterwarnings("ignore", category=FutureWarning,
+                        message="The behavior of DataFrame concatenation with empty or all-NA")
 #: ``verdicts``' engine (``applyInPandasWithState``), locked into a checkpoint; the
 #: retired ones (``columnar``, ``row``) are refused (``timebound.stream``'s lock).
 GROUPED = "grouped"
