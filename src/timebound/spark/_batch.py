@@ -1,14 +1,16 @@
 """``at_most_once`` on a batch DataFrame: the pipeline's placed-receiver path.
 
-The rows go where their (receiver, hash class) hashes (``repartition``), each partition
-is sorted by the JVM in decision order (``_check.sort_order``: ``at``, then the
-tie-breaks), and an iterator Arrow UDF (Spark's ``ArrowEvalPython``, as
-``timebound.spark.traces._atmostonce`` decides placed receivers) hands the four columns a
-receiver reads to the pipeline's own decider (``timebound.spark.traces``' ``Decider``: one
+The rows go where their (receiver, hash class) hashes (``repartition``), and an
+iterator Arrow UDF (Spark's ``ArrowEvalPython``, as ``timebound.spark.traces._atmostonce``
+decides placed receivers) hands the columns a receiver reads, and the tie-breaks, to
+the pipeline's own decider (``timebound.spark.traces``' ``Decider``: one
 ``AtMostOnceAdapter`` per partition, every receiver and class of it, decided
-column-wise by the core through ``timebound.columnar``). Only those columns cross to
-Python and only the decisions come back; the JVM keeps every column of the caller's
-rows and puts the two together, row for row.
+column-wise by the core through ``timebound.columnar``). The worker holds its
+partition's key columns, ranks the rows in decision order (``_order.arrow_order``,
+the one rule the stream sorts by too), decides them in that order and answers each
+batch row for row in the order it came (``answered``), so the JVM neither sorts nor
+moves the caller's columns: only those key columns cross to Python, only the
+decisions come back, and the JVM puts the two together.
 
 A receiver's classes are independent receivers, so a partition holding only some
 classes of a receiver decides them as the whole receiver would: Spark's ``crc32``
@@ -31,7 +33,19 @@ from pyspark.sql.types import ByteType, LongType, StringType, StructField, Struc
 from timebound.adapters import ATMOSTONCE
 from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.errors import TimeboundError
-from timebound.spark._check import AT, CLS, CONN, RECEIVER, TS, Columns, prepared, sort_order
+from timebound.spark._check import (
+    AT,
+    CLS,
+    CONN,
+    RECEIVER,
+    TIE,
+    TS,
+    Columns,
+    col,
+    prepared,
+    working_names,
+)
+from timebound.spark._order import arrow_order
 from timebound.spark.traces._atmostonce import VERDICTS, Decider, answered, arrow_schema
 from timebound.sparkutil import marked
 
@@ -59,40 +73,50 @@ def _decider(options: AtMostOnceOptions) -> Decider:
                     whole=True)
 
 
-def _batches(arrays: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.RecordBatch]:
-    """The partition's rows as the decider reads them: in the order they come, which
-    is decision order (``seq`` counts them), every row a message of the one run."""
-    seq = 0
-    for receiver, conn, ts, at in arrays:
+def _batches(held: list[tuple[pa.Array, ...]], cols: Columns) -> Iterator[pa.RecordBatch]:
+    """The partition's rows as the decider reads them, batch by batch as they came,
+    every row a message of the one run, ``seq`` its rank in decision order
+    (``_order.arrow_order``): the decider holds the partition and takes it in ``seq``
+    order (``answered``)."""
+    names = [CONN, TS, AT, TIE] + ([] if cols.order is None else [str(cols.order)])
+    keys = pa.table([pa.chunked_array([part[1 + i] for part in held])
+                     for i in range(len(names))], names=names)
+    rank = np.empty(keys.num_rows, dtype=np.int64)
+    rank[arrow_order(keys, working_names(cols)).to_numpy()] = np.arange(keys.num_rows)
+    offset = 0
+    for receiver, conn, ts, at, *_ in held:
         n = len(receiver)
         yield pa.RecordBatch.from_arrays(
-            [pa.array([RUN] * n, pa.string()), pa.array(np.arange(seq, seq + n)),
+            [pa.array([RUN] * n, pa.string()), pa.array(rank[offset:offset + n]),
              pa.array(["msg"] * n, pa.string()), receiver, conn, ts, at],
             names=["run", "seq", "type", *_READ])
-        seq += n
+        offset += n
 
 
 def decide(df: DataFrame, cols: Columns, options: AtMostOnceOptions) -> DataFrame:
     """Every row of ``df``, all its columns, plus ``verdict``, ``rho``, ``entries``."""
 
     def decided(arrays: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.Array]:
+        held = list(arrays)
+        if not held:
+            return
         decider = _decider(options)
         try:
-            yield from answered(_batches(arrays), decider, False)
+            yield from answered(_batches(held, cols), decider, True)
         except TimeboundError as exc:
             raise marked(exc) from None
 
-    # Nondeterministic: the optimizer must neither move it nor evaluate it twice; it
-    # decides the rows in the order the sort left them.
+    # Nondeterministic: the optimizer must neither move it nor evaluate it twice.
     with warnings.catch_warnings():  # "type hints are preferred": these are the same
         warnings.simplefilter("ignore", UserWarning)
         udf = arrow_udf(decided, returnType=_RETURNED.simpleString(),
                         functionType=ArrowUDFType.SCALAR_ITER).asNondeterministic()
     kept = [f"`{name.replace('`', '``')}`" for name in df.columns]
-    ordered = (prepared(df, cols, options.classes).repartition(F.col(RECEIVER), F.col(CLS))
-               .sortWithinPartitions(*sort_order(cols)))
-    out = ordered.select(*kept, udf(F.col(RECEIVER), F.col(CONN), F.col(TS), F.col(AT))
-                         .alias(_DECISION))
+    read = [F.col(RECEIVER), F.col(CONN), F.col(TS), F.col(AT), F.col(TIE)]
+    if cols.order is not None:
+        read.append(col(cols.order))
+    placed = prepared(df, cols, options.classes).repartition(F.col(RECEIVER), F.col(CLS))
+    out = placed.select(*kept, udf(*read).alias(_DECISION))
     verdict = F.element_at(F.array(*map(F.lit, VERDICTS)),
                            (F.col(f"{_DECISION}.verdict") + 1).cast("int"))
     return out.select(*kept, verdict.alias("verdict"),

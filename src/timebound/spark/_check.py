@@ -261,17 +261,9 @@ def prepared(df: DataFrame, cols: Columns, classes: int) -> DataFrame:
     return out.withColumn(CLS, F.pmod(F.crc32(F.col(CONN)), F.lit(classes).cast("long")))
 
 
-def sort_order(cols: Columns) -> list[Column]:
-    """A receiver's rows in decision order (``_order.DECISION_ORDER``: ``at``, then
-    ``order`` nulls first, ``ts``, ``conn`` as a string, the row hash ``TIE``)."""
-    from timebound.spark._order import spark_keys
-
-    return spark_keys(working_names(cols))
-
-
 def working_names(cols: Columns) -> dict[str, str | None]:
     """Role -> the column that carries it once ``prepared`` ran (the working columns,
-    and the caller's ``order`` column)."""
+    and the caller's ``order`` column): what ``_order`` sorts by."""
     return {"at": AT, "order": cols.order, "ts": TS, "conn": CONN, "tie": TIE}
 
 
