@@ -1,6 +1,8 @@
 """``at_most_once`` on a batch DataFrame: the pipeline's placed-receiver path.
 
-The rows go where their (receiver, hash class) hashes (``repartition``), and an
+The rows go where their (receiver, hash class) hashes (``repartition`` on the caller's
+columns alone, ``_check.placement``; the working columns and the row checks come after
+the shuffle, so it moves nothing twice), and an
 iterator Arrow UDF (Spark's ``ArrowEvalPython``, as ``timebound.spark.traces._atmostonce``
 decides placed receivers) hands the columns a receiver reads, and the tie-breaks, to
 the pipeline's own decider (``timebound.spark.traces``' ``Decider``: one
@@ -35,13 +37,13 @@ from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.errors import TimeboundError
 from timebound.spark._check import (
     AT,
-    CLS,
     CONN,
     RECEIVER,
     TIE,
     TS,
     Columns,
     col,
+    placement,
     prepared,
     working_names,
 )
@@ -115,7 +117,8 @@ def decide(df: DataFrame, cols: Columns, options: AtMostOnceOptions) -> DataFram
     read = [F.col(RECEIVER), F.col(CONN), F.col(TS), F.col(AT), F.col(TIE)]
     if cols.order is not None:
         read.append(col(cols.order))
-    placed = prepared(df, cols, options.classes).repartition(F.col(RECEIVER), F.col(CLS))
+    placed = prepared(df.repartition(*placement(cols, options.classes)), cols,
+                      options.classes)
     out = placed.select(*kept, udf(*read).alias(_DECISION))
     verdict = F.element_at(F.array(*map(F.lit, VERDICTS)),
                            (F.col(f"{_DECISION}.verdict") + 1).cast("int"))

@@ -261,6 +261,18 @@ def prepared(df: DataFrame, cols: Columns, classes: int) -> DataFrame:
     return out.withColumn(CLS, F.pmod(F.crc32(F.col(CONN)), F.lit(classes).cast("long")))
 
 
+def placement(cols: Columns, classes: int) -> list[Column]:
+    """What a batch's shuffle hashes on: a row's receiver and hash class, as ``RECEIVER``
+    and ``CLS`` will hold them, computed from the caller's columns (unchecked: the
+    checks run after the shuffle, so only the caller's columns cross it)."""
+    from pyspark.sql import functions as F
+
+    receiver = F.lit(ONE_RECEIVER) if cols.receiver is None else col(cols.receiver).cast(
+        "string")
+    cls = F.pmod(F.crc32(col(cols.conn).cast("string")), F.lit(classes).cast("long"))
+    return [receiver, cls]
+
+
 def working_names(cols: Columns) -> dict[str, str | None]:
     """Role -> the column that carries it once ``prepared`` ran (the working columns,
     and the caller's ``order`` column): what ``_order`` sorts by."""
