@@ -92,8 +92,9 @@ def test_smoke_run_prints_every_side_and_leaves_no_temporary_folder(tmp_path: Pa
                        r"copies \(([\d,]+) later than it\)", done.stdout)
     assert stream is not None, done.stdout
     late, overtaken = (int(stream.group(i).replace(",", "")) for i in (3, 4))
-    # ours loses exactly the late rows and those overtaken by their account (overlapping)
-    assert max(late, overtaken) <= lost["ours"] <= late + overtaken
+    # ours loses the late rows (later than rho), and of those overtaken by later
+    # messages of their account only what its reorder window (8 by default) cannot keep
+    assert late <= lost["ours"] <= late + overtaken
     # ours keeps one state row per (receiver, class) key; the built-in's peak is one
     # per message within the watermark
     for builtin in ("wm-recv", "wm-sent"):
