@@ -4,7 +4,7 @@ The query: the caller's rows with the working columns (``_check.prepared``: ever
 checked as Spark reads it) -> ``groupBy(receiver, hash class)`` ->
 ``applyInPandasWithState`` (RocksDB state store), whose function (``Decider``) takes
 each key's rows of a micro-batch as column slices, puts them in decision order
-(``_order.frame_order``, the rule the batch operator's Spark sort derives from too),
+(``_order.frame_order``, from the one rule the batch operator sorts by too),
 and decides them with ``timebound.spark.traces``' ``decide_messages``: the key's
 receiver restored from its snapshot, the late-row rule (``clocked``: a row whose
 ``at`` is behind its receiver's clock is decided at that clock and marked
@@ -26,7 +26,6 @@ start, and a restart keeps the checkpoint's.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -125,10 +124,8 @@ class Decider:
         parts = [frame for frame in frames if len(frame)]
         if not parts:
             return
-        with warnings.catch_warnings():  # all-NA columns of a part: dtype notice only
-            warnings.filterwarnings("ignore", category=FutureWarning,
-                                    message="The behavior of DataFrame concatenation")
-            frame = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+        # (pandas' all-NA concatenation notice is filtered where the engine is defined)
+        frame = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
         frame = frame_order(frame, self.order)
         name, _cls = grouping_key(key)
         self.processor.state = state_value(state)
@@ -166,7 +163,7 @@ def decide(df: DataFrame, cols: Columns, options: AtMostOnceOptions,
     flags = [StructField(_NAN + str(i), BooleanType(), False) for i in range(len(floating))]
     grouped_schema = StructType(list(out_schema.fields[:len(df.columns)]) + flags
                                 + list(out_schema.fields[len(df.columns):]))
-    names = [_NAN + str(i) for i in range(len(floating))]
+    names = [flag.name for flag in flags]
     decider = Decider(options, cols, token, list(df.columns), names)
     keyed = prepared(df, cols, options.classes)
     if floating:  # pandas reads NaN and null alike: the JVM tells them apart
