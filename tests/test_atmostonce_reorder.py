@@ -181,16 +181,49 @@ def test_reordered_genuine_message_within_window_accepted(window: int) -> None:
         assert r.receive("c", 10, now=22) is Verdict.DUPLICATE
 
 
-def test_overtaken_by_w_or_more_is_refused() -> None:
+def test_below_a_full_window_above_the_floor_is_accepted_and_becomes_the_floor() -> None:
+    """A full window [0, 11..14]: 10 is above the floor and not remembered, so the
+    receiver can tell it never accepted it: accepted, and it becomes the floor (the
+    smallest of five), so its copy and everything at or below it are refused."""
     r = _receiver(4)
     for ts in (11, 12, 13, 14):
         assert r.receive("c", ts, now=20) is Verdict.ACCEPTED
-    assert r.receive("c", 10, now=21) is Verdict.DUPLICATE  # full window: bound is s_1
-    r = _receiver(4)
-    for ts in (10, 12, 13, 14, 15):
-        assert r.receive("c", ts, now=20) is Verdict.ACCEPTED
-    assert r.receive("c", 11, now=21) is Verdict.DUPLICATE  # 4 later ones: floor is 10
+    assert r.receive("c", 10, now=21) is Verdict.ACCEPTED
+    assert r.receive("c", 10, now=22) is Verdict.DUPLICATE
+    assert r.receive("c", 9, now=22) is Verdict.DUPLICATE  # at or below the floor
     assert r.entries == 4 and r.connections == 1
+
+
+def test_at_or_below_the_floor_is_refused() -> None:
+    """12..16 after 10: 16 drops 12 into the floor, so 11 (never accepted, but at or
+    below the floor: the receiver cannot tell) is refused, 15 (a copy) too."""
+    r = _receiver(4)
+    for ts in (10, 12, 13, 14, 15, 16):
+        assert r.receive("c", ts, now=20) is Verdict.ACCEPTED
+    assert r.receive("c", 11, now=21) is Verdict.DUPLICATE
+    assert r.receive("c", 12, now=21) is Verdict.DUPLICATE
+    assert r.receive("c", 15, now=21) is Verdict.DUPLICATE
+    assert r.entries == 4 and r.connections == 1
+
+
+@given(st.sampled_from((2, 3, 4, 8)),
+       st.lists(st.integers(1, 40), min_size=1, max_size=60))
+def test_a_genuine_message_is_refused_only_below_w_larger_accepted_ones(
+        window: int, stamps: list[int]) -> None:
+    """One connection, nothing forgotten (no GC): a copy is always refused, and a
+    message never accepted before is refused exactly when more than W timestamps of
+    its connection above it were accepted (they have pushed the floor up to or past
+    it: the receiver can no longer tell). Fails with a full window's bound at ``s_1``
+    (which refuses it below only W) or with a floor that forgets (copies accepted)."""
+    r = _receiver(window)
+    accepted: set[int] = set()
+    for i, ts in enumerate(stamps):
+        verdict = r.receive("c", ts, now=ts + i)
+        above = sum(1 for a in accepted if a > ts)
+        genuine = ts not in accepted and above <= window
+        assert verdict is (Verdict.ACCEPTED if genuine else Verdict.DUPLICATE), (ts, accepted)
+        if verdict is Verdict.ACCEPTED:
+            accepted.add(ts)
 
 
 def test_gc_forgets_whole_window_and_raises_upper() -> None:

@@ -2,7 +2,7 @@
 broken by an API change fails the suite instead of rotting. Scripts are globbed: a new
 benchmark is covered as soon as it exists (it must accept ``--smoke``).
 
-The five Spark scripts spend most of their smoke run starting a JVM and planning
+The Spark scripts spend most of their smoke run starting a JVM and planning
 queries, so the smoke runs of the selected scripts go two at a time (the suite's 2
 cores), Spark scripts first, the longest first; the live-UDP ones run one at a time
 after them, never beside a JVM start (their smoke sizes are timed runs). Each script's
@@ -26,7 +26,7 @@ SCRIPTS = sorted(BENCHMARKS.glob("*.py"))
 TIMEOUT = 300
 #: The Spark scripts, longest smoke first (the pipeline bench runs four sides).
 SPARK = ("bench_pipeline.py", "bench_end_to_end.py", "bench_operators.py",
-         "profile_pipeline.py")
+         "profile_pipeline.py", "bench_reorder.py")
 Run = subprocess.CompletedProcess[str] | None  # None: timed out (the child was killed)
 
 
@@ -98,3 +98,25 @@ def test_bench_pipeline_prints_every_column(smoke_runs: Any) -> None:
     assert [bool(re.fullmatch(r"\d+\.\d{3}", cell)) for cell in row[1:7]] == \
         [True, True, False, True, True, False], row
     assert all(re.fullmatch(r"\d+\.\d{2}", row[i]) for i in (3, 6)), row
+
+
+def test_bench_reorder_counts_what_a_window_keeps(smoke_runs: Any) -> None:
+    """bench_reorder.py's smoke run (the library's reorder window on Spark's Parquet
+    source): no copy let through at any W, and W = 8 loses fewer genuine messages than
+    SCMP's W = 1 on data where messages are overtaken, at more entries."""
+    if "bench_reorder.py" not in smoke_runs:
+        pytest.skip("bench_reorder.py's smoke run is not selected")
+    done = smoke_runs["bench_reorder.py"]
+    if done is None or done.returncode != 0:
+        pytest.skip("its smoke run failed: test_benchmark_runs_at_smoke_size says why")
+    lines = done.stdout.splitlines()
+    overtaken = int(re.search(r"([\d,]+) overtaken by a later one", done.stdout)
+                    .group(1).replace(",", ""))
+    header = next(i for i, line in enumerate(lines) if line.split()[:1] == ["W"])
+    rows = {int(cells[0]): cells for cells in (line.split() for line in lines[header + 1:])}
+    assert sorted(rows) == [1, 8]
+    lost = {w: int(cells[1].replace(",", "")) for w, cells in rows.items()}
+    assert all(cells[2] == "0" for cells in rows.values())
+    assert overtaken > 0 and lost[1] >= overtaken > lost[8]
+    assert int(rows[8][3].replace(",", "")) > int(rows[1][3].replace(",", ""))
+    assert rows[1][5] == "1.00"

@@ -2,9 +2,9 @@
 reordered messages). The library keeps a window of timestamps per connection by
 default; the commands keep SCMP's rule (``--reorder-window 1``).
 
-- a genuine message overtaken by up to (default - 1) later messages of its connection is
-  accepted; one overtaken by the default or more is refused ``duplicate``; every copy is
-  refused, quick or after GC forgot its connection;
+- a genuine message overtaken by up to (default) later messages of its connection is
+  accepted; one overtaken by more (the floor has passed it) is refused ``duplicate``;
+  every copy is refused, quick or after GC forgot its connection;
 - on a generated trace with reordering and copies the default's verdicts are
   ``timebound replay atmostonce --reorder-window <default>``'s, and differ from SCMP's
   rule (the trace tells the two apart);
@@ -50,13 +50,15 @@ def overtaken_rows() -> list[tuple[str, int, int, str]]:
              ("v", 50, d + 4, "first"),
              ("u", 100, d + 5, "copy")]            # below the window: its floor
     rows += [("u", 301 + i, d + 6 + i, "later") for i in range(d)]
-    rows += [("u", 300, 2 * d + 6, "overtaken by default"),
+    rows += [("u", 300, 2 * d + 6, "overtaken by default")]
+    rows += [("u", 401 + i, 2 * d + 7 + i, "later") for i in range(d + 1)]
+    rows += [("u", 400, 3 * d + 8, "overtaken by default + 1"),
              ("v", 50, 5_000, "copy")]             # after GC forgot v: stale
     return rows
 
 
 @pytest.mark.spark
-def test_the_default_keeps_a_message_overtaken_by_default_minus_one(spark: Any) -> None:
+def test_the_default_keeps_a_message_overtaken_by_default_later_ones(spark: Any) -> None:
     from timebound.spark import at_most_once
 
     rows = overtaken_rows()
@@ -67,7 +69,8 @@ def test_the_default_keeps_a_message_overtaken_by_default_minus_one(spark: Any) 
     verdicts = [(r["what"], r["verdict"]) for r in got]
     expected = {"first": "accepted", "later": "accepted",
                 "overtaken by default - 1": "accepted",
-                "overtaken by default": "duplicate"}
+                "overtaken by default": "accepted",
+                "overtaken by default + 1": "duplicate"}
     assert verdicts[:-1] == [(w, expected.get(w, "duplicate")) for _, _, _, w in rows[:-1]]
     assert verdicts[-1] == ("copy", "stale")
     # u's window holds the default number of timestamps, v's one.

@@ -77,7 +77,7 @@ def at_most_once(
     ``limited`` (``window``, ``spikes``, ``p``); ``resilient`` with ``beta`` and
     ``latest_every`` (and ``recovery_grace``); ``classes``: hash classes per receiver;
     ``reorder_window``: timestamps kept per connection (default 8: a message overtaken
-    by up to 7 later ones of its connection is accepted; 1: SCMP's rule, the commands'
+    by up to 8 later ones of its connection is accepted; 1: SCMP's rule, the commands'
     default, so ``--reorder-window 8`` gives the replay this default's verdicts).
 
     Returns every row of ``df`` with all its columns plus ``verdict`` (``accepted``,

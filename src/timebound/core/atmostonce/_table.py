@@ -24,9 +24,12 @@ figures exactly, on the unchanged code path; no window state exists) a connectio
 remembers up to W accepted timestamps above a *floor*: its table entry is
 ``[floor, s_1 < ... < s_k]`` (``1 <= k <= W``, ``floor < s_1``, ``s_k = CT[conn]``,
 the value every other part of the receiver sees). A message on a known connection is
-accepted iff ``ts`` is above the bound -- ``s_1`` when the window is full (k = W),
-``floor`` otherwise -- and not among ``s_1..s_k``; accepting inserts it, and when that
-makes k exceed W the smallest remembered timestamp is dropped and becomes the floor.
+accepted iff ``ts`` is above the floor and not among ``s_1..s_k``; accepting inserts
+it, and when that makes k exceed W the smallest remembered timestamp is dropped and
+becomes the floor (a message below ``s_1`` arriving at a full window is itself that
+smallest: accepted, it becomes the floor). So ``duplicate`` on a known connection means
+``ts`` is one of ``s_1..s_k`` (a copy) or at or below the floor (the receiver cannot
+tell): a timestamp the receiver can tell it never accepted is never refused.
 A connection enters the table with ``floor = upper`` (the bound Fig. 2-1 applies to an
 unknown connection) and ``s_1 = ts``. GC forgets a whole connection exactly when
 Fig. 2-1 would (``s_k <= now - estimate``) and raises ``upper`` to ``s_k``.
@@ -43,9 +46,8 @@ everything accepted on ``c`` before (I for an absent ``c``); forgetting ``c`` ra
 table and recovery sets ``upper = latest``, which bounds every timestamp accepted
 before the crash (SCMP 2.3, unchanged). Nothing else removes a timestamp or lowers a
 floor. No duplicate: a copy of an accepted ``(c, ts)`` finds, by (I), either ``c`` in
-the table with ``ts`` in the set (refused: ``ts <= s_1`` when full, found otherwise)
-or ``ts <= floor <= bound`` (refused), or ``c`` absent with ``ts <= upper``
-(``STALE``). Clocks, estimates, classes and crashes enter only through ``upper`` and
+the table with ``ts`` in the set (found: refused) or ``ts <= floor`` (refused), or
+``c`` absent with ``ts <= upper`` (``STALE``). Clocks, estimates, classes and crashes enter only through ``upper`` and
 GC, exactly as in the paper's argument. With W = 1 the window is always full and
 the bound is ``s_1 = CT[conn]``: Fig. 2-1 decision for decision.
 
@@ -107,17 +109,16 @@ class ConnectionTable:
 
     def _admit(self, conn: str, ts: int) -> bool:
         """Reorder window, ``ts <= CT[conn]``: accept (and remember) ``ts`` iff it is
-        above the window's bound and not remembered (module docstring)."""
+        above the floor and not remembered (module docstring)."""
         assert self._windows is not None
         window = self._windows[conn]
-        full = len(window) > self.reorder_window  # [floor, s_1..s_W]
-        if ts <= window[1 if full else 0]:
+        if ts <= window[0]:
             return False
         i = bisect_left(window, ts)
         if window[i] == ts:  # i < len(window): ts <= CT[conn] = window[-1]
             return False
         window.insert(i, ts)
-        if full or (self._bounded and self._held >= self._capacity):
+        if len(window) > self.reorder_window + 1 or (self._bounded and self._held >= self._capacity):
             del window[0]  # the smallest remembered timestamp becomes the floor
         else:
             self._held += 1
