@@ -1,4 +1,4 @@
-"""A literal, slow reference of DESIGN.md's ``atmostonce`` replay contract.
+"""A literal, slow reference of the ``atmostonce`` replay contract (docs/replay-atmostonce.md).
 
 Written independently of ``timebound.core`` and as plainly as possible: every timer
 fires one by one at every multiple of its period (no idle-gap shortcut), lifetimes are

@@ -43,7 +43,7 @@ WINDOWS = (1, 2, 3, 4, 8, 32)
 @given(st.data())
 def test_window_one_equals_the_papers_receiver(data) -> None:
     """``--reorder-window 1`` (explicitly) decides every row as the literal reference
-    of DESIGN.md (SCMP Figs. 2-1/2-2, adaptive Figs. 1-3) does."""
+    of docs/replay-atmostonce.md (SCMP Figs. 2-1/2-2, adaptive Figs. 1-3) does."""
     o = data.draw(options())
     rows = data.draw(traces(o.resilient))
     expected = reference_replay(rows, o)

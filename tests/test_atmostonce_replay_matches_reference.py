@@ -1,4 +1,4 @@
-"""The product replay equals the literal reference of DESIGN.md on generated traces,
+"""The product replay equals the literal reference of docs/replay-atmostonce.md on generated traces,
 for every estimator, with and without resilience and classes."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Imports go downward only (TEAM.md / DESIGN.md layering), checked on EVERY module of
+"""Imports go downward only (the layering of docs/design.md), checked on EVERY module of
 ``src/timebound``:
 
 - leaves: ``timebound.errors`` (nothing of ours), ``timebound.contract`` (errors only);
@@ -28,7 +28,7 @@
 Every module must belong to a layer: a new top-level module or package fails here
 until it is given one. No package imports another package's private module or name
 (a package: a layer, or ``core.<x>``); what one uses of another is exported under a
-public name (the house's own private helpers and two older reaches are listed).
+public name (only the house's own private helpers, ``HOUSE_PRIVATE``, are exempt).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``timebound replay merge`` through the real CLI entry point, against hand-computed
-outputs and against a plain reference reading of the DESIGN.md contract."""
+outputs and against a plain reference reading of the contract in docs/replay-merge.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Slotted-FIFO receiver: Definition 4.2 rules (i)-(iv) and the DESIGN.md obligations,
+"""Slotted-FIFO receiver: Definition 4.2 rules (i)-(iv) and the obligations of docs/replay-slotted.md,
 under any arrival order with loss -- by Hypothesis and exhaustively over permutations."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The trace-dataset contract, written once (CONTRIBUTING.md, DESIGN.md "Datasets").
+"""The trace-dataset contract, written once (CONTRIBUTING.md; docs/design.md, "Contracts").
 
 A leaf module (the standard library and ``timebound.errors`` only): every table a
 dataset or a pipeline output holds, with its columns and their types; the per-run
@@ -240,7 +240,7 @@ def dataset_columns(table: str, *, simulated: bool = False) -> list[tuple[str, s
             + [(c.name, c.type) for c in t.extensions])
 
 
-#: Output columns of each ``timebound replay PROTOCOL`` (DESIGN.md): input fields
+#: Output columns of each ``timebound replay PROTOCOL`` (docs/replay-*.md): input fields
 #: passed through plus the decision. Stability's ``value`` is ``int64`` with timestamp
 #: acks and ``map<string,int64>`` with vector acks (``STABILITY_VECTOR_VALUE``).
 REPLAY_OUTPUTS: dict[str, dict[str, str]] = {

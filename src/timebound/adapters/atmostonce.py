@@ -1,4 +1,4 @@
-"""At-most-once row adapter: SCMP receivers fed from ``messages`` rows (DESIGN.md).
+"""At-most-once row adapter: SCMP receivers fed from ``messages`` rows (docs/replay-atmostonce.md).
 
 One ``ClassifiedReceiver`` per receiver name (``classes`` hash classes, each an
 independent ``Receiver`` with its own estimator, table, ``upper`` and ``latest``), fed

@@ -1,4 +1,4 @@
-"""Causal row adapter: logical timestamps over ``events`` rows (DESIGN.md).
+"""Causal row adapter: logical timestamps over ``events`` rows (docs/replay-causal.md).
 
 One ``CausalProcess`` (variant ``rckn``, Fig. 1 with the section 3.3 resets) or
 ``RCProcess`` (variant ``rc``, Fig. 3) per process name, created at the paper's

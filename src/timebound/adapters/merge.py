@@ -1,4 +1,4 @@
-"""Merge row adapter: causal deterministic mergers over ``arrivals`` rows (DESIGN.md).
+"""Merge row adapter: causal deterministic mergers over ``arrivals`` rows (docs/replay-merge.md).
 
 One ``timebound.core.merge.Merger`` per merger name. For a row at time T of merger M
 it first lets M deliver everything with deadline < T (this also delivers the

@@ -1,4 +1,4 @@
-"""``timebound replay atmostonce``: SCMP receivers over a trace (DESIGN.md contract).
+"""``timebound replay atmostonce``: SCMP receivers over a trace (docs/replay-atmostonce.md).
 
 The command line of the at-most-once replay; the rows go to the shared row adapter
 ``timebound.adapters.atmostonce.AtMostOnceAdapter`` (one ``ClassifiedReceiver`` per

@@ -1,4 +1,4 @@
-"""``timebound replay causal``: logical timestamps over an event trace (DESIGN.md).
+"""``timebound replay causal``: logical timestamps over an event trace (docs/replay-causal.md).
 
 The command line of the causal replay; the rows go to the shared row adapter
 ``timebound.adapters.causal.CausalAdapter``. Every protocol rule lives in

@@ -1,4 +1,4 @@
-"""``timebound replay merge``: causal deterministic mergers over arrival rows (DESIGN.md).
+"""``timebound replay merge``: causal deterministic mergers over arrival rows (docs/replay-merge.md).
 
 The command line of the merge replay; the rows go to the shared row adapter
 ``timebound.adapters.merge.MergeAdapter``. Every protocol rule lives in

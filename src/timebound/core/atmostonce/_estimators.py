@@ -21,7 +21,9 @@ keeps the period's lifetimes, ``numacc`` (accepted messages) and ``numrej``
   ``p += 1``; limited: ``numacc -= p*numrej + 1``, p fixed) and zeroing ``numrej``;
 - the period's lifetimes are emptied.
 
-Choices where the figures leave room (pinned by ``tests/test_atmostonce_estimators.py``):
+Choices where the figures leave room (pinned by
+``tests/test_atmostonce_receiver.py::test_unlimited_rises_falls_and_charges_only_on_a_real_fall``
+and ``tests/test_atmostonce_estimator_mutants.py``):
 
 - *Only an actual fall charges the counters.* When the decrease condition holds but
   ``nextpow2(maxltime)`` equals the current estimate (e.g. estimate 8, max 5) the

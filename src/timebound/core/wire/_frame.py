@@ -28,8 +28,9 @@ server a frame is meant for, chosen at ``serve`` and known to its clients) puts
 no byte of it is sent), so a frame sealed for service A does not verify at a
 service B that shares the key: a CALL captured for one server never runs on
 another. Without a service id the tag covers the frame alone (as before). The
-prefix starts with ``t``, never with the version byte ``1``, so the two inputs
-cannot collide. Pinned by ``tests/test_net_wire.py::test_service_id_*``.
+prefix starts with ``t``, never with the version byte, so the two inputs cannot
+collide. Pinned by ``tests/test_rpc_hostile.py::test_call_for_one_service_never_runs_on_another``
+and the ``test_service_id_*`` tests of the channel, group and pub-sub.
 
 Key rotation: a ``Keyring`` holds a current key and, optionally, a previous one
 accepted until ``previous_until`` (an absolute tick; None: until removed). A
