@@ -699,16 +699,16 @@ def runnable_examples() -> list[tuple[str, str]]:
 
 def test_docs_mark_the_operator_examples() -> None:
     examples = runnable_examples()
-    assert len(examples) == 5
+    assert len(examples) == 6
     assert "causal_merge(" in examples[0][0] and "readStream" in examples[1][0]
-    assert "causal_stamp(" in examples[2][0]
-    assert "slotted(" in examples[3][0] and "stability(" in examples[4][0]
+    assert "causal_stamp(" in examples[2][0] and "causal_stamp(" in examples[3][0]
+    assert "slotted(" in examples[4][0] and "stability(" in examples[5][0]
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("index", [0, 1, 2, 3, 4],
+@pytest.mark.parametrize("index", [0, 1, 2, 3, 4, 5],
                          ids=["causal_merge", "causal_merge_stream", "causal_stamp",
-                              "slotted", "stability"])
+                              "causal_stamp_skewed", "slotted", "stability"])
 def test_docs_examples_print_what_the_page_says(spark: Any, index: int) -> None:
     code, printed = runnable_examples()[index]
     out = io.StringIO()
