@@ -341,13 +341,23 @@ def _verdicts(output: str, manifest: dict[str, Any], scenario: str) -> str:
             + "".join(body) + "</table>")
 
 
+#: Longest label a claim's "scenario / run" cell shows before its fold.
+LABEL_MAX = 80
+
+
 def _run_label(where: str) -> tuple[str, str]:
     """A claim's "scenario / run" text as (its label: the runs, up to the first ": ";
-    the rest: what is checked and when it differs)."""
+    the rest: what is checked and when it differs). A text without such a head of at
+    most ``LABEL_MAX`` characters is cut at the last space before that length, so every
+    row folds the same way; label + rest is the text."""
     head, sep, rest = where.partition(": ")
-    if not sep or len(head) > 80:
+    if sep and len(head) < LABEL_MAX:
+        return head + ":", " " + rest
+    if len(where) <= LABEL_MAX:
         return where, ""
-    return head + ":", " " + rest
+    cut = where.rfind(" ", 0, LABEL_MAX)
+    cut = cut if cut > 0 else LABEL_MAX
+    return where[:cut], where[cut:]
 
 
 def _folded(shown: str, more: str) -> str:

@@ -42,6 +42,8 @@ class Layout:
     colours: list[str] = field(default_factory=list)  # one per labelled line
     #: each labelled line: its legend label and its x values
     lines: list[tuple[str, list[float]]] = field(default_factory=list)
+    #: each line drawn, labelled or not: its points, and whether a line joins them
+    joined: list[tuple[int, bool]] = field(default_factory=list)
 
 
 _RECORDS: list[list[Layout]] = []
@@ -109,7 +111,9 @@ def _layout(fig: Any, ax: Any) -> Layout:
                   [_box(legend, renderer) for legend in legends], labels,
                   [matplotlib.colors.to_hex(line.get_color()) for line in drawn],
                   [(str(line.get_label()), [float(v) for v in line.get_xdata()])
-                   for line in drawn])
+                   for line in drawn],
+                  [(len(line.get_xdata()), line.get_linestyle() not in ("None", "", " "))
+                   for a in axes for line in a.get_lines()])
 
 
 def series(df: pd.DataFrame, measure: str, title: str, ylabel: str,
@@ -139,8 +143,9 @@ def series(df: pd.DataFrame, measure: str, title: str, ylabel: str,
 
 def against(points: pd.DataFrame, x: str, y: str, group: str | None, title: str,
             xlabel: str, ylabel: str, logx: bool = False) -> str | None:
-    """``y`` against numeric ``x``, one line per ``group`` value (markers only where a
-    line would join just two points across a log axis)."""
+    """``y`` against numeric ``x``, one line per ``group`` value: markers at the
+    points, joined by a line whenever there are two or more (two points make a line
+    too: a reader looks for one)."""
     points = points.dropna(subset=[x, y])
     if points.empty:
         return None
@@ -154,8 +159,7 @@ def against(points: pd.DataFrame, x: str, y: str, group: str | None, title: str,
         shown = groups[:MAX_SERIES]
         for (name, part), colour in zip(shown, palette(len(shown)), strict=True):
             mean = part.groupby(x)[y].mean().sort_index()  # one point per x (seeds)
-            style = "o" if logx and len(mean) <= 2 else "o-"
-            ax.plot(mean.index, mean.values, style, color=colour,
+            ax.plot(mean.index, mean.values, "o-", color=colour,
                     label=str(name) if group else "_")
         ax.set_title(title)
         ax.set_xlabel(xlabel)
