@@ -132,17 +132,32 @@ def test_monotonic_clock_alternative() -> None:
     assert r.receive("b", 211, now=211) is A
 
 
-def test_capacity_evicts_only_when_almost_full_and_signals_full() -> None:
+def test_capacity_evicts_only_when_almost_full_then_forgets_oldest_early() -> None:
     r = Receiver(Fixed(10), gc_every=5, capacity=4, high_water=3)
     assert r.receive("a", 1, now=1) is A and r.receive("b", 2, now=2) is A
     r.handle_timer(now=20)                               # 2 entries < high water: kept
     assert r.entries == 2 and r.upper == 0
-    assert r.receive("c", 19, now=20) is A and r.receive("d", 19, now=20) is A
+    assert r.receive("c", 18, now=20) is A and r.receive("d", 19, now=20) is A
     # Full: a new connection forces eviction of the expired a and b.
     assert r.receive("e", 19, now=20) is A and r.entries == 3 and r.upper == 2
     assert r.receive("f", 20, now=20) is A
-    assert r.receive("g", 20, now=20) is Verdict.FULL   # all live
-    assert r.entries == 4 and r.statistics().full == 1
+    # Full of live entries: the oldest (c, CT 18) is forgotten early, upper over it.
+    assert r.receive("g", 20, now=20) is A
+    assert r.lookup("c") is None and r.upper == 18 and r.entries == 4
+    assert r.forced == 1 and r.statistics().full == 0
+    assert r.receive("c", 18, now=21) is S               # its late copy: stale
+
+
+def test_capacity_full_only_when_nothing_may_go() -> None:
+    keep = {"a", "b"}
+    r = Receiver(Fixed(10), gc_every=5, capacity=2,
+                 evictable=lambda conn, now: conn not in keep)
+    assert r.receive("a", 1, now=1) is A and r.receive("b", 2, now=2) is A
+    assert r.receive("c", 3, now=3) is Verdict.FULL     # both kept: nothing may go
+    assert r.entries == 2 and r.statistics().full == 1 and r.upper == 0
+    keep.discard("b")
+    assert r.receive("c", 3, now=3) is A                 # b goes, a (older) stays
+    assert r.lookup("a") == 1 and r.lookup("b") is None and r.upper == 2
 
 
 def test_retain_keeps_entries_in_use() -> None:

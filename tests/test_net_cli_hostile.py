@@ -457,6 +457,7 @@ def test_key_file_must_be_a_small_regular_file(kind: str, tmp_path: Path) -> Non
         path.mkdir()
     elif kind == "large":
         path.write_bytes(b"k" * (1 << 17))
+        path.chmod(0o600)  # private, so the size is what refuses it
     else:
         path = Path("/dev/zero")
     done = run(["rpc", "call", "127.0.0.1:9", "incr", "--key-file", str(path)],

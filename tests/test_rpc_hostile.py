@@ -236,8 +236,9 @@ def test_amplification_worst_ratio_per_message_type(tmp_path: Path,
             history = server.service.server.state(conn)
             assert history is not None
             _state, ts = history
-            # The client's CALL, byte for byte: its default timeout 2 s is the budget.
-            replayed = ring_seal(ring, Call(conn, ts, encode_call_payload("big", b"", 2000))
+            # The client's CALL, byte for byte: its budget is its default timeout, 2 s,
+            # less the margin the server's ``expired`` needs to reach it (0.1 s).
+            replayed = ring_seal(ring, Call(conn, ts, encode_call_payload("big", b"", 1900))
                                  .encode())
             probe = ring_seal(ring, Call(conn, ts, None).encode())
             await attack("CALL replayed (stored reply)", [replayed])
@@ -552,7 +553,8 @@ def test_proxy_duplicates_stay_within_3x_for_a_capped_address(tmp_path: Path,
 def test_metrics_endpoint_is_loopback_unless_insecure(tmp_path: Path) -> None:
     """The Prometheus counters are plain HTTP (no key): ``--metrics-host`` defaults
     to 127.0.0.1, and another address needs ``--insecure`` even with a key."""
-    (tmp_path / "key").write_bytes(KEY)
+    (tmp_path / "key").write_bytes(KEY.hex().encode() + b"\n")  # a key file: 64 hex
+    (tmp_path / "key").chmod(0o600)
     done = subprocess.run(
         [sys.executable, "-m", "timebound.cli", "rpc", "serve", "timebound.net.examples:app",
          "--storage", str(tmp_path / "l.json"), "--key-file", str(tmp_path / "key"),

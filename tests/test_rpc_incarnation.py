@@ -341,14 +341,18 @@ MS = 1000
 
 def test_retry_refused_reissues_only_calls_that_did_not_run(tmp_path: Any) -> None:
     import asyncio
+    import threading
 
     from timebound.core.atmostonce import ReceiverConfig
     from timebound.net import CallRejected, Clock, RpcClient, RpcServer
 
     ledger: list[bytes] = []
+    release = threading.Event()
 
     def record(payload: bytes) -> bytes:
         ledger.append(payload)
+        if payload == b"one":  # held running: its entry may not be forgotten early
+            release.wait(10)
         return payload
 
     config = ReceiverConfig("fixed", rho=200 * MS, gc_every=50 * MS, resilient=True,
@@ -360,12 +364,17 @@ def test_retry_refused_reissues_only_calls_that_did_not_run(tmp_path: Any) -> No
                              storage=str(tmp_path / "latest.json")) as server:
             async with RpcClient(server.address, key=KEY) as first, \
                     RpcClient(server.address, key=KEY) as second:
-                await first.call("record", b"one")
-                # The table's one entry is live: refused overloaded, certainly not run.
+                running = asyncio.ensure_future(first.call("record", b"one", timeout=10))
+                while not ledger:
+                    await asyncio.sleep(0.01)
+                # The table's one entry is a running call: refused overloaded,
+                # certainly not run.
                 with pytest.raises(CallRejected) as caught:
                     await second.call("record", b"two")
                 seen["overloaded"] = (caught.value.reason, caught.value.ran)
-                # Re-issued as a new call, with back-off, until the entry expires.
+                release.set()
+                assert await running == b"one"
+                # Re-issued as a new call: the finished call is forgotten early.
                 seen["retried"] = await second.call("record", b"three", timeout=3.0,
                                                     retry_refused=True)
             # A clock far ahead: refused early on every attempt; the last refusal is

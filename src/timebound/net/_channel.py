@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import secrets
+import socket
 from typing import Any
 
 from timebound.core.atmostonce import Receiver, ReceiverConfig, StableStorage
@@ -265,10 +266,13 @@ class ChannelListener(Lifecycle, QueueIterator[Delivery[Address]]):
         self._timer = Timer(self.clock, self._on_timer)
         self._closed: asyncio.Event | None = None
 
-    async def start(self) -> None:
+    async def start(self, sock: socket.socket | None = None) -> None:
+        """Bind ``host:port`` and listen; or listen on ``sock``, a UDP socket already
+        bound there (``channel recv`` binds before ``storage`` is opened, so a port in
+        use creates no file; closed if the start fails)."""
         self._queue = asyncio.Queue()
         self._closed = asyncio.Event()
-        self.address = await open_datagram(self, local=(self.host, self.port))
+        self.address = await open_datagram(self, local=(self.host, self.port), sock=sock)
         try:
             guard_exposure(self.address[0], keyed=self.core.codec.keyring is not None,
                            insecure=self.insecure, service="channel recv")

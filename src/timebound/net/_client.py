@@ -8,6 +8,14 @@ paper. The core decides timestamps (never backwards, unique per connection),
 retransmissions, truncation after an ACK and REPLY-ACKs; this driver only sends what
 it returns and re-arms one timer at ``next_deadline()``.
 
+A call's timeout is also its deadline at the server: the CALL carries a budget a
+little shorter (``RpcCaller.budget_ms``: the timeout less a tenth of it, at most
+five first retransmission intervals), and the server never starts the call after
+it, answering ``expired`` (``CallRejected``, ``ran`` False with a key) in time to
+arrive before the timeout; a server with no room to queue the call refuses it
+``overloaded`` at once. So a call that could not run in time ends with a refusal
+that says it did not run, not with a ``CallTimeout`` whose outcome is unknown.
+
 Per call the driver makes one future and no timer: a call's timeout is a deadline
 kept beside the core's, and the one timer (re-armed only when a deadline comes
 earlier than the one it is armed for, as aioquic does) fires at the earliest of
@@ -35,7 +43,6 @@ import socket
 from typing import Any
 
 from timebound.core.rpc import (
-    MAX_BUDGET_MS,
     Answered,
     CallerOutput,
     Policy,
@@ -255,7 +262,9 @@ class RpcClient:
         would; the benchmark's shared-socket mode). Raises ``CallTimeout`` (outcome
         unknown: ran at most once), ``CallRejected`` (``.reason``; ``.ran`` False:
         it did not run, None: unknown) or ``RemoteError`` (the handler raised; it ran
-        once).
+        once). The server is told a deadline a little before ``timeout`` (module
+        doc): a call it could not start by then is ``CallRejected`` ``expired``, one
+        it had no room to queue ``overloaded``, both before ``timeout``.
 
         ``retry_refused``: a call refused in a way that proves it did not run
         (``CallRejected.ran is False``: ``early``, ``overloaded``, ``expired``, with
@@ -296,8 +305,10 @@ class RpcClient:
         now = self.clock.now()
         ticks = self._timeout_ticks
         if ticks[0] != timeout:
-            ticks = self._timeout_ticks = (timeout, seconds(timeout),
-                                           min(MAX_BUDGET_MS, max(1, round(timeout * 1000))))
+            # The budget is a little shorter than the timeout, so that the server's
+            # ``expired`` arrives before it (``RpcCaller.budget_ms``).
+            wait = max(1, seconds(timeout))
+            ticks = self._timeout_ticks = (timeout, wait, self.caller.budget_ms(wait))
         try:
             _ts, frames = self.caller.call(proc, payload, now=now, conn=conn,
                                            budget_ms=ticks[2])

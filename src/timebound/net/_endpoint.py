@@ -4,9 +4,19 @@ A driver (``Channel``, ``ChannelListener``, ``Group``, the pub-sub endpoints) ow
 datagram socket: ``DatagramProtocol`` hands the driver its transport
 (``owner._transport``), every datagram (``owner._datagram(data, addr)``) and counts
 socket errors (``owner.socket_errors``); ``open_datagram`` creates that socket bound
-(``local``) or connected (``remote``) and returns its local address. ``udp_socket`` is
-the non-blocking socket of the drivers that read theirs with ``loop.add_reader``
-(``RpcServer``, ``RpcClient``). ``Timer`` is the one loop timer a driver re-arms at
+(``local``) or connected (``remote``), or wraps one already bound (``sock``), and
+returns its local address. ``udp_socket`` is the non-blocking socket of the drivers
+that read theirs with ``loop.add_reader`` (``RpcServer``, ``RpcClient``).
+
+Binding a listener: ``bind_udp(host, port)`` binds a socket the way
+``create_datagram_endpoint(local_addr=...)`` does (each address ``host`` resolves to,
+in turn) but keeps the system's error (uvloop replaces it by "could not bind to
+local_addr", the errno only on its cause; ``bind_errno`` finds it on either). A
+listener with stable storage is bound *before* its storage is opened: the command
+line binds with ``bind_udp`` and hands the socket to ``start(sock=...)``
+(``RpcServer``, ``ChannelListener``), so a port in use or an address that is not this
+machine's is one line and creates no storage file
+(``tests/test_net_keys_ports.py``). ``Timer`` is the one loop timer a driver re-arms at
 its core's ``next_deadline()``; ``on_signals`` calls back on SIGTERM and SIGINT while a
 block runs (a server or a command stops cleanly).
 
@@ -25,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import ipaddress
 import signal
 import socket
@@ -124,6 +135,34 @@ def udp_socket(family: int, bind: Any = None, connect: Any = None) -> socket.soc
     return sock
 
 
+async def bind_udp(host: str, port: int) -> socket.socket:
+    """A non-blocking UDP socket bound to ``(host, port)``, trying each address the
+    host resolves to in turn (as ``create_datagram_endpoint(local_addr=...)`` does);
+    the last ``OSError`` when none binds, with its errno (``bind_errno``)."""
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
+    error: OSError = OSError(errno.EADDRNOTAVAIL, f"getaddrinfo({host!r}) returned nothing")
+    for family, _kind, _proto, _name, sockaddr in infos:
+        try:
+            return udp_socket(family, bind=sockaddr)
+        except OSError as exc:
+            error = exc
+    raise error
+
+
+def bind_errno(exc: BaseException) -> int | None:
+    """The errno of a failed bind: ``exc``'s own or, when a loop replaced the
+    system's error by its own (uvloop), that of its cause or context."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno is not None:
+            return int(current.errno)
+        current = current.__cause__ or current.__context__
+    return None
+
+
 class DatagramProtocol(asyncio.DatagramProtocol):
     """Hands ``owner`` its transport, its datagrams and its socket errors."""
 
@@ -141,12 +180,27 @@ class DatagramProtocol(asyncio.DatagramProtocol):
 
 
 async def open_datagram(owner: Any, local: tuple[str, int] | None = None,
-                        remote: Any = None) -> tuple[str, int]:
-    """``owner``'s socket, bound to ``local`` and/or connected to ``remote``; its local
-    address (the port the system chose for port 0)."""
+                        remote: Any = None, sock: socket.socket | None = None
+                        ) -> tuple[str, int]:
+    """``owner``'s socket, bound to ``local`` and/or connected to ``remote``, or
+    ``sock`` (already bound: ``bind_udp``); its local address (the port the system
+    chose for port 0). A socket bound only to ``local`` is bound by ``bind_udp``, so
+    a failure keeps the system's errno on any loop. The socket is closed if the
+    transport cannot be made."""
     loop = asyncio.get_running_loop()
-    transport, _ = await loop.create_datagram_endpoint(
-        lambda: DatagramProtocol(owner), local_addr=local, remote_addr=remote)
+    if sock is None and local is not None and remote is None:
+        sock = await bind_udp(local[0], local[1])
+    try:
+        if sock is not None:
+            transport, _ = await loop.create_datagram_endpoint(
+                lambda: DatagramProtocol(owner), sock=sock)
+        else:
+            transport, _ = await loop.create_datagram_endpoint(
+                lambda: DatagramProtocol(owner), local_addr=local, remote_addr=remote)
+    except BaseException:
+        if sock is not None:
+            sock.close()
+        raise
     name = transport.get_extra_info("sockname")
     return (name[0], name[1])
 

@@ -6,10 +6,16 @@ Handlers are ``def f(payload: bytes) -> bytes`` or ``async def``, served from a 
 or from the public methods of an object of the user's own class (``handlers_of``).
 Sync handlers run in a bounded pool of daemon worker threads (``workers``,
 ``DEFAULT_WORKERS``; ``workers=0`` runs them inline on the loop: the fastest null
-call, for handlers that never block); a worker (``work``) only calls the handler and
-hands the outcome back with ``loop.call_soon_threadsafe``, so every reply is made on
-the loop through ``service.complete_reply``. Async handlers (``on_loop``) run on the
-loop, one task per call.
+call, for handlers that never block); a worker (``work``) only calls the handler it
+is given and hands the outcome back with ``loop.call_soon_threadsafe``, so every
+reply is made on the loop through ``service.complete_reply``. Which call a worker
+runs next is decided on the loop, never in the thread: a call waits in the
+server's bounded queue (``queue``, ``DEFAULT_QUEUE_PER_WORKER`` per worker) and is
+handed to a worker only when one is free and the service says it may still start
+(``RpcService.expire_if_late``: its deadline has not passed), so a call is never
+started after its deadline, however long it waited. Async handlers (``on_loop``)
+run on the loop, one task per call, started when their CALL is accepted (the
+service's check on arrival is their check at start; likewise inline handlers).
 
 Latency (``--metrics-port``, ``timebound.net._metrics``): the driver times calls,
 never the core (which reads no clock). ``RpcServer.procedure_latency`` holds one
@@ -44,6 +50,15 @@ Handler = Callable[[bytes], bytes] | Callable[[bytes], Awaitable[bytes]]
 DEFAULT_WORKERS = 8
 #: Most worker threads a server takes.
 MAX_WORKERS = 1024
+#: Sync calls that may wait for a busy worker, per worker, by default
+#: (``RpcServer(queue=)``, ``--queue``): a call beyond the queue is refused
+#: ``overloaded`` at once. 256 with the default 8 workers: a burst of a few hundred
+#: quick calls (one client with many outstanding) waits its turn, while a server
+#: whose handlers are slow says ``overloaded`` at once instead of holding calls
+#: until their deadlines (a waiting call never starts after its deadline anyway).
+DEFAULT_QUEUE_PER_WORKER = 32
+#: Most calls a server's queue takes.
+MAX_QUEUE = 65536
 
 #: Upper bounds of the latency histograms' buckets, seconds (Prometheus ``le``; a last
 #: bucket, +Inf, takes the rest): 25 µs (a null call on loopback) to 10 s.
@@ -124,9 +139,11 @@ def on_loop(fn: object) -> bool:
         getattr(fn, "__call__", None))  # noqa: B004 - the method, not callable()
 
 
-def work(jobs: Any, idle: Any, loop: Any, done: Callable[..., object]) -> None:
-    """A worker thread: runs queued sync handlers and hands each outcome to the
-    loop (``done``, by ``call_soon_threadsafe``); it touches no server state."""
+def work(jobs: Any, loop: Any, done: Callable[..., object]) -> None:
+    """A worker thread: runs the sync handlers the loop hands it (``jobs``, a queue
+    that holds a job only while a worker is free to take it: the loop has already
+    decided that the call may start) and hands each outcome to the loop (``done``, by
+    ``call_soon_threadsafe``); it touches no server state."""
     while True:
         job = jobs.get()
         if job is None:
@@ -146,4 +163,3 @@ def work(jobs: Any, idle: Any, loop: Any, done: Callable[..., object]) -> None:
         except RuntimeError:  # the loop is closed: the server is gone
             return
         job = result = None  # hold nothing while idle
-        idle.release()

@@ -12,12 +12,21 @@ that makes one has to be obvious and hard to misuse. Choices:
   on the descriptor before a byte is written: an existing file (or a symbolic link)
   is never overwritten, since overwriting a key in use locks every client out; that
   is a one-line error, exit 2. A write that fails removes the partial file.
+- ``--key-file`` refuses a key file its group or others can access (``_keys``, as
+  ssh does), so the file must come out 0600 whatever the umask: the mode given to
+  ``open`` is only narrowed by the umask, ``fchmod`` then says 0600 exactly (a
+  umask of 0 adds nothing; under a folder's default ACL, chmod 600 sets the ACL
+  mask to 0, so no named entry keeps a right), and the mode is read back
+  from the descriptor: a file system that keeps other bits (a FAT or network mount
+  with a fixed mode) is one line and the file is removed, rather than a key that
+  every command would then refuse.
 - It then prints how to use the key on the servers (``--key-file FILE`` on ``rpc
   serve``, ``channel recv``, ``group join``, ``pubsub merge``) and the clients (``rpc
   call``/``stats``, ``channel send``, ``pubsub publish``/``subscribe``), and that the
   file goes to clients over a secure channel.
 
-Pinned by ``tests/test_net_cli_hostile.py::test_key_new_*``.
+Pinned by ``tests/test_net_cli_hostile.py::test_key_new_*`` and
+``tests/test_net_keys_ports.py::test_key_new_*``.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ import secrets
 from typing import Any
 
 from timebound.errors import UsageError
+from timebound.net._keys import private_mode_problem
 
 #: Random bytes in a new key (written as twice as many hex characters).
 KEY_BYTES = 32
@@ -75,16 +85,23 @@ def write_new_key(path: str) -> None:
         raise UsageError("FILE", f"cannot create {path}: {reason}") from None
     try:
         os.fchmod(fd, 0o600)  # the umask may only remove bits; say 0600 exactly
-        data = new_key()
-        written = 0
-        while written < len(data):
-            written += os.write(fd, data[written:])
-        os.fsync(fd)
+        problem = private_mode_problem(os.fstat(fd).st_mode)
+        if problem is None:
+            data = new_key()
+            written = 0
+            while written < len(data):
+                written += os.write(fd, data[written:])
+            os.fsync(fd)
     except OSError as exc:
         os.close(fd)
         os.unlink(path)
         raise UsageError("FILE", f"cannot write {path}: {exc.strerror or exc}") from None
     os.close(fd)
+    if problem is not None:  # nothing was written: no key left where others read it
+        os.unlink(path)
+        raise UsageError("FILE", f"cannot make {path} private: it is {problem} after "
+                                 "chmod 600 (a file system that ignores permissions?); "
+                                 "create it on another one")
 
 
 def run_key_new(args: argparse.Namespace) -> int:

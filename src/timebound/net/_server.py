@@ -19,7 +19,19 @@ Handlers are ``def f(payload: bytes) -> bytes`` or ``async def``; where they run
 bounded pool of worker threads, ``workers``, or inline on the loop, ``workers=0``;
 async handlers on the loop, one task per call) and how calls are timed
 (``procedure_latency``, ``call_latency``) is ``_handlers``'s; every reply is made on
-the loop through ``service.complete_reply``. An exception, a result that is not
+the loop through ``service.complete_reply``.
+
+Deadlines and the queue: a sync call that finds every worker busy waits in a
+bounded queue on the loop (``queue``, default ``DEFAULT_QUEUE_PER_WORKER`` x
+``workers``). One beyond it is refused ``overloaded`` at once
+(``service.overloaded``: it never runs, and a later copy of it neither). A waiting
+call is handed to a worker only once one is free and the service says it may still
+start (``service.expire_if_late``); one timer, at the earliest deadline of the
+waiting calls, answers each whose deadline passes while it waits (``expired``), so
+its caller hears it before its own timeout. The rule is the core's; the driver
+only asks it when it is about to start a call and when a deadline comes. Inline
+and async handlers start when their CALL is accepted, so the service's check on
+arrival is their check at start. An exception, a result that is not
 bytes (``None`` included) or one that cannot fit one REPLY datagram becomes a REPLY
 with an error status (``RemoteError``), once, in both builds; the server keeps
 serving. ``timebound.stats`` is a read-only built-in of the service
@@ -37,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import heapq
 import inspect
 import json
 import queue
@@ -70,12 +83,15 @@ from timebound.net._defaults import DEFAULT_BETA as DEFAULT_BETA
 from timebound.net._defaults import DEFAULT_CAPACITY as DEFAULT_CAPACITY
 from timebound.net._defaults import DEFAULT_GC_EVERY as DEFAULT_GC_EVERY
 from timebound.net._defaults import DEFAULT_LATEST_EVERY as DEFAULT_LATEST_EVERY
+from timebound.net._defaults import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
 from timebound.net._defaults import DEFAULT_RHO as DEFAULT_RHO
 from timebound.net._defaults import MAX_CLASSES as MAX_CLASSES
 from timebound.net._defaults import default_receiver as default_receiver
 from timebound.net._endpoint import guard_exposure, is_ip_literal, on_signals, udp_socket
+from timebound.net._handlers import DEFAULT_QUEUE_PER_WORKER as DEFAULT_QUEUE_PER_WORKER
 from timebound.net._handlers import DEFAULT_WORKERS as DEFAULT_WORKERS
 from timebound.net._handlers import LATENCY_BUCKETS as LATENCY_BUCKETS
+from timebound.net._handlers import MAX_QUEUE as MAX_QUEUE
 from timebound.net._handlers import MAX_WORKERS as MAX_WORKERS
 from timebound.net._handlers import Handler as Handler
 from timebound.net._handlers import LatencyHistogram as LatencyHistogram
@@ -118,6 +134,19 @@ async def bound_socket(host: str, port: int) -> socket.socket:
     raise error
 
 
+class _Waiting:
+    """A sync call waiting for a free worker (``RpcServer._submit``); ``live`` until
+    it leaves the queue (started, expired or dropped)."""
+
+    __slots__ = ("run", "fn", "started", "live")
+
+    def __init__(self, run: Invocation, fn: Any, started: float) -> None:
+        self.run = run
+        self.fn = fn
+        self.started = started
+        self.live = True
+
+
 class RpcServer:
     """An at-most-once RPC server on one UDP socket. ``async with server:`` serves.
 
@@ -133,9 +162,17 @@ class RpcServer:
     service does not verify). Without a key the server binds only loopback
     addresses unless ``insecure`` (one warning line on stderr). ``capacity``
     (None: ``DEFAULT_CAPACITY`` split over the classes; 0: unbounded) bounds each
-    class's table. ``workers``: threads running sync handlers (0: inline on the
-    loop). Every answer to an address that has not validated itself is
-    at most 3x the datagram it answers (``core.rpc._live``).
+    class's table in entries, ``max_bytes`` (None: the ``receiver`` config's own
+    ``max_bytes`` if it has one, else ``DEFAULT_MAX_BYTES``; 0: unbounded; split over
+    the classes) all tables in bytes, stored replies included;
+    a full table forgets its oldest finished calls early (``core.atmostonce._table``,
+    "Bounds"), so a flood cannot lock new callers out. ``workers``: threads running
+    sync handlers (0: inline on the loop). ``queue``: most sync calls waiting for a busy worker (None:
+    ``DEFAULT_QUEUE_PER_WORKER`` x ``workers``; 0: none wait), beyond which a call
+    is refused ``overloaded`` at once; a waiting call is never started after its
+    caller's deadline (it is answered ``expired`` at it). Every answer to an
+    address that has not validated itself is at most 3x the datagram it answers
+    (``core.rpc._live``).
 
     ``marks`` (default on): this server is a new *incarnation*, with a random
     64-bit id in every message it sends; a call its caller made after hearing from
@@ -164,6 +201,8 @@ class RpcServer:
         insecure: bool = False,
         workers: int = DEFAULT_WORKERS,
         marks: bool = True,
+        queue: int | None = None,
+        max_bytes: int | None = None,
     ) -> None:
         self.handlers = handlers_of(handlers)
         self.insecure = insecure
@@ -174,15 +213,24 @@ class RpcServer:
         self.host = host
         self.port = port
         self.clock = clock or Clock()
-        config = receiver or default_receiver()
+        if not 1 <= classes <= MAX_CLASSES:
+            raise UsageError("classes", f"must be in [1, {MAX_CLASSES}], got {classes}")
+        if max_bytes is not None and max_bytes < 0:
+            raise UsageError("max_bytes", f"must be >= 0 (0: unbounded), got {max_bytes}")
+        # The byte bound, each class's share (the config is each class's): the
+        # keyword's total if given (0: unbounded), else the config's own, else the
+        # default's.
+        config = receiver or default_receiver(classes)
+        if max_bytes is not None or config.max_bytes is None:
+            total = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+            config = dataclasses.replace(
+                config, max_bytes=max(1, total // classes) if total else None)
         if not config.resilient:
             config = dataclasses.replace(config, resilient=True, beta=DEFAULT_BETA,
                                          latest_every=DEFAULT_LATEST_EVERY)
         assert config.beta is not None and config.latest_every is not None
         now = self.clock.now()
         ring = keyring(key, previous_key, now + seconds(previous_key_grace))
-        if not 1 <= classes <= MAX_CLASSES:
-            raise UsageError("classes", f"must be in [1, {MAX_CLASSES}], got {classes}")
         self.classes = classes
         stores: list[StableStorage]
         self.storage: FileStorage | None
@@ -224,15 +272,31 @@ class RpcServer:
         if not 0 <= workers <= MAX_WORKERS:
             raise UsageError("workers", f"must be in [0, {MAX_WORKERS}], got {workers}")
         self.workers = workers
+        if queue is None:
+            queue = min(MAX_QUEUE, DEFAULT_QUEUE_PER_WORKER * workers)
+        if not 0 <= queue <= MAX_QUEUE:
+            raise UsageError("queue", f"must be in [0, {MAX_QUEUE}], got {queue}")
+        #: Most sync calls waiting for a busy worker (module doc: "Deadlines and the queue").
+        self.queue = queue
         # Latency (module docstring): per procedure, handler time; the service's,
         # from a call's start to its reply handed to the socket.
         self.procedure_latency = {name: LatencyHistogram() for name in self.handlers}
         self.call_latency = LatencyHistogram()
         self._async_procs = frozenset(
             name for name, fn in self.handlers.items() if on_loop(fn))
-        self._jobs: Any = None  # queue.SimpleQueue of (Invocation, handler) or None
-        self._idle: Any = None  # threading.Semaphore: one release per idle worker
+        # Jobs handed to workers: a queue.SimpleQueue of (Invocation, handler, started)
+        # holding a job only while a worker is free to take it (``_hand``), or None.
+        self._jobs: Any = None
         self._threads = 0
+        self._busy = 0  # calls handed to workers and not done yet (<= workers)
+        # Calls waiting for a free worker, oldest first, and a heap of their
+        # deadlines; both drop a call lazily once it left (``_Waiting.live``).
+        self._waiting: deque[_Waiting] = deque()
+        self._queued = 0  # the live calls of ``_waiting`` (at most ``queue``)
+        self._deadlines: list[tuple[int, int, _Waiting]] = []
+        self._seq = 0  # ties of the heap (deadline, seq, call)
+        self._queue_timer: Any = None  # the loop's handle at the earliest deadline
+        self._queue_armed: int | None = None
         # Largest result of a REPLY, but for the connection id's bytes (``_limit``).
         self._room = MAX_DATAGRAM - _REPLY_OVERHEAD - (
             0 if self.service.codec.keyring is None else TAG_BYTES)
@@ -246,11 +310,19 @@ class RpcServer:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def start(self) -> None:
+    async def start(self, sock: Any = None) -> None:
+        """Bind ``host:port`` (``bound_socket``) and serve on it; or serve on ``sock``,
+        a UDP socket already bound there (``rpc serve`` binds before the storage file
+        is opened, so a port in use creates no file). Either socket is closed if the
+        start fails."""
         if self._sock is not None:
+            if sock is not None:
+                sock.close()
             raise RuntimeError("server is already started")
-        sock = await bound_socket(self.host, self.port)
+        if sock is None:
+            sock = await bound_socket(self.host, self.port)
         try:
+            sock.setblocking(False)
             running_loop().add_reader(sock.fileno(), self._readable)
         except BaseException:
             sock.close()
@@ -501,27 +573,110 @@ class RpcServer:
     # -- sync handlers in worker threads --------------------------------------
 
     def _submit(self, run: Invocation, fn: Handler, started: float) -> None:
-        """Queue ``run`` for a worker thread: an idle worker takes it, else a new one
-        starts while fewer than ``workers`` run, else it waits its turn. The queue is
-        bounded by the connection table (one call in progress per connection)."""
+        """Start ``run`` in a free worker (a new thread while fewer than ``workers``
+        run), else let it wait its turn in the queue, else (the queue is full)
+        refuse it ``overloaded``: it never runs (module doc)."""
+        if self._busy < self.workers:
+            self._hand(run, fn, started)
+            return
+        if self._queued >= self.queue:
+            self._send(self.service.overloaded(run, now=self.clock.now()).sends)
+            return
+        call = _Waiting(run, fn, started)
+        self._waiting.append(call)
+        self._queued += 1
+        deadline = self.service.start_deadline(run)
+        if deadline is None:
+            return
+        heap = self._deadlines
+        if len(heap) > 2 * self._queued + 64:  # mostly calls that left: rebuild
+            heap = self._deadlines = [d for d in heap if d[2].live]
+            heapq.heapify(heap)
+        self._seq += 1
+        heapq.heappush(heap, (deadline, self._seq, call))
+        if self._queue_armed is None or deadline < self._queue_armed:
+            self._arm_queue(deadline)
+
+    def _hand(self, run: Invocation, fn: Any, started: float) -> None:
+        """Give ``run`` to a free worker (the loop decided it starts now)."""
         jobs = self._jobs
         if jobs is None:
             jobs = self._jobs = queue.SimpleQueue()
-            self._idle = threading.Semaphore(0)
             self._threads = 0
+        self._busy += 1
         jobs.put((run, fn, started))
-        if self._idle.acquire(False):  # an idle worker will take it
-            return
-        if self._threads < self.workers:
+        if self._threads < self._busy:  # every thread is busy: one more
             self._threads += 1
-            threading.Thread(target=work, args=(jobs, self._idle, running_loop(), self._done),
+            threading.Thread(target=work, args=(jobs, running_loop(), self._done),
                              name=f"timebound-handler-{self._threads}", daemon=True).start()
+
+    def _dispatch(self) -> None:
+        """Workers are free: start the oldest waiting calls that may still start
+        (the service decides); each past its deadline is answered ``expired`` and
+        never runs."""
+        waiting = self._waiting
+        while waiting and self._busy < self.workers and self._sock is not None:
+            call = waiting.popleft()
+            if not call.live:
+                continue
+            call.live = False
+            self._queued -= 1
+            out = self.service.expire_if_late(call.run, now=self.clock.now())
+            if out is None:
+                self._hand(call.run, call.fn, call.started)
+            elif out.sends:
+                self._send(out.sends)
+
+    def _arm_queue(self, deadline: int | None) -> None:
+        """One timer just after ``deadline``, the earliest deadline of a waiting call
+        (None: none)."""
+        if self._queue_timer is not None:
+            self._queue_timer.cancel()
+            self._queue_timer = None
+        self._queue_armed = deadline
+        if deadline is None or self._sock is None:
+            return
+        loop = running_loop()
+        delay = max(0.0, (deadline + 1 - self.clock.now()) / 1e6)
+        self._queue_timer = loop.call_at(loop.time() + delay, self._on_queue_timer)
+
+    def _on_queue_timer(self) -> None:
+        """Waiting calls' deadlines came: each past its deadline is answered
+        ``expired`` (the service decides: ``start_deadline`` is the last tick at
+        which ``expire_if_late`` lets a call start) and leaves the queue."""
+        self._queue_timer = None
+        self._queue_armed = None
+        now = self.clock.now()
+        heap = self._deadlines
+        while heap and (not heap[0][2].live or heap[0][0] < now):
+            call = heapq.heappop(heap)[2]
+            if not call.live:
+                continue
+            out = self.service.expire_if_late(call.run, now=now)
+            if out is None:  # not late by the service's clock: look again soon
+                self._seq += 1
+                heapq.heappush(heap, (now, self._seq, call))
+                break
+            call.live = False
+            self._queued -= 1
+            if out.sends:
+                self._send(out.sends)
+        waiting = self._waiting
+        if len(waiting) > 2 * self._queued + 64:  # mostly calls that left: rebuild
+            self._waiting = deque(c for c in waiting if c.live)
+        self._arm_queue(heap[0][0] if heap else None)
+        if self._armed is None:
+            self._rearm()
 
     def _done(self, run: Invocation, result: object, failed: bool, started: float,
               elapsed: float) -> None:
         """On the loop: a worker's call of ``run`` ended (raised, with ``failed``)
         after ``elapsed`` seconds in the handler, ``started`` (``perf_counter``) when
-        the server queued it."""
+        the server accepted it. The worker is free: the next waiting call that may
+        still start goes to it first (``_dispatch``)."""
+        if self._busy:
+            self._busy -= 1
+        self._dispatch()
         if failed:
             assert isinstance(result, BaseException)
             self._handled(run, elapsed)
@@ -532,9 +687,14 @@ class RpcServer:
             self._rearm()
 
     def _stop_workers(self) -> None:
-        """``close()``: calls still queued never start; each worker ends after its
-        current call, whose result is dropped. Workers are daemon threads, so a
-        handler that never returns does not keep the process alive."""
+        """``close()``: calls still waiting never start (nor do they get an answer);
+        each worker ends after its current call, whose result is dropped. Workers
+        are daemon threads, so a handler that never returns does not keep the
+        process alive."""
+        self._waiting.clear()
+        self._deadlines.clear()
+        self._queued = 0
+        self._arm_queue(None)
         jobs = self._jobs
         if jobs is None:
             return
@@ -547,6 +707,7 @@ class RpcServer:
         for _ in range(self._threads):
             jobs.put(None)
         self._threads = 0
+        self._busy = 0
 
     def _rearm(self) -> None:
         deadline = self.service.next_deadline()

@@ -5,7 +5,10 @@ estimator (fixed ``rho``, unlimited horizon, limited horizon ``S, H, p``), the G
 period for the timer-driven ones and, for resilient receivers, ``beta`` and the
 ``latest`` refresh period and the GC pause after a recovery (``recovery_grace``, SCMP
 section 2.4; 0 in the figures) and the per-connection reorder window
-(``reorder_window``, our extension beyond the paper; 1, the default, is the figures).
+(``reorder_window``, our extension beyond the paper; 1, the default, is the figures)
+and the byte bound of its table (``max_bytes``, None: none; ``_table``, "Bounds"):
+a field here, unlike the entry bound ``capacity`` (an argument of ``new_receiver``),
+so that a live driver's default bound reaches every receiver built from its config.
 ``ReceiverConfig`` holds them and builds fresh receivers, so no driver spells out that
 mapping again. Drivers validate user input first (to name
 the option); the core constructors still refuse anything out of range.
@@ -35,6 +38,7 @@ class ReceiverConfig:
     latest_every: int | None = None
     recovery_grace: int = 0
     reorder_window: int = 1
+    max_bytes: int | None = None
 
     def new_estimator(self) -> Estimator:
         if self.estimator == "fixed":
@@ -56,7 +60,8 @@ class ReceiverConfig:
         live services' through ``core.rpc.build_receiver``); resilient ones keep
         ``latest`` in ``storage`` (default: a new ``MemoryStorage``; ``deferred``: the
         driver writes it, ``StableLatest(deferred=True)``). ``capacity`` and
-        ``high_water`` bound its table."""
+        ``high_water`` bound its table's entries, the config's ``max_bytes`` its
+        bytes."""
         resilience = None
         if self.resilient:
             if self.beta is None or self.latest_every is None:
@@ -67,4 +72,4 @@ class ReceiverConfig:
         return Receiver(self.new_estimator(), gc_every=gc_every, resilience=resilience,
                         capacity=capacity, high_water=high_water, start=start,
                         recovery_grace=self.recovery_grace,
-                        reorder_window=self.reorder_window)
+                        reorder_window=self.reorder_window, max_bytes=self.max_bytes)

@@ -11,8 +11,9 @@ one that hands the message to the application; every other verdict refuses it:
 - ``DOWN``: the receiver is crashed and not yet recovered;
 - ``RECOVERING``: the monotonic-clock alternative of section 2.2 refuses everything
   for epsilon after a restart;
-- ``FULL``: the table is at capacity and holds only live entries (nothing may be
-  evicted without breaking the guarantee), so a new connection cannot be admitted.
+- ``FULL``: the table is at its bound (entries or bytes) after forgetting every entry
+  it may forget early, and every remaining entry is one the protocol above keeps (an
+  RPC call still running), so a new connection cannot be admitted.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ Tests: ``tests/test_atmostonce_deferred.py``.
 
 Verbs (aioquic's): ``receive(conn, ts, *, now)``, ``handle_timer(*, now)``,
 ``crash(*, now, down=None)``, ``restart(*, now)``, ``next_deadline()``,
-``statistics()``.
+``statistics()``; for the protocol above, ``store_bytes(conn, nbytes, *, now)``.
 
 Choices where the papers leave room
 -----------------------------------
@@ -73,11 +73,25 @@ Choices where the papers leave room
   ``FULL`` messages were refused before the skeleton ran).
 - Capacity (section 3.1: "we do not remove connection table entries unless the table
   is almost full"): with ``capacity`` set, a periodic GC evicts expired entries only
-  while the table holds at least ``high_water`` entries; a new connection arriving at
-  a full table forces an eviction pass at ``now`` (removal only, the estimator is left
-  alone), and if every entry is still live the message is refused with ``FULL``. The
-  table never exceeds ``capacity``; refusing is always safe for at-most-once.
-  Tests: ``tests/test_atmostonce_receiver.py::test_capacity_*``.
+  while the table holds at least ``high_water`` entries. ``max_bytes`` bounds the
+  table's bytes too (``entry_bytes`` plus the id per entry, plus what the protocol
+  above stores and declares with ``store_bytes``: ``_table``, "Bounds"). A new
+  connection that does not fit forces an eviction pass at ``now`` (removal only, the
+  estimator is left alone) and then, if every entry is still live, forgets the
+  oldest ones early (smallest ``CT``), raising ``upper`` over them as any GC does: a
+  flood of new connections cannot lock new callers out for rho, it only makes late
+  copies of the forgotten connections ``STALE``. Entries ``evictable`` keeps (an RPC
+  call still computing) stay; only when no entry may go is the message refused
+  with ``FULL``. The table never exceeds ``capacity`` nor ``max_bytes``; forgetting
+  early and refusing are both always safe for at-most-once. The price: ``upper``
+  rises towards the timestamps of the connections forgotten, so a caller whose
+  timestamp is below them (a clock behind, or an attacker stamping its flood ahead,
+  up to ``latest``) is refused ``STALE`` until its clock passes them. Neither the
+  forced pass nor forgetting early waits for ``recovery_grace`` (below): a full
+  table has no better choice, and the guarantee does not depend on the grace.
+  Tests: ``tests/test_atmostonce_receiver.py::test_capacity_*``,
+  ``tests/test_atmostonce_capacity.py`` (properties: no duplicate under floods with
+  crashes, classes and clocks; both bounds always hold).
 - ``recovery_grace`` (default 0, as in the figures and the replay contract): after a
   recovery at T, periodic GC evicts nothing before T + grace. Section 2.4: "it is
   necessary to avoid removing entries from the table until sufficient time has
@@ -86,6 +100,10 @@ Choices where the papers leave room
 - ``retain(conn, now)``, when given, can keep an expired entry a while longer (a
   higher protocol's entry still in use, e.g. an RPC call still computing, Fig. 3-1).
   Keeping an entry longer never weakens the guarantee; it only delays ``upper``.
+  ``evictable(conn, now)``, when given, says whether an entry may be forgotten
+  early at a full table (False keeps it; True: the protocol above dropped its state
+  for it); without it every entry may. A full table does not ask ``retain``: its
+  entries are live by definition.
 
 Reorder window (beyond the paper; issue 16)
 -------------------------------------------
@@ -103,8 +121,9 @@ is the caller's statement of exactly that (the RPC layer says it when a CALL car
 the id of the current incarnation, which a client learns only from this incarnation's
 answers); the receiver then decides an unknown connection against a separate bound
 ``upper_marked`` instead of ``upper``. ``upper_marked`` is 0 at creation and at each
-recovery (an incarnation begins: nothing marked for it exists yet) and GC raises it
-with ``upper``, to every timestamp it forgets. A known connection, ``EARLY``,
+recovery (an incarnation begins: nothing marked for it exists yet) and every
+forgetting (GC, or early at a full table) raises it with ``upper``, to the timestamp
+forgotten. A known connection, ``EARLY``,
 ``DOWN``, ``RECOVERING`` and ``FULL`` are decided as for any message. With
 ``marked=False`` (the default, every replay and simulator path) nothing changes: the
 code compares against ``upper`` exactly as before.
@@ -149,7 +168,7 @@ from timebound.core.atmostonce._resilience import (
     StableLatest,
     StableStorage,
 )
-from timebound.core.atmostonce._table import ConnectionTable
+from timebound.core.atmostonce._table import TABLE_ENTRY_BYTES, ConnectionTable
 from timebound.errors import ProtocolUsageError
 
 __all__ = ["MemoryStorage", "MonotonicClock", "Receiver", "Resilience", "StableLatest",
@@ -162,6 +181,8 @@ _EARLY: Final = Verdict.EARLY
 _DOWN: Final = Verdict.DOWN
 _RECOVERING: Final = Verdict.RECOVERING
 _FULL: Final = Verdict.FULL
+#: The bound of an unbounded count (``capacity`` or ``max_bytes`` None).
+_UNBOUNDED: Final = 1 << 62
 
 
 class Receiver(ConnectionTable):
@@ -185,6 +206,9 @@ class Receiver(ConnectionTable):
         retain: Callable[[str, int], bool] | None = None,
         recovery_grace: int = 0,
         reorder_window: int = 1,
+        max_bytes: int | None = None,
+        entry_bytes: int = TABLE_ENTRY_BYTES,
+        evictable: Callable[[str, int], bool] | None = None,
     ) -> None:
         if reorder_window < 1:
             raise ProtocolUsageError(f"reorder_window must be >= 1, got {reorder_window}")
@@ -200,12 +224,17 @@ class Receiver(ConnectionTable):
                 high_water = max(1, capacity - max(1, capacity // 10))
             if not 1 <= high_water <= capacity:
                 raise ProtocolUsageError("high_water must be in [1, capacity]")
+        if max_bytes is not None and max_bytes < 1:
+            raise ProtocolUsageError(f"max_bytes must be >= 1, got {max_bytes}")
+        if entry_bytes < 0:
+            raise ProtocolUsageError(f"entry_bytes must be >= 0, got {entry_bytes}")
         self.estimator = estimator
         self.gc_every = gc_every
         self.resilience = resilience
         self.capacity = capacity
         self.high_water = high_water
         self.retain = retain
+        self.evictable = evictable
         if recovery_grace < 0:
             raise ProtocolUsageError(f"recovery_grace must be >= 0, got {recovery_grace}")
         self.recovery_grace = recovery_grace
@@ -233,10 +262,16 @@ class Receiver(ConnectionTable):
         self._counts = dict.fromkeys((_DOWN, _RECOVERING, _EARLY, _FULL), 0)
         # Each table entry once, keyed at or below its timestamp (see _evict).
         self._expiry: list[tuple[int, str]] = []
-        self._bounded = capacity is not None
-        self._capacity = capacity or 0
+        self._bounded = capacity is not None or max_bytes is not None
+        self._capacity = _UNBOUNDED if capacity is None else capacity
+        self.max_bytes = max_bytes
+        self._max_bytes = _UNBOUNDED if max_bytes is None else max_bytes
+        self.entry_bytes = entry_bytes
+        self._bytes = 0
+        self._stored: dict[str, int] = {}
         self.gcs = 0
         self.evicted = 0
+        self.forced = 0
         self._latest: int | None = None  # None: no bound (not StableLatest)
         # Deferred writes: the largest latest put in any record, the record wanted
         # next and the one the driver is writing (module docstring).
@@ -349,11 +384,15 @@ class Receiver(ConnectionTable):
             verdict = _STALE
             self._stale += 1
         else:
-            if self._bounded and len(table) >= self._capacity and not self._make_room(now):
+            if self._bounded and (
+                    len(table) >= self._capacity
+                    or self._bytes + self.entry_bytes + len(conn) > self._max_bytes
+            ) and not self._make_room(conn, now):
                 self._counts[_FULL] += 1
                 return _FULL
             table[conn] = ts
             heappush(self._expiry, (ts, conn))
+            self._bytes += self.entry_bytes + len(conn)
             verdict = _ACCEPTED
             self._accepted += 1
             if marked:
@@ -398,11 +437,15 @@ class Receiver(ConnectionTable):
             # message's entry keeps out, below it, what an earlier incarnation may
             # have accepted on the connection (module docstring, (M)).
             floor = max(bound, min(self.upper, ts - 1)) if marked else bound
-            if self._bounded and self._held >= self._capacity and not self._make_room(now):
+            if self._bounded and (
+                    self._held >= self._capacity
+                    or self._bytes + self.entry_bytes + len(conn) > self._max_bytes
+            ) and not self._make_room(conn, now):
                 self._counts[_FULL] += 1
                 return _FULL
             table[conn] = ts
             heappush(self._expiry, (ts, conn))
+            self._bytes += self.entry_bytes + len(conn)
             assert self._windows is not None
             self._windows[conn] = [floor, ts]
             self._held += 1
@@ -478,9 +521,7 @@ class Receiver(ConnectionTable):
             raise ProtocolUsageError(f"down must be >= 1, got {down}")
         self.handle_timer(now=now)
         self._down = True
-        self._table = {}
-        self._expiry = []
-        self._clear_windows()
+        self._clear_table()
         self.upper = 0
         self.upper_marked = 0
         self._refuse_until = None
@@ -506,9 +547,7 @@ class Receiver(ConnectionTable):
         self._down = False
         self._no_evict_until = now + self.recovery_grace
         self._recover_at = None
-        self._table = {}
-        self._expiry = []
-        self._clear_windows()
+        self._clear_table()
         self.upper_marked = 0  # a new incarnation: nothing marked for it yet
         resilience = self.resilience
         if isinstance(resilience, StableLatest):

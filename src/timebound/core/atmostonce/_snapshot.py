@@ -163,6 +163,8 @@ def restore_receiver(receiver: Receiver, data: Snapshot) -> Receiver:
     expiry = [(ts, conn) for conn, ts in table.items()]
     heapq.heapify(expiry)
     receiver._expiry = expiry
+    receiver._stored = {}  # nothing stored above the table survives a snapshot
+    receiver.set_entry_bytes(receiver.entry_bytes)  # the bytes of the loaded table
     windows = data["windows"]
     if (windows is None) != (getattr(receiver, "_windows", None) is None):
         raise ProtocolUsageError("snapshot and receiver disagree on the reorder window")

@@ -12,8 +12,34 @@ against it and says when GC runs (timers, estimator, resilience: see there). The
 bound of each connection never decreases (adaptive Lemma 1), so no duplicate and no
 out-of-order message is ever accepted, whatever the estimate is. Eviction never
 scans the table: a heap holds each entry once, keyed at or below its timestamp
-(``_evict``). With a capacity, a new connection at a full table forces an eviction
-pass (``_make_room``); the table never exceeds it.
+(``_evict``).
+
+Bounds: entries and bytes, and forgetting early
+-----------------------------------------------
+``capacity`` bounds the entries, ``max_bytes`` the bytes: an entry is counted as
+``entry_bytes + len(conn)`` (an estimate of what the table and the protocol above
+keep per connection, the id's text apart) plus the bytes the protocol above stores
+for it and declares with ``store_bytes`` (the RPC's stored reply). A new connection
+that does not fit (``_fits``) first forces an ordinary eviction pass at ``now``
+(``_evict``: the expired entries); if that is not enough, the table *forgets the
+oldest connections early* (``_force``): SCMP section 2.4's GC run ahead of time,
+which is safe at any moment because it only raises ``upper`` (to each forgotten
+``CT[c]``, the largest timestamp ``c`` holds), so it can only make a late copy of a
+forgotten connection ``STALE``. Oldest means smallest ``CT[c]``: the expiry heap
+already orders the entries so (a key below its entry's timestamp is refreshed when it
+surfaces, so entries leave in exactly the order of their current timestamps), and
+the oldest entry is the one ordinary GC would forget first; forgetting it raises
+``upper`` the least. An entry the protocol above cannot give up (``evictable(conn,
+now)`` is False: an RPC call still computing, whose reply would be lost) is skipped
+and stays; only when no entry can go is the connection refused (``FULL``, the
+receiver's verdict). ``store_bytes`` makes room the same way and, if even that is not
+enough, forgets the charged connection itself (it returns False: the protocol above
+keeps nothing for it). So the table never holds more than ``capacity`` entries nor
+more than ``max_bytes`` bytes: a new entry is admitted only if it fits, and a charge
+that does not fit is undone with its entry, which leaves less than before it. Cost of
+a forced pass: the entries it forgets plus the kept ones older than them, each a heap
+operation (so with many pinned entries at the old end of the heap, each pass pays
+for them again; the RPC pins only calls still computing).
 
 Reorder window (beyond the paper; issue 16)
 -------------------------------------------
@@ -42,28 +68,39 @@ initially (empty table). Accepting on a known connection adds ``ts`` to the set;
 dropping the smallest ``m`` into the floor keeps it (``floor < m``, so everything
 ``<= floor`` is ``<= m``); a new entry starts with ``floor = upper``, which bounds
 everything accepted on ``c`` before (I for an absent ``c``); forgetting ``c`` raises
-``upper`` to ``s_k >= floor``, the largest timestamp it held; a crash empties the
-table and recovery sets ``upper = latest``, which bounds every timestamp accepted
+``upper`` to ``s_k >= floor``, the largest timestamp it held, whenever it happens
+(expired GC, or early at a full table: ``_forget`` is the one path for both, so
+nothing in the argument depends on *when* an entry is forgotten); a crash empties
+the table and recovery sets ``upper = latest``, which bounds every timestamp accepted
 before the crash (SCMP 2.3, unchanged). Nothing else removes a timestamp or lowers a
 floor. No duplicate: a copy of an accepted ``(c, ts)`` finds, by (I), either ``c`` in
 the table with ``ts`` in the set (found: refused) or ``ts <= floor`` (refused), or
-``c`` absent with ``ts <= upper`` (``STALE``). Clocks, estimates, classes and crashes enter only through ``upper`` and
-GC, exactly as in the paper's argument. With W = 1 the window is always full and
-the bound is ``s_1 = CT[conn]``: Fig. 2-1 decision for decision.
+``c`` absent with ``ts <= upper`` (``STALE``). Clocks, estimates, classes, crashes
+and floods enter only through ``upper`` and GC, exactly as in the paper's argument.
+With W = 1 the window is always full and the bound is ``s_1 = CT[conn]``: Fig. 2-1
+decision for decision.
 
 Accounting: ``entries`` counts remembered timestamps (one per connection when W = 1,
 ``k`` per connection otherwise) and so do capacity, ``high_water`` and the size
 columns; a window that would grow a full table (capacity) drops its smallest into
-its floor instead, which is always safe. Tests: ``tests/test_atmostonce_reorder.py``.
+its floor instead, which is always safe. Bytes are counted per connection (a
+window's extra timestamps are bounded by the entry count, not by ``max_bytes``).
+Tests: ``tests/test_atmostonce_reorder.py``; the bounds and early forgetting:
+``tests/test_atmostonce_capacity.py``.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 
 from timebound.core.atmostonce._estimators import Estimator
+from timebound.errors import ProtocolUsageError
+
+#: ``entry_bytes`` of a bare receiver: a table slot, a heap item and the timestamp
+#: (CPython 3.11, 64-bit: about 130 bytes a connection, the id's text apart).
+TABLE_ENTRY_BYTES = 160
 
 
 class ConnectionTable:
@@ -87,9 +124,23 @@ class ConnectionTable:
     estimator: Estimator
     capacity: int | None
     retain: Callable[[str, int], bool] | None
+    #: May this entry be forgotten before it expires (the table is full)? False
+    #: keeps it; True means the protocol above has dropped its state for it.
+    evictable: Callable[[str, int], bool] | None
+    #: The byte bound (None: none) and the estimate of one entry's bytes, its id's
+    #: text apart (module docstring, "Bounds").
+    max_bytes: int | None
+    entry_bytes: int
     _bounded: bool
     _capacity: int
+    _max_bytes: int
+    #: Bytes counted: sum over entries of entry_bytes + len(conn) + stored bytes.
+    _bytes: int
+    #: The stored bytes ``store_bytes`` declared, per connection (none: absent).
+    _stored: dict[str, int]
     evicted: int
+    #: Entries forgotten early (``_force``), part of ``evicted``.
+    forced: int
 
     @property
     def entries(self) -> int:
@@ -102,6 +153,11 @@ class ConnectionTable:
     def connections(self) -> int:
         """Connections in the table."""
         return len(self._table)
+
+    @property
+    def bytes_used(self) -> int:
+        """Bytes counted for the table (module docstring, "Bounds")."""
+        return self._bytes
 
     def lookup(self, conn: str) -> int | None:
         """The table's timestamp for ``conn``, or None if it is not in the table."""
@@ -135,10 +191,102 @@ class ConnectionTable:
         else:
             self._held += 1
 
-    def _clear_windows(self) -> None:
+    def _clear_table(self) -> None:
+        """Forget everything (a crash): ``upper`` is the caller's business."""
+        self._table = {}
+        self._expiry = []
+        self._stored = {}
+        self._bytes = 0
         if self._windows is not None:
             self._windows = {}
             self._held = 0
+
+    def set_entry_bytes(self, entry_bytes: int) -> None:
+        """Count each entry as ``entry_bytes`` plus its id's text from now on (the
+        protocol above installs its own estimate, ``core.rpc.Server``)."""
+        if entry_bytes < 0:
+            raise ProtocolUsageError(f"entry_bytes must be >= 0, got {entry_bytes}")
+        self.entry_bytes = entry_bytes
+        self._bytes = sum(entry_bytes + len(conn) for conn in self._table) + sum(
+            self._stored.values())
+
+    def _fits(self, entries: int, nbytes: int) -> bool:
+        """Whether ``entries`` more entries and ``nbytes`` more bytes fit."""
+        return (self.entries + entries <= self._capacity
+                and self._bytes + nbytes <= self._max_bytes)
+
+    def store_bytes(self, conn: str, nbytes: int, *, now: int) -> bool:
+        """Count ``nbytes`` stored by the protocol above for ``conn``'s entry (in
+        place of what it declared before; 0: nothing). Over ``max_bytes``, the
+        oldest evictable entries are forgotten early, and if that is not enough,
+        ``conn`` itself. Returns whether ``conn`` is still in the table (False: the
+        protocol above must drop what it stored for it)."""
+        ts = self._table.get(conn)
+        if ts is None:
+            raise ProtocolUsageError(f"store_bytes for {conn!r}, which is not in the table")
+        if nbytes < 0:
+            raise ProtocolUsageError(f"nbytes must be >= 0, got {nbytes}")
+        stored = self._stored
+        self._bytes += nbytes - stored.pop(conn, 0)
+        if nbytes:
+            stored[conn] = nbytes
+        if self._bytes <= self._max_bytes:
+            return True
+        self._force(now, 0, 0)
+        if self._bytes <= self._max_bytes:
+            return conn in self._table
+        ts = self._table.get(conn)
+        if ts is not None:
+            # Every entry that may go is gone and ``evictable`` keeps ``conn``: it
+            # goes all the same (the caller asked to store what does not fit). Its
+            # heap item comes out with it (a scan: this is the last resort).
+            expiry = self._expiry
+            for i, item in enumerate(expiry):
+                if item[1] == conn:
+                    expiry[i] = expiry[-1]
+                    expiry.pop()
+                    heapify(expiry)
+                    break
+            self._forget(conn, ts)
+            self.forced += 1
+        return False
+
+    def _forget(self, conn: str, ts: int) -> None:
+        """Remove ``conn`` (its ``CT`` is ``ts``) and raise ``upper`` (and
+        ``upper_marked``) to ``ts``, the largest timestamp it holds: the one way an
+        entry leaves the table but a crash, so (I) and (M) hold however early it
+        happens. The caller has taken its heap item out."""
+        del self._table[conn]
+        if self._windows is not None:
+            self._held -= len(self._windows.pop(conn)) - 1
+        self._bytes -= self.entry_bytes + len(conn) + self._stored.pop(conn, 0)
+        if ts > self.upper:
+            self.upper = ts
+        if ts > self.upper_marked:
+            self.upper_marked = ts
+        self.evicted += 1
+
+    def _force(self, now: int, entries: int, nbytes: int) -> None:
+        """Forget the oldest entries (smallest ``CT``) that ``evictable`` lets go
+        until ``entries`` more entries and ``nbytes`` more bytes fit, or none is
+        left to forget (module docstring, "Bounds")."""
+        table = self._table
+        expiry = self._expiry
+        evictable = self.evictable
+        kept: list[tuple[int, str]] = []
+        while expiry and not self._fits(entries, nbytes):
+            key, conn = heappop(expiry)
+            ts = table[conn]
+            if ts > key:
+                heappush(expiry, (ts, conn))  # surfaced below its timestamp: re-keyed
+                continue
+            if evictable is not None and not evictable(conn, now):
+                kept.append((ts, conn))
+                continue
+            self._forget(conn, ts)
+            self.forced += 1
+        for item in kept:
+            heappush(expiry, item)
 
     def _evict(self, now: int) -> int:
         """Forget every entry with ``CT[c] <= now - estimate`` (unless retained)
@@ -155,9 +303,7 @@ class ConnectionTable:
         threshold = now - self.estimator.estimate
         table = self._table
         expiry = self._expiry
-        windows = self._windows
-        upper = self.upper
-        upper_marked = self.upper_marked
+        retain = self.retain
         kept: list[tuple[int, str]] = []
         removed = 0
         while expiry and expiry[0][0] <= threshold:
@@ -166,24 +312,21 @@ class ConnectionTable:
             if ts > threshold:
                 heappush(expiry, (ts, conn))
                 continue
-            if self.retain is not None and self.retain(conn, now):
+            if retain is not None and retain(conn, now):
                 kept.append((ts, conn))
                 continue
-            del table[conn]
-            if windows is not None:
-                self._held -= len(windows.pop(conn)) - 1
+            self._forget(conn, ts)
             removed += 1
-            if ts > upper:
-                upper = ts
-            if ts > upper_marked:
-                upper_marked = ts
         for item in kept:
             heappush(expiry, item)
-        self.upper = upper
-        self.upper_marked = upper_marked
-        self.evicted += removed
         return removed
 
-    def _make_room(self, now: int) -> bool:
+    def _make_room(self, conn: str, now: int) -> bool:
+        """Room for a new entry ``conn`` at a table that has none: the expired
+        entries go first (``_evict``), then, if needed, the oldest early
+        (``_force``). False: nothing more may go (``FULL``)."""
+        need = self.entry_bytes + len(conn)
         self._evict(now)
-        return self.entries < self._capacity
+        if not self._fits(1, need):
+            self._force(now, 1, need)
+        return self._fits(1, need)

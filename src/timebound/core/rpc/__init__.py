@@ -14,10 +14,17 @@
   ``Reason``, ``encode_call_payload``, incarnation ids), ``RpcService`` with
   ``build_receiver`` (``_live``: procedures, refusals, deadlines, address
   validation, incarnation marks; records ``Invocation``, ``ServiceOutput``) and
-  ``RpcCaller`` (``_caller``: records ``CallerOutput``, ``Answered``, ``Rejected``).
+  ``RpcCaller`` (``_caller``: records ``CallerOutput``, ``Answered``, ``Rejected``;
+  ``budget_for_timeout``, the budget a call sends for its caller's timeout).
 """
 
-from timebound.core.rpc._caller import Answered, CallerOutput, Rejected, RpcCaller
+from timebound.core.rpc._caller import (
+    Answered,
+    CallerOutput,
+    Rejected,
+    RpcCaller,
+    budget_for_timeout,
+)
 from timebound.core.rpc._client import (
     CallId,
     Calling,
@@ -58,6 +65,7 @@ from timebound.core.rpc._messages import (
     decode,
 )
 from timebound.core.rpc._server import (
+    MAX_RESENDS,
     ConnState,
     DupAction,
     Outgoing,
@@ -69,6 +77,7 @@ from timebound.core.rpc._server import (
 
 __all__ = [
     "AMPLIFICATION",
+    "MAX_RESENDS",
     "INCARNATION_BYTES",
     "MAX_BODY_BYTES",
     "MAX_BUDGET_MS",
@@ -105,6 +114,7 @@ __all__ = [
     "ServiceOutput",
     "StartCall",
     "Status",
+    "budget_for_timeout",
     "build_receiver",
     "call_mark",
     "decode",

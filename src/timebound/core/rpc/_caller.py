@@ -25,6 +25,16 @@ live client needs around it, on the formats of ``_live_messages``:
   message it heard from its server (``RpcCaller.incarnation``) and marks each new
   call with it; a retransmission is the stored CALL, so it keeps the mark it was
   made with. Why this keeps at-most-once: "Incarnations" in ``_live``.
+- *Budgets.* A caller that waits ``timeout`` for its answer sends a budget a
+  little shorter (``budget_for_timeout``): ``timeout - margin`` with ``margin =
+  min(timeout / DEADLINE_MARGIN_DIVISOR, DEADLINE_MARGIN_INTERVALS x interval)``
+  (a tenth of the timeout, at most five first retransmission intervals: 50 ms of
+  a 0.5 s timeout, 100 ms of a 2 s one with the default 20 ms interval), and at
+  least 1 ms. The server never starts a call after that deadline and answers
+  ``expired`` at it ("Deadlines" in ``_live``), so the margin is the time that
+  answer has to reach the caller (one way across the network, and the server's
+  timer firing late) before the caller's own timeout: it hears ``expired``, which
+  proves the call did not run, instead of a timeout, whose outcome is unknown.
 - *REPLY-ACK hints* may be deferred (``reply_ack_delay``) or left out for short
   results (``reply_ack_min_bytes``): see ``RpcCaller``.
 
@@ -113,6 +123,24 @@ class CallerOutput:
 
 
 _NO_OUTPUT: Final = CallerOutput()
+
+#: A call's budget is its timeout less a margin: at most a tenth of the timeout...
+DEADLINE_MARGIN_DIVISOR: Final = 10
+#: ... and at most this many first retransmission intervals (see "Budgets").
+DEADLINE_MARGIN_INTERVALS: Final = 5
+
+
+def budget_for_timeout(timeout: int, interval: int, *, ticks_per_ms: int = 1000) -> int:
+    """The budget (ms, 1..``MAX_BUDGET_MS``) of a call whose caller waits ``timeout``
+    ticks for it, with ``interval`` ticks its first retransmission interval: the
+    timeout less ``min(timeout / 10, 5 x interval)`` (module doc, "Budgets"), so
+    that the server's ``expired`` reaches the caller before its timeout."""
+    if timeout < 1 or interval < 1 or ticks_per_ms < 1:
+        raise ProtocolUsageError("timeout, interval and ticks_per_ms must be >= 1")
+    margin = min(timeout // DEADLINE_MARGIN_DIVISOR, DEADLINE_MARGIN_INTERVALS * interval)
+    return max(1, min(MAX_BUDGET_MS, (timeout - margin) // ticks_per_ms))
+
+
 #: Procedure name -> its CALL payload prefix, shared by every caller (a pure
 #: function's memo: a fresh caller making one call does not encode the name again).
 _PROC_PREFIXES: Final[dict[str, bytes]] = {}
@@ -175,6 +203,12 @@ class RpcCaller:
                 break
         return deadline
 
+    def budget_ms(self, timeout: int) -> int:
+        """The budget of a call whose caller waits ``timeout`` ticks (microseconds,
+        the live RPC's ticks) for it: ``budget_for_timeout`` with this caller's first
+        retransmission interval."""
+        return budget_for_timeout(timeout, self.client.policy.interval)
+
     def flush_reply_acks(self) -> tuple[bytes, ...]:
         """Every deferred REPLY-ACK, now (the client is closing)."""
         if not self._acks:
@@ -188,7 +222,8 @@ class RpcCaller:
              budget_ms: int = 0) -> tuple[int, tuple[bytes, ...]]:
         """Start ``proc(args)`` on ``conn``: its timestamp and the frames to send.
         ``budget_ms`` (0: none): the server does not start the call once ``ts +
-        budget_ms`` has passed by its clock (it answers ``expired``)."""
+        budget_ms`` has passed by its clock (it answers ``expired``); ``budget_ms``
+        gives it for a caller's timeout ("Budgets" in the module doc)."""
         acks = self._acks
         if acks and acks.pop(conn, None) is not None:
             self.reply_acks_saved += 1  # the new call tells the server (Fig. 3-1)

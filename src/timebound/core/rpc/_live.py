@@ -31,14 +31,35 @@ VALIDATE); the client side is ``_caller``'s ``RpcCaller``.
 - *Keys.* ``RpcService`` answers each request with the key that authenticated it
   (remembered per peer only while it is the previous key of a rotation), so clients
   still on the previous key read their replies during the grace period.
-- *Deadlines.* A CALL's payload carries its caller's time budget (``budget_ms``;
-  0: none): the deadline is ``ts + budget_ms`` on the caller's clock. A call the SCMP receiver accepts after its
-  deadline by the server's clock is *not started*: it is completed at once with
-  status 3 (``expired``), so it holds its at-most-once slot like any accepted call
-  (a later copy is a duplicate and gets the same answer, or is refused by
-  ``upper``), and never runs. Clock skew bounds the error: with clocks within
-  epsilon of each other a call can start at most epsilon after its caller gave up
-  (or be refused at most epsilon early). Test: ``tests/test_rpc_hostile.py``.
+- *Deadlines, checked at start.* A CALL's payload carries its caller's time budget
+  (``budget_ms``; 0: none): the deadline is ``ts + budget_ms`` on the caller's clock
+  (``start_deadline``: the last tick at which the call may start). A call is *never
+  started* after its deadline by the server's clock: one the SCMP receiver accepts
+  after it is completed at once with status 3 (``expired``); one the driver could
+  not start at once (every worker busy) is checked again when a worker is free to
+  run it, and the driver answers it at its deadline while it still waits
+  (``expire_if_late``: None, the call may start now; else it was completed
+  ``expired`` and must never run). Either way it holds its at-most-once slot like
+  any accepted call (a later copy is a duplicate and gets the same answer, or is
+  refused by ``upper``). A call the server no longer holds (superseded by a newer
+  call on its connection, lost in a crash) is not started either: nobody waits
+  for it and its completion would be ignored. Clock skew bounds the error: with
+  clocks within epsilon of each other a call can start at most epsilon after its
+  caller's deadline (or be refused at most epsilon early); the caller's deadline
+  is a little before its own timeout (``_caller``), so the ``expired`` answer
+  reaches it in time. The driver holds the clock, so "start" is when it asks:
+  the hand-off to a worker thread that follows takes microseconds. Tests:
+  ``tests/test_rpc_hostile.py``, ``tests/test_rpc_deadline_start.py``.
+- *Overload.* A driver with no room to queue an accepted call (its bounded queue
+  for busy workers is full) refuses it with ``overloaded``: a REFUSE with reason 4
+  (``overloaded``), the reason a full table gives, since it says the same to the
+  caller (not run, try later); not a new REPLY status, which a REPLY carries as a
+  call's result and which clients that do not know it would read as a malformed
+  result. The call is completed without running (status 3,
+  ``expired``, stored: a later copy is a duplicate answered "did not run", never
+  run), so it keeps at-most-once and frees its slot as any completed call does.
+  A REFUSE is shorter than the CALL it answers, so it obeys the amplification
+  rule below.
 - *No amplification* (RFC 9000 section 8's rule). To an address that has not
   proved it receives our datagrams, the service never sends more than
   ``AMPLIFICATION`` (3) times the bytes of the datagram it answers: every answer is
@@ -152,6 +173,8 @@ AMPLIFICATION: Final = 3
 TOKEN_LIFETIME: Final = 30_000_000
 VALIDATED_FOR: Final = 600_000_000
 MAX_VALIDATED: Final = 65_536
+#: Least time between two sends of a stored reply to copies of its call (ms).
+RESEND_PACE_MS: Final = 10
 
 _REASONS: Final[dict[Verdict, Reason]] = {
     Verdict.STALE: Reason.STALE,
@@ -213,6 +236,8 @@ class ServiceStatistics:
     marked: int = 0
     #: This incarnation's id (0: none, marks off).
     incarnation: int = 0
+    #: Copies of replied calls that got no reply (``core.rpc.MAX_RESENDS``).
+    withheld: int = 0
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return by_constructor(self)
@@ -253,6 +278,7 @@ class RpcService(Generic[P]):
         max_validated: int = MAX_VALIDATED,
         ticks_per_ms: int = 1000,
         incarnation: int = 0,
+        resend_pace_ms: int = RESEND_PACE_MS,
     ) -> None:
         if max_validated < 1 or token_lifetime < 1 or validated_for < 1 or ticks_per_ms < 1:
             raise ProtocolUsageError(
@@ -274,6 +300,7 @@ class RpcService(Generic[P]):
             rho=rho, kappa=kappa, estimator=estimator, gc_every=gc_every,
             resilience=resilience, capacity=capacity, high_water=high_water, start=start,
             receiver=receiver, on_refused=self._refuse, wrap=self._wrap,
+            resend_pace=resend_pace_ms * ticks_per_ms,
         )
         self.refused: dict[Reason, int] = dict.fromkeys(Reason, 0)
         #: The ``upper`` recovered from stable storage (see the module doc).
@@ -314,7 +341,7 @@ class RpcService(Generic[P]):
             malformed=self.codec.malformed + self._malformed + s.malformed,
             unauthenticated=self.codec.unauthenticated,
             late_completions=s.late_completions, incarnation=self.incarnation,
-            **self._counts,
+            withheld=s.withheld, **self._counts,
         )
 
     def validated(self, peer: P, now: int) -> bool:
@@ -375,14 +402,45 @@ class RpcService(Generic[P]):
             # Only the CALL just checked starts a call: its name is ``proc``.
             assert proc is not None
             payload = out.payload
-            at = 1 + payload[0]
-            budget = _U32.unpack_from(payload, at)[0]
-            if budget and now > out.ts + budget * self.ticks_per_ms:
+            if self._late(out, now):
                 return self._expired(out, now)
-            return Invocation(proc, payload[at + _AFTER_NAME:], out)
+            return Invocation(proc, payload[1 + payload[0] + _AFTER_NAME:], out)
         if out.sends:  # a ServerOutput of receive_start starts nothing
             return ServiceOutput(self._bounded(out.sends, message, len(datagram), now))
         return _NOTHING
+
+    def start_deadline(self, run: Invocation) -> int | None:
+        """The last tick (server time) at which ``run`` may start: its caller's
+        deadline, ``ts + budget_ms`` (None: the call has no budget)."""
+        return self._deadline(run.start)
+
+    def expire_if_late(self, run: Invocation, *, now: int) -> ServiceOutput | None:
+        """Whether ``run`` (accepted, not started yet) may start at ``now``: None if
+        it may; otherwise it must never run, and what to send: past its deadline it
+        is completed ``expired`` (the REPLY; see "Deadlines" in the module doc); a
+        call the server no longer holds (superseded, lost in a crash) sends nothing.
+        The driver asks this before it starts a call that waited for a worker, and
+        when the deadline of a waiting call comes."""
+        start = run.start
+        if self._late(start, now):
+            return self._expired(start, now)
+        held = self.server.state(start.conn) if start.epoch == self.server.epoch else None
+        if held is None or held[1] != start.ts:
+            return _NOTHING
+        return None
+
+    def overloaded(self, run: Invocation, *, now: int) -> ServiceOutput:
+        """Refuse ``run`` (accepted, not started) because the driver has no room for
+        it: it never runs, its entry is completed (a later copy is answered
+        ``expired``, "did not run"), and the caller gets a REFUSE ``overloaded``
+        (see "Overload" in the module doc)."""
+        start = run.start
+        reply = self.server.complete_reply(start, _STATUS_BYTES[Status.EXPIRED], now=now)
+        if reply is None:  # lost in a crash or superseded: nobody waits for it
+            return _NOTHING
+        self.refused[Reason.OVERLOADED] += 1
+        refusal = encode_refusal(start.conn, start.ts, Reason.OVERLOADED)
+        return ServiceOutput((Outgoing(reply.peer, self._wrap(refusal, reply.peer)),))
 
     def complete(self, run: Invocation, status: Status, data: bytes, *,
                  now: int) -> ServiceOutput:
@@ -439,6 +497,17 @@ class RpcService(Generic[P]):
         return _NOTHING
 
     # -- internals -----------------------------------------------------------
+
+    def _deadline(self, start: StartCall) -> int | None:
+        payload = start.payload
+        budget = int(_U32.unpack_from(payload, 1 + payload[0])[0])
+        return start.ts + budget * self.ticks_per_ms if budget else None
+
+    def _late(self, start: StartCall, now: int) -> bool:
+        """Whether the call ``start`` is past its deadline at ``now`` (the one
+        deadline rule: on arrival and at start alike)."""
+        deadline = self._deadline(start)
+        return deadline is not None and now > deadline
 
     def _expired(self, start: StartCall, now: int) -> ServiceOutput:
         """Complete an accepted call whose deadline passed without running it."""

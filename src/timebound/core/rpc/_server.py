@@ -18,7 +18,14 @@ duplicate, the transition table ``_ON_DUPLICATE`` (the entry's state) decide:
   driver a ``StartCall``; the driver computes and calls ``complete(call, result, now=)``,
   which sends REPLY, sets REPLYING and stores ``result`` and ``now``.
 - DUPLICATE of the entry's own call: COMPUTING -> send ACK; REPLYING -> retransmit the
-  stored reply; IDLE -> nothing.
+  stored reply, at most ``MAX_RESENDS`` (3) times after its first send, each resend
+  after the first at least ``resend_pace`` ticks after the one before (the first may
+  follow at once: the first send may have been a CHALLENGE to an address not yet
+  validated), over every duplicate and probe of the call together,
+  whoever sends them (beyond the figure: anyone can replay a CALL or forge a probe
+  from a client's address, so without the bound each copy would draw the whole
+  reply; a real client that lost its reply gets it on a later retransmission);
+  IDLE -> nothing. Test: ``tests/test_rpc_resend_cap.py``.
 - everything else (STALE: "no connection table entry, ignore message"; EARLY, DOWN,
   RECOVERING, FULL; a duplicate of an *older* call on the connection) -> nothing; the
   client retransmits or gives up.
@@ -72,6 +79,26 @@ Choices where the figure leaves room
   a reply to a victim). Test: ``tests/test_rpc_hostile.py::test_duplicate_does_not_move_reply``.
 - Malformed datagrams and messages that only a client receives (ACK, REPLY) are
   counted and dropped.
+- *A full table forgets the oldest finished calls, never a running one.* The table
+  is bounded by entries (``capacity``) and by bytes (``max_bytes``, on the receiver),
+  stored replies included: each entry counts ``ENTRY_BYTES`` (an estimate of the
+  receiver's slot and heap item, the ``_Entry`` with its REPLY header and the peer
+  address: about 500 bytes measured on 64-bit CPython 3.11) plus its id's length,
+  plus ``len(reply)`` while a reply is stored (``store_bytes`` when it is stored and
+  when it is dropped). When a new connection or a reply does not fit, the receiver
+  forgets the oldest entries early (``_table``, "Bounds"; ``upper`` rises over them,
+  so a late copy of a forgotten call is refused ``STALE`` and never runs again):
+  the server's ``evictable`` hook lets IDLE and REPLYING entries go (their caller
+  has the reply, or will be told ``stale`` by the live service when it asks again)
+  and keeps COMPUTING ones, because the reply of a running call would be lost and
+  its caller could never learn the outcome. A table full of running calls refuses
+  new connections (``FULL``, the live service's ``overloaded``): the server is busy.
+  A reply that does not fit even after that is sent once and not stored (its entry
+  is forgotten with it: a retransmitted CALL is ``STALE``). A flood of new
+  connections that finish therefore costs honest callers the stored replies of
+  their oldest finished calls, not their admission (a flood stamped ahead of the
+  clock raises ``upper`` with it: the receiver's "Capacity" note).
+  Tests: ``tests/test_rpc_server.py::test_capacity_*``, ``tests/test_rpc_flood.py``.
 
 The receiver
 -------------
@@ -204,6 +231,8 @@ class ServerStatistics:
     late_completions: int
     malformed: int
     receiver: ReceiverStatistics | ClassifiedStatistics
+    #: duplicates and probes of a replied call that got no reply (``MAX_RESENDS``)
+    withheld: int = 0
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return by_constructor(self)
@@ -212,7 +241,7 @@ class ServerStatistics:
 class _Entry:
     # Not Generic in the peer (``Any``): compiled, a generic class gets a weak-reference
     # slot that mypyc 2.4 mishandles (``core/rpc/_records.py``).
-    __slots__ = ("ts", "state", "reply", "reply_time", "peer", "head")
+    __slots__ = ("ts", "state", "reply", "reply_time", "peer", "head", "resends", "sent_at")
 
     def __init__(self, ts: int, peer: Any, head: bytes) -> None:
         self.ts = ts
@@ -221,6 +250,18 @@ class _Entry:
         self.reply_time: int | None = None
         self.peer = peer
         self.head = head  # the REPLY header of the connection (type, length, id)
+        self.resends = 0  # the stored reply's sends after the first (``MAX_RESENDS``)
+        self.sent_at = 0  # when it was last re-sent
+
+
+#: Most times a stored reply is sent again after its first send, to duplicates and
+#: probes of its call together, at least ``resend_pace`` apart (module docstring).
+MAX_RESENDS: Final = 3
+
+#: What one connection's entry costs beside its id and its stored reply (bytes; see
+#: "A full table forgets ..." in the module docstring): installed as the receiver's
+#: ``entry_bytes``.
+ENTRY_BYTES: Final = 512
 
 
 class Server(Generic[P]):
@@ -236,21 +277,26 @@ class Server(Generic[P]):
         resilience: Resilience | None = None,
         capacity: int | None = None,
         high_water: int | None = None,
+        max_bytes: int | None = None,
         start: int = 0,
         receiver: AnyReceiver | None = None,
         on_refused: RefusalHook[P] | None = None,
         wrap: Wrapper[P] | None = None,
+        resend_pace: int = 0,
     ) -> None:
         if kappa < 0:
             raise ProtocolUsageError(f"kappa must be >= 0, got {kappa}")
+        if resend_pace < 0:
+            raise ProtocolUsageError(f"resend_pace must be >= 0, got {resend_pace}")
         self.kappa = kappa
+        self.resend_pace = resend_pace
         self.on_refused = on_refused
         self.wrap = wrap
         self._entries: dict[str, _Entry] = {}
         self.epoch = 0
         self._counts = dict.fromkeys(
             ("acks", "retransmitted", "reply_acks", "ignored", "late_completions",
-             "malformed"), 0)
+             "malformed", "withheld"), 0)
         self._started = 0
         self._replies = 0
         if receiver is None:
@@ -261,18 +307,21 @@ class Server(Generic[P]):
                 estimator = Fixed(max(rho, kappa))
             receiver = Receiver(
                 estimator, gc_every=gc_every, resilience=resilience, capacity=capacity,
-                high_water=high_water, start=start,
+                high_water=high_water, start=start, max_bytes=max_bytes,
             )
-        elif (rho, estimator, gc_every, resilience, capacity, high_water) != (None,) * 6:
+        elif (rho, estimator, gc_every, resilience, capacity, high_water,
+              max_bytes) != (None,) * 7:
             raise ProtocolUsageError(
                 "a server given a receiver takes no rho, estimator, gc_every, resilience, "
-                "capacity or high_water (they are the receiver's)")
+                "capacity, high_water or max_bytes (they are the receiver's)")
         self.receiver: AnyReceiver = receiver
         classes = receiver.receivers if isinstance(receiver, ClassifiedReceiver) else [receiver]
         for one in classes:
-            if one.retain is not None:
+            if one.retain is not None or one.evictable is not None:
                 raise ProtocolUsageError("the receiver already has a retain hook")
             one.retain = self._retain
+            one.evictable = self._evictable
+            one.set_entry_bytes(ENTRY_BYTES)
         self._classified = isinstance(receiver, ClassifiedReceiver)
 
     # -- queries -------------------------------------------------------------
@@ -303,6 +352,7 @@ class Server(Generic[P]):
             retransmitted=c["retransmitted"], reply_acks=c["reply_acks"],
             ignored=c["ignored"], late_completions=c["late_completions"],
             malformed=c["malformed"], receiver=self.receiver.statistics(),
+            withheld=c["withheld"],
         )
 
     # -- inputs --------------------------------------------------------------
@@ -359,9 +409,14 @@ class Server(Generic[P]):
         entry.state = _REPLYING
         entry.reply = result
         entry.reply_time = now
+        entry.resends = 0
         self._replies += 1
         peer = entry.peer
         message = frame(entry.head, call.ts, result)
+        if not self._class_of(call.conn).store_bytes(call.conn, len(result), now=now):
+            # Over the byte bound even after forgetting the oldest finished calls:
+            # the reply is sent once and not kept (its entry is gone).
+            self._entries.pop(call.conn, None)
         wrap = self.wrap
         return Outgoing(peer, message if wrap is None else wrap(message, peer))
 
@@ -417,6 +472,17 @@ class Server(Generic[P]):
         del self._entries[conn]
         return False
 
+    def _evictable(self, conn: str, now: int) -> bool:
+        """The receiver's ``evictable`` hook (a full table): a finished call's
+        entry may go (its state goes with it), a running one stays."""
+        entry = self._entries.get(conn)
+        if entry is None:
+            return True
+        if entry.state is _COMPUTING:
+            return False
+        del self._entries[conn]
+        return True
+
     def _call(self, conn: str, ts: int, payload: bytes, now: int, peer: P,
               marked: bool) -> StartCall | ServerOutput:
         verdict = self.receiver.receive(conn, ts, now=now, marked=marked)
@@ -429,13 +495,15 @@ class Server(Generic[P]):
                 # COMPUTING, and any stored reply discarded.
                 entry.ts = ts
                 entry.state = _COMPUTING
-                entry.reply = None
+                if entry.reply is not None:
+                    entry.reply = None
+                    self._class_of(conn).store_bytes(conn, 0, now=now)
                 entry.reply_time = None
                 entry.peer = peer
             self._started += 1
             return StartCall(conn, ts, payload, peer, self.epoch)
         if verdict is _DUPLICATE:
-            return self._duplicate(conn, ts, peer)
+            return self._duplicate(conn, ts, peer, now)
         return self._refused(conn, ts, verdict, now, peer)
 
     def _refused(self, conn: str, ts: int, verdict: Verdict, now: int,
@@ -457,9 +525,9 @@ class Server(Generic[P]):
             if entry is None or entry.ts < ts:
                 # The server does not hold this call (a crash or an eviction lost it).
                 return self._refused(conn, ts, Verdict.STALE, now, peer)
-        return self._duplicate(conn, ts, peer)
+        return self._duplicate(conn, ts, peer, now)
 
-    def _duplicate(self, conn: str, ts: int, peer: P) -> ServerOutput:
+    def _duplicate(self, conn: str, ts: int, peer: P, now: int) -> ServerOutput:
         entry = self._entry(conn)
         if entry is None or entry.ts != ts:
             self._counts["ignored"] += 1
@@ -475,6 +543,15 @@ class Server(Generic[P]):
             return self._send(peer, frame(ack, ts))
         if action is _RETRANSMIT:
             assert entry.reply is not None
+            resends = entry.resends
+            if resends >= MAX_RESENDS or (resends and now - entry.sent_at < self.resend_pace):
+                # Anyone can replay a CALL (or forge a probe) from a victim's
+                # address: the reply goes out a bounded number of times, however
+                # many copies come and whoever validated (module docstring).
+                self._counts["withheld"] += 1
+                return _NOTHING
+            entry.resends = resends + 1
+            entry.sent_at = now
             self._counts["retransmitted"] += 1
             return self._send(peer, frame(entry.head, ts, entry.reply))
         self._counts["ignored"] += 1
@@ -488,5 +565,6 @@ class Server(Generic[P]):
             return _NOTHING
         entry.state = _IDLE
         entry.reply = None
+        self._class_of(conn).store_bytes(conn, 0, now=now)
         self._counts["reply_acks"] += 1
         return _NOTHING

@@ -21,6 +21,7 @@ from timebound.net.cli.common import (
     add_key_options,
     add_stats_option,
     announce,
+    bind_listener,
     check_exposure,
     check_host,
     command_group,
@@ -108,16 +109,25 @@ def run_channel_recv(args: argparse.Namespace) -> int:
     if hold is not None and hold > MAX_SECONDS * 1_000_000:
         raise UsageError("--f-hold", f"must be at most 1 day, got {format_duration(hold)}")
     key = key_option(args)
-    try:
-        listener = ChannelListener(host=args.host, port=args.port, key=key,
-                                   storage=args.storage,
-                                   f_hold=None if hold is None else hold / 1e6,
-                                   insecure=args.insecure, service=service_option(args))
-    except StorageError as exc:
-        raise UsageError("--storage", str(exc)) from None
+    service = service_option(args)
 
     async def main() -> None:
-        await start_bound(listener, args.host, args.port)
+        # Bound before the listener opens (or creates) its storage file: a port in
+        # use, or an address that is not this machine's, is one line and leaves
+        # nothing behind.
+        sock = await bind_listener(args.host, args.port)
+        try:
+            listener = ChannelListener(host=args.host, port=args.port, key=key,
+                                       storage=args.storage,
+                                       f_hold=None if hold is None else hold / 1e6,
+                                       insecure=args.insecure, service=service)
+        except StorageError as exc:
+            sock.close()
+            raise UsageError("--storage", str(exc)) from None
+        except BaseException:
+            sock.close()
+            raise
+        await start_bound(listener, args.host, args.port, sock)
         announce(listener.address, sys.stderr)
         seen = 0
         out = sys.stdout

@@ -28,8 +28,9 @@ def command_group(commands: Any, name: str, help: str,
 def add_key_options(parser: argparse.ArgumentParser) -> None:
     """``--key-file`` and ``--service`` (every server and client command)."""
     parser.add_argument("--key-file", metavar="F",
-                        help="shared key (>= 16 bytes) for HMAC-SHA256 frames "
-                             "('timebound key new F' writes one)")
+                        help="shared key for HMAC-SHA256 frames: a file of mode 0600 "
+                             "holding 64 lowercase hex characters ('timebound key new "
+                             "F' writes one)")
     parser.add_argument("--service", metavar="ID",
                         help="service id (1..64 UTF-8 bytes) mixed under the HMAC tag, so "
                              "a frame meant for one server fails at another sharing the "
@@ -169,13 +170,54 @@ def announce(address: tuple[str, int], file: TextIO | None = None) -> None:
     print(f"listening on udp://{format_address(address)}", file=file, flush=True)
 
 
-async def start_bound(endpoint: Any, host: str, port: int) -> None:
-    """``endpoint.start()``; failing to bind is a UsageError naming --host/--port."""
+def bind_error(exc: BaseException, host: str, port: int, *, host_option: str = "--host",
+               port_option: str = "--port", what: str = "") -> UsageError:
+    """The one line for a socket that could not bind ``host:port``: a port in use
+    (or one that needs privileges) names ``port_option``, an address that is not
+    this machine's (or any other failure) ``host_option``. ``what`` names the
+    address (default ``HOST:PORT``). The errno may sit on the error's cause
+    (uvloop): ``_endpoint.bind_errno``."""
+    import errno
+
+    from timebound.net._endpoint import bind_errno
+
+    code = bind_errno(exc)
+    where = what or format_address((host, port))
+    if code == errno.EADDRINUSE:
+        return UsageError(port_option, f"{where} is already in use (another socket is "
+                                       "bound to it): stop that process or choose "
+                                       "another port (0: the system picks a free one)")
+    if code in (errno.EACCES, errno.EPERM):
+        return UsageError(port_option, f"cannot bind {where}: permission denied (ports "
+                                       "below 1024 need privileges)")
+    if code == errno.EADDRNOTAVAIL:
+        return UsageError(host_option, f"cannot bind {where}: {host} is not an address "
+                                       "of this machine (give one of its own addresses, "
+                                       "127.0.0.1, or 0.0.0.0 for all of them)")
+    reason = getattr(exc, "strerror", None) or str(exc)
+    return UsageError(host_option, f"cannot bind {where}: {reason}")
+
+
+async def bind_listener(host: str, port: int) -> Any:
+    """A UDP socket bound to ``host:port`` (``_endpoint.bind_udp``) for a service to
+    start on (``start(sock=...)``), bound before the service opens its storage file:
+    a port in use or an address not of this machine is one line (``bind_error``)
+    and nothing is created."""
+    from timebound.net._endpoint import bind_udp
+
     try:
-        await endpoint.start()
+        return await bind_udp(host, port)
     except OSError as exc:
-        raise UsageError("--host/--port", f"cannot bind {host}:{port}: "
-                                          f"{exc.strerror or exc}") from None
+        raise bind_error(exc, host, port) from None
+
+
+async def start_bound(endpoint: Any, host: str, port: int, sock: Any = None) -> None:
+    """``endpoint.start()`` (on ``sock``, when bound already: ``bind_listener``);
+    failing to bind is one line naming ``--port`` or ``--host`` (``bind_error``)."""
+    try:
+        await (endpoint.start() if sock is None else endpoint.start(sock=sock))
+    except OSError as exc:
+        raise bind_error(exc, host, port) from None
 
 
 def key_option(args: argparse.Namespace, name: str = "key_file") -> bytes | None:

@@ -19,6 +19,7 @@ from timebound.net.cli.common import (
     add_key_options,
     add_stats_option,
     announce,
+    bind_error,
     check_exposure,
     command_group,
     format_address,
@@ -153,10 +154,11 @@ def run_group_join(args: argparse.Namespace) -> int:
     async def main() -> None:
         try:
             await member.start()
-        except OSError as exc:
-            raise UsageError("--members", f"cannot bind {args.name}'s address "
-                                          f"{format_address(members[args.name])}: "
-                                          f"{exc.strerror or exc}") from None
+        except OSError as exc:  # one line naming this member's address in --members
+            own = members[args.name]
+            raise bind_error(exc, own[0], own[1], host_option="--members",
+                             port_option="--members",
+                             what=f"{args.name}'s address {format_address(own)}") from None
         announce(member.address, sys.stderr)
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()

@@ -15,6 +15,7 @@ from timebound.errors import UsageError
 from timebound.net.cli.common import (
     add_bind_options,
     announce,
+    bind_error,
     check_exposure,
     check_host,
     command_group,
@@ -93,7 +94,7 @@ def run_proxy(args: argparse.Namespace) -> int:
         try:
             await proxy.start()
         except OSError as exc:
-            raise UsageError("--host/--port", f"cannot bind: {exc.strerror or exc}") from None
+            raise bind_error(exc, args.host, args.port) from None
         announce(proxy.address)
         try:
             await until_signal()

@@ -21,7 +21,8 @@ Issue 26 (safe on a real network), the command line's share:
   as a surrogate with Python's surrogateescape).
 - ``rpc call`` says when a refusal was not authenticated (no key: anyone on the path
   could have forged it, so "did not run" is not certain); ``rpc serve --workers N``
-  sizes the sync handlers' thread pool.
+  sizes the sync handlers' thread pool and ``--queue N`` the calls that may wait
+  for it (one more is refused ``overloaded``).
 
 Issue 31 (one set of conventions), this module's share: every wall-clock option is a
 duration with its unit (``timebound.durations``: ``250ms``, ``2s``; a bare number keeps
@@ -50,6 +51,8 @@ from timebound.net.cli.common import (
     add_bind_options,
     add_key_options,
     announce,
+    bind_error,
+    bind_listener,
     check_exposure,
     check_host,
     command_group,
@@ -122,6 +125,11 @@ def add_rpc_parser(commands: Any) -> None:
                             "(0: inline on the event loop, only for handlers that never "
                             f"block; default {SHOWN_DEFAULT_WORKERS}); async handlers "
                             "always run on the loop")
+    serve.add_argument("--queue", type=int, default=None, metavar="N",
+                       help=f"sync calls that may wait for a busy worker, 0..{MAX_QUEUE}; "
+                            "one more is refused 'overloaded' at once, and a waiting call "
+                            "is never started after its caller's deadline (it is answered "
+                            "'expired'). Default: 32 per worker")
     serve.add_argument("--no-uvloop", action="store_true", help="run on asyncio's own event loop (default: uvloop when "
                             "it is installed)")
     serve.add_argument("--no-marks", action="store_true",
@@ -255,6 +263,11 @@ def add_receiver_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--capacity", type=int, metavar="N",
                    help="most connection-table entries per class (default: the "
                         "server's, sized for this machine's memory; 0: unbounded)")
+    g.add_argument("--max-bytes", type=int, metavar="N",
+                   help="most bytes of the connection tables, stored replies included, "
+                        "split over the classes (default: a sixteenth of this machine's "
+                        "memory; 0: unbounded); a full table forgets its oldest "
+                        "finished calls first")
 
 
 def receiver_config(args: argparse.Namespace) -> ReceiverConfig:
@@ -282,6 +295,8 @@ def receiver_options(args: argparse.Namespace) -> tuple[ReceiverConfig, int]:
         raise UsageError("--kappa", f"must be >= 0, got {args.kappa}")
     if args.capacity is not None and args.capacity < 0:
         raise UsageError("--capacity", f"must be >= 0 (0: unbounded), got {args.capacity}")
+    if args.max_bytes is not None and args.max_bytes < 0:
+        raise UsageError("--max-bytes", f"must be >= 0 (0: unbounded), got {args.max_bytes}")
     estimator = values.get("estimator") or "fixed"
     if estimator == "fixed" and values.get("rho") is None:
         values["rho"] = DEFAULT_RHO
@@ -300,11 +315,15 @@ def receiver_options(args: argparse.Namespace) -> tuple[ReceiverConfig, int]:
                                    f"({format_duration(values['latest_every'])}), got "
                                    f"{format_duration(values['beta'])}: calls would be "
                                    "refused early between a refresh of latest and the next")
+    # The byte bound goes to the server (``RpcServer(max_bytes=)``, split over the
+    # classes there), not in the config.
     return options.receiver, options.classes
 
 
 #: Largest ``rpc serve --workers``.
 MAX_WORKERS = 1024
+#: Largest ``rpc serve --queue`` (``timebound.net._handlers.MAX_QUEUE``).
+MAX_QUEUE = 65536
 #: The default ``--help`` shows (``timebound.net._server.DEFAULT_WORKERS``, which
 #: the parser does not import: every command builds it; a test pins the two equal).
 SHOWN_DEFAULT_WORKERS = 8
@@ -322,6 +341,13 @@ def _workers(value: int | None) -> int:
         return default_workers()
     if not 0 <= value <= MAX_WORKERS:
         raise UsageError("--workers", f"must be in [0, {MAX_WORKERS}], got {value}")
+    return value
+
+
+def _queue(value: int | None) -> int | None:
+    """``--queue`` (None: the server's default, 32 per worker)."""
+    if value is not None and not 0 <= value <= MAX_QUEUE:
+        raise UsageError("--queue", f"must be in [0, {MAX_QUEUE}], got {value}")
     return value
 
 
@@ -392,6 +418,7 @@ def _serve(args: argparse.Namespace) -> int:
     parse_port(args.port, "--port")
     check_host(args.host, "--host")
     workers = _workers(args.workers)
+    waiting = _queue(args.queue)
     check_exposure(args.host, keyed=args.key_file is not None, insecure=args.insecure,
                    service="rpc serve")
     if args.metrics_port is not None:
@@ -411,28 +438,39 @@ def _serve(args: argparse.Namespace) -> int:
     if previous is not None and key is None:
         raise UsageError("--previous-key-file", "needs --key-file (the current key)")
     handlers = handlers_of(load_app(args.app))
-    try:
-        server = RpcServer(handlers, host=args.host, port=args.port, storage=args.storage,
-                           key=key, previous_key=previous,
-                           previous_key_grace=args.previous_key_grace / 1e6,
-                           receiver=config,
-                           classes=classes, kappa=args.kappa, capacity=args.capacity,
-                           workers=workers, insecure=args.insecure, service=service,
-                           marks=not args.no_marks)
-    except StorageError as exc:
-        raise UsageError("--storage", str(exc)) from None
+
+    def build() -> RpcServer:
+        try:
+            return RpcServer(handlers, host=args.host, port=args.port,
+                             storage=args.storage, key=key, previous_key=previous,
+                             previous_key_grace=args.previous_key_grace / 1e6,
+                             receiver=config,
+                             classes=classes, kappa=args.kappa, capacity=args.capacity,
+                             workers=workers, insecure=args.insecure, service=service,
+                             marks=not args.no_marks, queue=waiting,
+                             max_bytes=args.max_bytes)
+        except StorageError as exc:
+            raise UsageError("--storage", str(exc)) from None
 
     async def main() -> None:
-        await start_bound(server, args.host, args.port)
+        # Both sockets are bound before the server opens (or creates) its storage
+        # file: a port in use, or an address that is not this machine's, is one line
+        # and leaves nothing behind.
+        sock = await bind_listener(args.host, args.port)
+        served: list[RpcServer] = []
         stop_metrics = None
         try:
             if args.metrics_port is not None:
-                from timebound.net._metrics import serve_metrics
-                try:
-                    stop_metrics = serve_metrics(server.statistics, args.metrics_host,
-                                                 args.metrics_port, server.latency)
-                except OSError as exc:
-                    raise UsageError("--metrics-port", f"cannot bind: {exc}") from None
+                stop_metrics = _start_metrics(args, served)
+            served.append(build())
+        except BaseException:
+            sock.close()
+            if stop_metrics is not None:
+                stop_metrics()
+            raise
+        server = served[0]
+        try:
+            await start_bound(server, args.host, args.port, sock)
             announce(server.address)
             await server.serve_forever()
         finally:
@@ -442,6 +480,31 @@ def _serve(args: argparse.Namespace) -> int:
 
     run(main(), use_uvloop=False if args.no_uvloop else None)
     return 0
+
+
+#: What the metrics endpoint shows in the moment before its server exists: no
+#: counters, empty histograms.
+_NO_LATENCY: tuple[Any, dict[str, Any]] = (((), [0], 0.0), {})
+
+
+def _start_metrics(args: argparse.Namespace, served: list[Any]) -> Any:
+    """``--metrics-port``'s endpoint, bound before the server is built (so before its
+    storage file), reading the server in ``served`` once there; its stop function.
+    Failing to bind is one line naming ``--metrics-port`` or ``--metrics-host``."""
+    from timebound.net._metrics import serve_metrics
+
+    def read() -> Any:
+        return served[0].statistics() if served else {}
+
+    def latency() -> Any:
+        return served[0].latency() if served else _NO_LATENCY
+
+    try:
+        return serve_metrics(read, args.metrics_host, args.metrics_port, latency)
+    except OSError as exc:
+        raise bind_error(exc, args.metrics_host, args.metrics_port,
+                         host_option="--metrics-host",
+                         port_option="--metrics-port") from None
 
 
 def _client_call(args: argparse.Namespace, proc: str, payload: bytes) -> bytes:
