@@ -54,7 +54,6 @@ import inspect
 import json
 import queue
 import secrets
-import socket
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
@@ -87,7 +86,12 @@ from timebound.net._defaults import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
 from timebound.net._defaults import DEFAULT_RHO as DEFAULT_RHO
 from timebound.net._defaults import MAX_CLASSES as MAX_CLASSES
 from timebound.net._defaults import default_receiver as default_receiver
-from timebound.net._endpoint import guard_exposure, is_ip_literal, on_signals, udp_socket
+from timebound.net._endpoint import (
+    bind_udp,
+    guard_exposure,
+    is_ip_literal,
+    on_signals,
+)
 from timebound.net._handlers import DEFAULT_QUEUE_PER_WORKER as DEFAULT_QUEUE_PER_WORKER
 from timebound.net._handlers import DEFAULT_WORKERS as DEFAULT_WORKERS
 from timebound.net._handlers import LATENCY_BUCKETS as LATENCY_BUCKETS
@@ -118,20 +122,6 @@ _REPLY_OVERHEAD = HEADER_BYTES + 1 + 1 + 8 + 4 + 1 + INCARNATION_BYTES
 
 #: Largest datagram read (the UDP limit).
 _RECV_BYTES = 65536
-
-
-async def bound_socket(host: str, port: int) -> socket.socket:
-    """A non-blocking UDP socket bound to ``(host, port)``, trying each address the
-    host resolves to, as ``create_datagram_endpoint(local_addr=...)`` does."""
-    loop = asyncio.get_running_loop()
-    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
-    error: OSError = OSError(f"getaddrinfo({host!r}) returned nothing")
-    for family, _kind, _proto, _name, sockaddr in infos:
-        try:
-            return udp_socket(family, bind=sockaddr)
-        except OSError as exc:
-            error = exc
-    raise error
 
 
 class _Waiting:
@@ -311,7 +301,7 @@ class RpcServer:
         await self.close()
 
     async def start(self, sock: Any = None) -> None:
-        """Bind ``host:port`` (``bound_socket``) and serve on it; or serve on ``sock``,
+        """Bind ``host:port`` (``bind_udp``) and serve on it; or serve on ``sock``,
         a UDP socket already bound there (``rpc serve`` binds before the storage file
         is opened, so a port in use creates no file). Either socket is closed if the
         start fails."""
@@ -320,7 +310,7 @@ class RpcServer:
                 sock.close()
             raise RuntimeError("server is already started")
         if sock is None:
-            sock = await bound_socket(self.host, self.port)
+            sock = await bind_udp(self.host, self.port)
         try:
             sock.setblocking(False)
             running_loop().add_reader(sock.fileno(), self._readable)
