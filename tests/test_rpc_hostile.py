@@ -179,9 +179,10 @@ class _Spoofer:
     """A UDP socket standing for a victim whose address an attacker forges: what the
     attacker sends from it and what the server sends back to it are counted."""
 
-    def __init__(self) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind(("127.0.0.1", 0))
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.sock = socket.socket(family, socket.SOCK_DGRAM)
+        self.sock.bind((host, 0))
         self.sock.setblocking(False)
         self.sent = self.received = 0
 
@@ -205,15 +206,18 @@ class _Spoofer:
         return self.received / max(1, self.sent)
 
 
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"], ids=["ipv4", "ipv6"])
 @pytest.mark.parametrize("key", [None, KEY])
-def test_amplification_worst_ratio_per_message_type(tmp_path: Path,
-                                                    key: bytes | None) -> None:
+def test_amplification_worst_ratio_per_message_type(tmp_path: Path, key: bytes | None,
+                                                    host: str) -> None:
+    """Every message type an attacker can send from a forged source (IPv4 and IPv6)
+    draws at most 3x its bytes back to that source."""
     ledger: list[bytes] = []
     ratios: dict[str, float] = {}
 
     async def main() -> None:
         async with RpcServer(_handlers(ledger), storage=str(tmp_path / "latest.json"),
-                             key=key) as server:
+                             key=key, host=host) as server:
             # A legitimate client gets a stored 60 KB reply (after validating).
             async with RpcClient(server.address, key=key, reply_ack_min_bytes=10**6) as client:
                 assert len(await client.call("big", b"")) == BIG
@@ -222,7 +226,7 @@ def test_amplification_worst_ratio_per_message_type(tmp_path: Path,
             target = server.address
 
             async def attack(name: str, datagrams: list[bytes], repeat: int = 20) -> None:
-                victim = _Spoofer()
+                victim = _Spoofer(host)
                 for _ in range(repeat):
                     for d in datagrams:
                         victim.send(d, target)
@@ -261,7 +265,7 @@ def test_amplification_worst_ratio_per_message_type(tmp_path: Path,
 
     asyncio.run(main())
     for name, ratio in sorted(ratios.items(), key=lambda item: -item[1]):
-        print(f"{'key' if key else 'no key'}: {name}: {ratio:.2f}x")
+        print(f"{host}, {'key' if key else 'no key'}: {name}: {ratio:.2f}x")
     assert ratios, "no attack measured"
     worst = max(ratios.values())
     assert worst <= AMPLIFICATION, ratios
