@@ -185,6 +185,30 @@ def test_spoofed_nack_is_not_answered() -> None:
     assert len(a.receive(nack, now=net.now + 6 * MS, source="b").sends) == 3
 
 
+def test_a_nack_flood_from_a_members_address_draws_one_answer_per_half_period() -> None:
+    """10,000 NACKs forged from b's own configured address over 100 ms (what an
+    attacker who spoofs a member sends): a answers them at most once per half NACK
+    period, so the bytes sent to b are bounded by time, not by the flood."""
+    net = Net(["a", "b"])
+    net.cut = {"b"}
+    for i in range(3):
+        net.send("a", b"%d" % i)
+    a = net.members["a"]
+    nack = FrameCodec().seal(KIND_GROUP, encode_nack(Head("g", "b", 1), "a", a.head.inc, 0, 3))
+    half = a.nack_every // 2
+    span = 100 * MS
+    rounds = sent = 0
+    for i in range(10_000):
+        out = a.receive(nack, now=net.now + i * span // 10_000, source="b")
+        rounds += bool(out.sends)
+        sent += sum(len(datagram) for _dest, datagram in out.sends)
+    assert 1 <= rounds <= span // half + 1
+    assert a.statistics().unanswered == 10_000 - rounds
+    assert sent <= rounds * 3 * 200  # three retransmissions of small messages a round
+    print(f"NACK flood: 10,000 NACKs ({10_000 * len(nack):,} B) over 100 ms drew "
+          f"{rounds} answers ({sent:,} B)")
+
+
 # -- live ---------------------------------------------------------------------------
 
 
