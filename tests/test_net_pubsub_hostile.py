@@ -134,6 +134,36 @@ def test_a_sub_takes_a_lease_only_with_a_token_for_its_address() -> None:
     assert merger.statistics().subscribers == 0
 
 
+def _lease(merger: MergerNode[str], codec: FrameCodec, peer: str, now: int) -> None:
+    """``peer`` subscribes through the token round trip, as a real address can."""
+    out = merger.receive(codec.seal(KIND_PUBSUB, encode_sub(1, peer)), peer, now=now)
+    for _dest, chal in out.sends:
+        opened = codec.open(chal, now=now)
+        assert opened is not None
+        merger.receive(codec.seal(KIND_PUBSUB, encode_sub(1, peer, opened.body[-16:])),
+                       peer, now=now)
+
+
+def test_lease_exhaustion_needs_the_key_where_there_is_one() -> None:
+    """Leases are bounded (``max_subscribers``). Without a key, whoever controls that
+    many source addresses (each validated: they really receive) holds every lease
+    and an honest subscriber is refused until they lapse; with a key, SUBs without
+    it take no lease and the honest subscriber gets one (docs/net.md says so)."""
+    cap = 64
+    for key in (None, Keyring(Key(KEY))):
+        merger: MergerNode[str] = MergerNode("m", EPS, DELTA, N, FrameCodec(key),
+                                             secret=SECRET, max_subscribers=cap)
+        for i in range(2 * cap):  # the attacker's addresses, keyless frames
+            _lease(merger, FrameCodec(), f"attacker-{i}", now=1000 + i)
+        _lease(merger, FrameCodec(key), "honest", now=2000)
+        stats = merger.statistics()
+        if key is None:
+            assert stats.subscribers == cap and stats.refused == cap + 1
+        else:
+            assert stats.subscribers == 1 and stats.refused == 0
+            assert stats.unauthenticated >= 2 * cap
+
+
 def test_a_chal_is_answered_only_from_an_upstream_merger() -> None:
     upper: MergerNode[str] = MergerNode("top", EPS, DELTA + 3 * EPS, N, FrameCodec(),
                                         secret=SECRET, upstream=["low"])
