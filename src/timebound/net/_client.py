@@ -372,7 +372,14 @@ class RpcClient:
             return
         except OSError:
             # ICMP port unreachable while the server is down: retransmissions go on.
+            # uvloop stops watching a socket once a read on it has failed (asyncio's
+            # loop does not): watch it again, or no answer of the restarted server
+            # would ever be read (the call would end in a timeout).
             self.socket_errors += 1
+            loop = self._loop
+            if loop is not None:
+                loop.remove_reader(sock.fileno())
+                loop.add_reader(sock.fileno(), self._readable)
             return
         out = self.caller.receive_outcome(data, now=self.clock.now())
         if type(out) is Answered:
