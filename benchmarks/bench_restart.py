@@ -18,7 +18,8 @@ Reported: every call's outcome (success; refused ``down`` or ``stale``: outcome
 unknown; refused ``early``, ``overloaded`` or ``expired``: did not run; timeout:
 outcome unknown), the fraction of calls with an unknown outcome, for each caller the
 time from the restart (the new server's ready line) until its first success after
-the kill, their median and max (the time until every caller is served again), and
+the kill, their median (p50), p99 and max (the time until every caller is served
+again), and
 the duplicate executions in the ledger (a payload run twice; a success missing from
 the ledger counts too): the script exits 1 if there is any.
 
@@ -329,6 +330,7 @@ def summarize(run: Run, ledger: Path, args: argparse.Namespace) -> dict[str, Any
         "served_again_s": served,
         "served_again_median_s": _finite(statistics.median(
             [s if s is not None else float("inf") for s in served])),
+        "served_again_p99_s": _p99(served),
         "served_again_max_s": max(known) if known and len(known) == len(served) else None,
         "never_served_again": len(served) - len(known),
         "calls_until_served_again": waits,
@@ -343,6 +345,15 @@ def summarize(run: Run, ledger: Path, args: argparse.Namespace) -> dict[str, Any
 
 def _finite(value: float) -> float | None:
     return None if value == float("inf") else round(value, 4)
+
+
+def _p99(values: list[float | None]) -> float | None:
+    """The 99th percentile (nearest rank) of per-caller times, a caller never served
+    counting as infinitely late (None: no value, or that percentile never served)."""
+    ranked = sorted(float("inf") if v is None else v for v in values)
+    if not ranked:
+        return None
+    return _finite(ranked[min(len(ranked) - 1, -(-99 * len(ranked) // 100) - 1)])
 
 
 def _seconds(value: float | None) -> str:
@@ -376,7 +387,8 @@ def report(figures: dict[str, Any]) -> None:
           f"{_seconds(figures['last_down_issued_after_restart_s'])} after the restart)")
     times = " ".join("never" if s is None else f"{s:.2f}" for s in figures["served_again_s"])
     print(f"served again after the restart, per caller (s): {times}")
-    print(f"served again: median {_seconds(figures['served_again_median_s'])}, max "
+    print(f"served again: median (p50) {_seconds(figures['served_again_median_s'])}, p99 "
+          f"{_seconds(figures['served_again_p99_s'])}, max "
           f"{_seconds(figures['served_again_max_s'])} (every caller), never "
           f"{figures['never_served_again']}")
     if cfg["marks"]:
