@@ -22,7 +22,9 @@ were overtaken by a later one of their connection.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -100,6 +102,8 @@ def main() -> None:
     if not windows or windows[0] != 1 or min(windows) < 1:
         parser.error("--windows must start with 1 (the times are against W = 1)")
 
+    # The Python workers run this interpreter (it has pyarrow and timebound).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     from timebound.spark import at_most_once

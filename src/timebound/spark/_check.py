@@ -91,6 +91,9 @@ def locked(opts: AtMostOnceOptions, cols: Columns, schema: StructType) -> dict[s
     import dataclasses
 
     fields: dict[str, Any] = dataclasses.asdict(opts.receiver)
+    # The live servers' byte bound: a library receiver has none (and locks written
+    # before the field existed stay valid).
+    del fields["max_bytes"]
     fields["classes"] = opts.classes
     for role in ("conn", "ts", "at", "receiver", "order"):
         name = getattr(cols, role)
