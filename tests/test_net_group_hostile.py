@@ -169,13 +169,19 @@ def test_forged_frames_never_break_stability(steps: list[tuple[Any, ...]], acks:
     assert dropped == forged
 
 
-def test_spoofed_nack_is_not_answered() -> None:
+def _b_missed_three() -> tuple[Net, Any, bytes]:
+    """a sent 3 messages b never got: the net, a, and b's NACK for them."""
     net = Net(["a", "b"])
     net.cut = {"b"}
     for i in range(3):
         net.send("a", b"%d" % i)
     a = net.members["a"]
     nack = FrameCodec().seal(KIND_GROUP, encode_nack(Head("g", "b", 1), "a", a.head.inc, 0, 3))
+    return net, a, nack
+
+
+def test_spoofed_nack_is_not_answered() -> None:
+    net, a, nack = _b_missed_three()
     assert a.receive(nack, now=net.now, source=None).sends == ()  # no member's address
     assert a.receive(nack, now=net.now, source="a").sends == ()  # another member's
     out = a.receive(nack, now=net.now, source="b")
@@ -189,12 +195,7 @@ def test_a_nack_flood_from_a_members_address_draws_one_answer_per_half_period() 
     """10,000 NACKs forged from b's own configured address over 100 ms (what an
     attacker who spoofs a member sends): a answers them at most once per half NACK
     period, so the bytes sent to b are bounded by time, not by the flood."""
-    net = Net(["a", "b"])
-    net.cut = {"b"}
-    for i in range(3):
-        net.send("a", b"%d" % i)
-    a = net.members["a"]
-    nack = FrameCodec().seal(KIND_GROUP, encode_nack(Head("g", "b", 1), "a", a.head.inc, 0, 3))
+    net, a, nack = _b_missed_three()
     half = a.nack_every // 2
     span = 100 * MS
     rounds = sent = 0

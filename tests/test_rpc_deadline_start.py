@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -276,11 +277,10 @@ def test_burst_never_starts_a_queued_call_after_its_deadline() -> None:
     assert len(started) == len(set(started)) == 30 - len(refused)  # each at most once
 
 
-def test_call_whose_deadline_passed_before_its_worker_freed_never_runs() -> None:
-    """The check when a worker frees up, not only the queue's timer: the one worker
-    finishes while the loop is held (an async handler blocking it on purpose) past a
-    waiting call's deadline; asyncio then runs the worker's completion before the
-    due timer, and the waiting call must still not start."""
+def _held_worker() -> tuple[list[bytes], threading.Event, threading.Event,
+                             Callable[[bytes], bytes], Callable[[bytes], bytes]]:
+    """(ledger, entered, release, hold, echo): ``hold`` keeps its worker until
+    ``release`` is set (``entered`` says it started); ``echo`` records what it ran."""
     ledger: list[bytes] = []
     entered, release = threading.Event(), threading.Event()
 
@@ -292,6 +292,16 @@ def test_call_whose_deadline_passed_before_its_worker_freed_never_runs() -> None
     def echo(payload: bytes) -> bytes:
         ledger.append(payload)
         return payload
+
+    return ledger, entered, release, hold, echo
+
+
+def test_call_whose_deadline_passed_before_its_worker_freed_never_runs() -> None:
+    """The check when a worker frees up, not only the queue's timer: the one worker
+    finishes while the loop is held (an async handler blocking it on purpose) past a
+    waiting call's deadline; asyncio then runs the worker's completion before the
+    due timer, and the waiting call must still not start."""
+    ledger, entered, release, hold, echo = _held_worker()
 
     async def block(payload: bytes) -> bytes:
         release.set()  # the worker finishes now, while the loop is held
@@ -344,17 +354,7 @@ def test_later_copy_of_a_refused_call_never_runs() -> None:
     """``queue=0``, the one worker busy: a hand-made CALL is refused ``overloaded``;
     the same CALL sent again once the worker is free gets the stored answer (did not
     run) and still never runs."""
-    ledger: list[bytes] = []
-    entered, release = threading.Event(), threading.Event()
-
-    def hold(payload: bytes) -> bytes:
-        entered.set()
-        release.wait(10.0)
-        return b""
-
-    def echo(payload: bytes) -> bytes:
-        ledger.append(payload)
-        return payload
+    ledger, entered, release, hold, echo = _held_worker()
 
     async def exchange(sock: socket.socket, datagram: bytes,
                        to: tuple[str, int]) -> bytes:
