@@ -19,8 +19,10 @@ unknown; refused ``early``, ``overloaded`` or ``expired``: did not run; timeout:
 outcome unknown), the fraction of calls with an unknown outcome, for each caller the
 time from the restart (the new server's ready line) until its first success after
 the kill, their median (p50), p99 and max (the time until every caller is served
-again), and
-the duplicate executions in the ledger (a payload run twice; a success missing from
+again), the same less each caller's own wait at the ready line (until its
+outstanding call's next retransmission, or its next call: what is left of its
+current retransmission interval; so what the restart itself costs, about a round
+trip, more where the proxy drops a datagram), and the duplicate executions in the ledger (a payload run twice; a success missing from
 the ledger counts too): the script exits 1 if there is any.
 
 Incarnation marks (the server's default; ``--no-marks`` runs the paper's rule): each
@@ -104,6 +106,10 @@ class Run:
     stopped: float = 0.0
     proxy: dict[str, int] = field(default_factory=dict)
     server_stats: dict[str, Any] | None = None
+    clients: dict[int, RpcClient] = field(default_factory=dict)  # caller -> its client
+    # Per caller, seconds from the ready line until its next retransmission (or its
+    # next call, after its pause): its current retransmission interval's remainder.
+    retry_in: list[float] = field(default_factory=list)
 
 
 def _die_with_parent() -> None:
@@ -187,6 +193,7 @@ async def caller(index: int, address: tuple[str, int], run: Run, stop: asyncio.E
                  *, timeout: float, pause: float, interval: float) -> None:
     """Sequential ``record`` calls with distinct payloads until ``stop`` is set."""
     async with RpcClient(address, interval=interval) as client:
+        run.clients[index] = client
         for n in range(MAX_CALLS_PER_CALLER):
             if stop.is_set():
                 return
@@ -206,6 +213,15 @@ async def caller(index: int, address: tuple[str, int], run: Run, stop: asyncio.E
             call.heard = client.caller.incarnation
             if pause:
                 await asyncio.sleep(pause)
+
+
+def _retry_in(client: RpcClient | None, pause: float) -> float:
+    """Seconds until ``client`` next sends its outstanding call (its retransmission
+    schedule), or ``pause`` when it has none (it makes its next call then)."""
+    if client is None:
+        return pause
+    due = client.caller.client.next_deadline()
+    return pause if due is None else max(0.0, (due - client.clock.now()) / 1e6)
 
 
 async def load(servers: Servers, args: argparse.Namespace) -> Run:
@@ -229,6 +245,8 @@ async def load(servers: Servers, args: argparse.Namespace) -> Run:
             await servers.kill(first)
             await servers.start(port=address[1])  # same port: the proxy's upstream
             run.restarted = time.monotonic()
+            run.retry_in = [_retry_in(run.clients.get(i), args.pause)
+                            for i in range(args.callers)]
             await asyncio.sleep(args.seconds)
             stop.set()
             run.stopped = time.monotonic()
@@ -266,6 +284,10 @@ def summarize(run: Run, ledger: Path, args: argparse.Namespace) -> dict[str, Any
         waits.append([(round(c.issued - run.restarted, 3), round(c.ended - run.restarted, 3),
                        c.outcome) for c in mine if c.ended <= first][:50])
     known = [s for s in served if s is not None]
+    # Served again beyond the caller's own next send: the round trips the restart
+    # costs once the caller's retransmission schedule brings its call back.
+    beyond = [None if s is None else round(max(0.0, s - r), 4)
+              for s, r in zip(served, run.retry_in or [0.0] * len(served), strict=True)]
     after_restart = [c for c in done if c.issued >= run.restarted]
     down_after = [c.issued - run.restarted for c in after_restart if c.outcome == "down"]
     new = int((run.server_stats or {}).get("incarnation") or 0)
@@ -333,6 +355,11 @@ def summarize(run: Run, ledger: Path, args: argparse.Namespace) -> dict[str, Any
         "served_again_p99_s": _p99(served),
         "served_again_max_s": max(known) if known and len(known) == len(served) else None,
         "never_served_again": len(served) - len(known),
+        "retry_in_s": [round(r, 4) for r in run.retry_in],
+        "served_beyond_retry_s": beyond,
+        "served_beyond_retry_median_s": _finite(statistics.median(
+            [s if s is not None else float("inf") for s in beyond])),
+        "served_beyond_retry_p99_s": _p99(beyond),
         "calls_until_served_again": waits,
         "executions": sum(executed.values()),
         "duplicate_executions": sum(k - 1 for k in executed.values() if k > 1),
@@ -354,6 +381,10 @@ def _p99(values: list[float | None]) -> float | None:
     if not ranked:
         return None
     return _finite(ranked[min(len(ranked) - 1, -(-99 * len(ranked) // 100) - 1)])
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
 
 
 def _seconds(value: float | None) -> str:
@@ -391,6 +422,10 @@ def report(figures: dict[str, Any]) -> None:
           f"{_seconds(figures['served_again_p99_s'])}, max "
           f"{_seconds(figures['served_again_max_s'])} (every caller), never "
           f"{figures['never_served_again']}")
+    print(f"beyond each caller's next send at the ready line (its retransmission "
+          f"interval's remainder, p50 {_seconds(_median(figures['retry_in_s']))}): "
+          f"p50 {_seconds(figures['served_beyond_retry_median_s'])}, p99 "
+          f"{_seconds(figures['served_beyond_retry_p99_s'])}")
     if cfg["marks"]:
         print(f"incarnation marks on: {figures['calls_made_after_hearing']} calls made after "
               f"their caller heard from the new server, of them refused down or stale "
@@ -486,9 +521,9 @@ def main(argv: list[str] | None = None) -> int:
         ledger = workdir / "ledger"
         serve = ["timebound.net.examples:app", "--storage", str(workdir / "latest.json")]
         if args.beta is not None:
-            serve += ["--beta", str(args.beta)]
+            serve += ["--beta", f"{args.beta}us"]
         if args.latest_every is not None:
-            serve += ["--latest-every", str(args.latest_every)]
+            serve += ["--latest-every", f"{args.latest_every}us"]
         if args.no_marks:
             serve += ["--no-marks"]
         env = dict(os.environ, TIMEBOUND_LEDGER=str(ledger))

@@ -134,6 +134,26 @@ def test_a_sub_takes_a_lease_only_with_a_token_for_its_address() -> None:
     assert merger.statistics().subscribers == 0
 
 
+def test_a_replayed_sub_keeps_a_lease_at_most_a_token_lifetime_and_a_lease() -> None:
+    """A SUB can be replayed (captured on the path, or forged keyless from the
+    subscriber's own address) after its subscriber left: it renews the lease only
+    while its token is valid, so forwarding aimed at that address by replays stops
+    at most ``TOKEN_LIFETIME + LEASE`` ms after the token was issued; a SUB frame
+    draws no answer but a CHAL (at most 3x, tested above)."""
+    merger: MergerNode[str] = MergerNode("m", EPS, DELTA, N, FrameCodec(), secret=SECRET)
+    sub = Subscriber("s", FrameCodec(), now=0)
+    [(_, chal)] = merger.receive(sub.subscription(), "s", now=1000).sends
+    (captured,) = sub.receive(chal, now=1000).sends  # the SUB with the token, issued at 1000
+    sub.leave()
+    leased_until = 0
+    for now in range(1000, 1000 + 2 * TOKEN_LIFETIME, 500):  # replayed every 0.5 s
+        merger.receive(captured, "s", now=now)
+        merger.handle_timer(now=now)
+        if merger.statistics().subscribers:
+            leased_until = now
+    assert 1000 + TOKEN_LIFETIME - 500 <= leased_until <= 1000 + TOKEN_LIFETIME + LEASE
+
+
 def _lease(merger: MergerNode[str], codec: FrameCodec, peer: str, now: int) -> None:
     """``peer`` subscribes through the token round trip, as a real address can."""
     out = merger.receive(codec.seal(KIND_PUBSUB, encode_sub(1, peer)), peer, now=now)

@@ -12,8 +12,10 @@ that provoked them."""
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import struct
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -107,13 +109,57 @@ def test_no_call_draws_more_than_one_plus_max_resends_replies(steps: list[tuple[
     assert all(n == 1 for n in runs.values()), runs
 
 
+async def _validate_by_a_large_reply(server: Any, clock: Any, big: bytes
+                                     ) -> tuple[socket.socket, int]:
+    """A raw socket that made one call ``big`` (its reply ``big``, over 3x its CALL)
+    through the real protocol: challenged, it validated its address and got the
+    reply. Returns the socket (nothing left to read on it) and the call's ts."""
+    from timebound.core.rpc import Answered, Policy, RpcCaller
+    from timebound.core.wire import FrameCodec
+
+    loop = asyncio.get_running_loop()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.setblocking(False)
+    caller = RpcCaller("v", Policy(interval=50_000, give_up_after=5_000_000),
+                       FrameCodec(None))
+    ts, frames = caller.call("big", b"", now=clock.now(), conn="victim")
+    answer = None
+    for _ in range(50):
+        for frame in frames:
+            await loop.sock_sendto(sock, frame, server.address)
+        try:
+            data = await asyncio.wait_for(loop.sock_recv(sock, 65536), 0.2)
+        except TimeoutError:
+            frames = caller.handle_timer(now=clock.now()).datagrams
+            continue
+        out = caller.receive(data, now=clock.now())
+        answer = next((o for o in out.outcomes if isinstance(o, Answered)), answer)
+        if answer is not None:
+            break
+        frames = out.datagrams
+    assert answer is not None and answer.data == big
+    await asyncio.sleep(0.05)
+    _drain(sock)
+    return sock, ts
+
+
+def _drain(sock: socket.socket) -> int:
+    """Bytes waiting on ``sock``, read and counted."""
+    received = 0
+    while True:
+        try:
+            received += len(sock.recv(65536))
+        except BlockingIOError:
+            return received
+
+
 def test_a_validated_address_flooded_with_probes_gets_the_reply_four_times() -> None:
     """Live, keyless, on loopback: a raw socket makes one call with a 30 KB reply
     through the real protocol (the server challenges it, it validates its address,
     gets the reply); then 1,000 probes of that call come from its address (what a
     spoofer of a validated address sends). Back come at most the reply's
     ``RESENDS`` resends, not one reply per probe."""
-    from timebound.core.rpc import Answered, Policy, RpcCaller
     from timebound.core.wire import KIND_RPC, FrameCodec
     from timebound.net import Clock, RpcServer
 
@@ -123,34 +169,8 @@ def test_a_validated_address_flooded_with_probes_gets_the_reply_four_times() -> 
         clock = Clock()
         async with RpcServer({"big": lambda _: big}) as server:
             loop = asyncio.get_running_loop()
-            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            sock.bind(("127.0.0.1", 0))
-            sock.setblocking(False)
-            caller = RpcCaller("v", Policy(interval=50_000, give_up_after=5_000_000),
-                               FrameCodec(None))
-            ts, frames = caller.call("big", b"", now=clock.now(), conn="victim")
-            answer = None
-            for _ in range(50):
-                for frame in frames:
-                    await loop.sock_sendto(sock, frame, server.address)
-                try:
-                    data = await asyncio.wait_for(loop.sock_recv(sock, 65536), 0.2)
-                except TimeoutError:
-                    frames = caller.handle_timer(now=clock.now()).datagrams
-                    continue
-                out = caller.receive(data, now=clock.now())
-                answer = next((o for o in out.outcomes if isinstance(o, Answered)), answer)
-                if answer is not None:
-                    break
-                frames = out.datagrams
-            assert answer is not None and answer.data == big
+            sock, ts = await _validate_by_a_large_reply(server, clock, big)
             validations = server.service.statistics().validations
-            await asyncio.sleep(0.05)
-            while True:  # what is still on its way
-                try:
-                    sock.recv(65536)
-                except BlockingIOError:
-                    break
             probe = FrameCodec(None).seal(KIND_RPC, _probe("victim", ts))
             seen = server.service.calls
             for i in range(1000):
@@ -158,12 +178,7 @@ def test_a_validated_address_flooded_with_probes_gets_the_reply_four_times() -> 
                 if i % 20 == 19:
                     await asyncio.sleep(0.002)  # the server's socket buffer keeps up
             await asyncio.sleep(0.3)
-            received = 0
-            while True:
-                try:
-                    received += len(sock.recv(65536))
-                except BlockingIOError:
-                    break
+            received = _drain(sock)
             sock.close()
             withheld = server.service.server.statistics().withheld
             return received, (server.service.calls - seen) * len(probe), withheld, validations
@@ -175,3 +190,97 @@ def test_a_validated_address_flooded_with_probes_gets_the_reply_four_times() -> 
     assert withheld >= sent // len_probe() - RESENDS
     print(f"validated address, {sent // len_probe():,} probes read: {sent:,} B in, {received:,} B out "
           f"({received / sent:.1f}x over the flood, at most {RESENDS} replies)")
+
+
+def test_the_counters_fit_three_times_a_padded_stats_call() -> None:
+    """Every counter at its largest (20 digits), keyed (the longest frames): the
+    ``timebound.stats`` REPLY is at most 3x the padded CALL of the shortest
+    connection id, so a caller's stats call is always answered at once."""
+    from timebound.core.rpc import AMPLIFICATION, STATS_PROCEDURE, Policy, RpcCaller
+    from timebound.core.rpc._live import _padding_needed
+    from timebound.core.rpc._live_messages import INCARNATION_BYTES
+    from timebound.core.wire import KIND_RPC, FrameCodec, Key, Keyring
+    from timebound.net import RpcServer
+
+    async def counters() -> dict[str, int]:
+        async with RpcServer({}) as server:
+            return dict.fromkeys(server.statistics(), 2**64 - 1)
+
+    largest = json.dumps(asyncio.run(counters())).encode()
+    codec = FrameCodec(Keyring(Key(b"k" * 32)))
+    _ts, (call,) = RpcCaller("c", Policy(1000, 10**6), codec).call(
+        STATS_PROCEDURE, b"", now=5, conn="c")
+    reply = codec.seal(KIND_RPC, bytes((4, 1)) + b"c" + bytes(8 + 4 + 1) + largest
+                       + bytes(INCARNATION_BYTES))
+    assert len(reply) <= AMPLIFICATION * len(call), (len(reply), len(call))
+    # The short answer to an unpadded CALL fits 3x the shortest such CALL too.
+    from timebound.core.rpc import Call, encode_call_payload
+    bare = codec.seal(KIND_RPC, Call("c", 5, encode_call_payload(STATS_PROCEDURE, b"")).encode())
+    short = codec.seal(KIND_RPC, bytes((4, 1)) + b"c" + bytes(8 + 4 + 1)
+                       + _padding_needed(STATS_PROCEDURE) + bytes(INCARNATION_BYTES))
+    assert len(short) <= AMPLIFICATION * len(bare), (len(short), len(bare))
+
+
+def test_stats_calls_to_a_validated_address_stay_within_3x() -> None:
+    """Live, keyless, on loopback. An address validated (a large reply) is then sent
+    ``timebound.stats`` CALLs from its address (what anyone forging it, or replaying
+    its captured CALL, can send: the built-in keeps no entry, so nothing caps its
+    copies). Every answer stays within 3x of its CALL: unpadded CALLs get the short
+    error, padded ones the counters (what ``RpcClient`` sends)."""
+    from timebound.core.rpc import (
+        AMPLIFICATION,
+        STATS_PROCEDURE,
+        Answered,
+        Call,
+        Policy,
+        RpcCaller,
+        Status,
+        encode_call_payload,
+    )
+    from timebound.core.wire import KIND_RPC, FrameCodec
+    from timebound.net import Clock, RpcClient, RpcServer
+
+    async def main() -> dict[str, tuple[int, int, int]]:
+        clock = Clock()
+        figures: dict[str, tuple[int, int, int]] = {}
+        async with RpcServer({"big": lambda _: b"z" * 30_000}) as server:
+            loop = asyncio.get_running_loop()
+            sock, _ts = await _validate_by_a_large_reply(server, clock, b"z" * 30_000)
+            assert server.service.validated(sock.getsockname(), clock.now())
+            caller = RpcCaller("v", Policy(50_000, 5_000_000), FrameCodec(None))
+            for name in ("unpadded", "padded"):
+                if name == "unpadded":
+                    frame = FrameCodec(None).seal(KIND_RPC, Call(
+                        "victim", clock.now(), encode_call_payload(STATS_PROCEDURE, b"")
+                    ).encode())
+                else:
+                    _t, (frame,) = caller.call(STATS_PROCEDURE, b"", now=clock.now(),
+                                               conn="victim")
+                answers = biggest = 0
+                ok = name == "unpadded"
+                for _ in range(200):
+                    await loop.sock_sendto(sock, frame, server.address)
+                    await asyncio.sleep(0.001)
+                    while True:
+                        try:
+                            data = sock.recv(65536)
+                        except BlockingIOError:
+                            break
+                        answers += 1
+                        biggest = max(biggest, len(data))
+                        if not ok:  # the caller hears the counters (once: one call)
+                            out = caller.receive(data, now=clock.now())
+                            ok = any(isinstance(o, Answered) and o.status == Status.OK
+                                     for o in out.outcomes)
+                assert ok
+                figures[name] = (len(frame), answers, biggest)
+            sock.close()
+            async with RpcClient(server.address) as client:  # the library's own call
+                assert json.loads(await client.call(STATS_PROCEDURE))["readonly"] >= 400
+        return figures
+
+    figures = asyncio.run(main())
+    for name, (size, answers, biggest) in figures.items():
+        print(f"validated address, {name} stats CALL of {size} B: {answers} answers, "
+              f"largest {biggest} B ({biggest / size:.2f}x)")
+        assert answers >= 150 and biggest <= AMPLIFICATION * size, figures

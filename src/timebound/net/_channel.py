@@ -65,7 +65,7 @@ from timebound.net._endpoint import (
 from timebound.net._keys import keyring
 from timebound.net._latest import LatestWriter
 from timebound.net._server import DEFAULT_BETA, DEFAULT_LATEST_EVERY, default_receiver
-from timebound.net._stores import open_store
+from timebound.net._stores import missing_class_files, open_store, remove_created
 
 Address = Any
 #: Most deliveries a listener queues for its application before it drops datagrams.
@@ -245,6 +245,8 @@ class ChannelListener(Lifecycle, QueueIterator[Delivery[Address]]):
             config = dataclasses.replace(config, resilient=True, beta=DEFAULT_BETA,
                                          latest_every=DEFAULT_LATEST_EVERY)
         assert config.beta is not None and config.latest_every is not None
+        # Removed again if ``start`` cannot bind: a port in use leaves no file.
+        self._created = missing_class_files(storage)
         store: StableStorage = open_store(storage, config, now=now)
         scmp = build_receiver(config, [store], start=now, deferred=storage is not None)
         assert isinstance(scmp, Receiver)  # one storage: one class
@@ -272,15 +274,18 @@ class ChannelListener(Lifecycle, QueueIterator[Delivery[Address]]):
         use creates no file; closed if the start fails)."""
         self._queue = asyncio.Queue()
         self._closed = asyncio.Event()
-        self.address = await open_datagram(self, local=(self.host, self.port), sock=sock)
         try:
+            self.address = await open_datagram(self, local=(self.host, self.port),
+                                               sock=sock)
             guard_exposure(self.address[0], keyed=self.core.codec.keyring is not None,
                            insecure=self.insecure, service="channel recv")
         except BaseException:
             if self._transport is not None:
                 self._transport.close()
                 self._transport = None
+            remove_created(self._created)
             raise
+        self._created = ()
         self._timer.arm(self.core.next_deadline())
 
     async def __aexit__(self, *exc: object) -> None:

@@ -75,6 +75,7 @@ from timebound.core.rpc import (
     Status,
     build_receiver,
 )
+from timebound.core.rpc import STATS_PROCEDURE as STATS_PROCEDURE  # the servers' built-in
 from timebound.core.wire import HEADER_BYTES, MAX_DATAGRAM, TAG_BYTES, FrameCodec
 from timebound.errors import UsageError
 from timebound.net._clock import Clock, seconds
@@ -105,15 +106,13 @@ from timebound.net._keys import keyring
 from timebound.net._latest import LatestWriter
 from timebound.net._loop import running_loop
 from timebound.net._stores import class_storages as class_storages  # re-export
-from timebound.net._stores import open_storages
+from timebound.net._stores import missing_class_files, open_storages, remove_created
 from timebound.storage import FileStorage
 
 Address = Any  # (host, port) or (host, port, flowinfo, scope_id)
 
 _OK = Status.OK
 
-#: The built-in procedure answering the server's counters as JSON.
-STATS_PROCEDURE = "timebound.stats"
 #: Bytes of a REPLY frame around its data, besides the connection id and the tag:
 #: frame header, type, conn_len, ts:u64, body_len:u32, status, the incarnation
 #: (``docs/wire.md``).
@@ -227,6 +226,9 @@ class RpcServer:
         self.storages: list[FileStorage]
         # A missing file is created with latest = now (announced on stderr), memory
         # holds the same record: no call stamped before this start runs (_stores).
+        # The class files this start creates: removed again if ``start`` cannot bind
+        # (nothing was served from them), so a port in use leaves no file behind.
+        self._created = missing_class_files(storage, classes)
         self.storages, stores = open_storages(storage, classes, config, now=now)
         self.storage = self.storages[0] if self.storages else None
         if capacity is None:
@@ -310,12 +312,17 @@ class RpcServer:
                 sock.close()
             raise RuntimeError("server is already started")
         if sock is None:
-            sock = await bind_udp(self.host, self.port)
+            try:
+                sock = await bind_udp(self.host, self.port)
+            except BaseException:
+                remove_created(self._created)
+                raise
         try:
             sock.setblocking(False)
             running_loop().add_reader(sock.fileno(), self._readable)
         except BaseException:
             sock.close()
+            remove_created(self._created)
             raise
         sockname = sock.getsockname()
         try:
@@ -324,7 +331,9 @@ class RpcServer:
         except BaseException:
             running_loop().remove_reader(sock.fileno())
             sock.close()
+            remove_created(self._created)
             raise
+        self._created = ()
         self._sock = sock
         self.address = (sockname[0], sockname[1])
         self._closed = asyncio.Event()

@@ -38,6 +38,7 @@ Not compiled with mypyc (``_server`` is): plain Python. Tests:
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import sys
@@ -114,6 +115,23 @@ def _when(now: int) -> str:
     except (OverflowError, OSError, ValueError):
         return str(now)
     return f"{now} ({moment.strftime('%Y-%m-%dT%H:%M:%S.%fZ')})"
+
+
+def missing_class_files(storage: str | None, classes: int = 1) -> tuple[str, ...]:
+    """The class files of ``storage`` that do not exist yet: the ones a start
+    creates (``open_storages``), to remove with ``remove_created`` if the start
+    fails before serving (a port in use leaves no file behind)."""
+    if storage is None:
+        return ()
+    return tuple(path for path in (class_path(storage, k) for k in range(classes))
+                 if not os.path.lexists(path))
+
+
+def remove_created(paths: tuple[str, ...]) -> None:
+    """Remove the files a failed start created (``missing_class_files``)."""
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 def open_storages(storage: str | None, classes: int, config: ReceiverConfig, *, now: int,

@@ -35,6 +35,10 @@ live client needs around it, on the formats of ``_live_messages``:
   answer has to reach the caller (one way across the network, and the server's
   timer firing late) before the caller's own timeout: it hears ``expired``, which
   proves the call did not run, instead of a timeout, whose outcome is unknown.
+- *Read-only built-ins* (``READONLY_PADDED``: ``timebound.stats``) have their
+  arguments padded to ``READONLY_ARGS_BYTES`` with zero bytes: a server answers
+  such a CALL with at most 3x its bytes, validated or not ("Read-only built-ins" in
+  ``_live``).
 - *REPLY-ACK hints* may be deferred (``reply_ack_delay``) or left out for short
   results (``reply_ack_min_bytes``): see ``RpcCaller``.
 
@@ -61,6 +65,8 @@ from timebound.core.rpc._live_messages import (
     CHALLENGE_TYPE,
     INCARNATION_BYTES,
     MAX_BUDGET_MS,
+    READONLY_ARGS_BYTES,
+    READONLY_PADDED,
     REFUSE_TYPE,
     VALIDATE_TYPE,
     Reason,
@@ -233,6 +239,8 @@ class RpcCaller:
             if len(self._procs) < _MAX_PROC_PREFIXES:
                 self._procs[proc] = prefix
         mark = self._mark
+        if proc in READONLY_PADDED and len(args) < READONLY_ARGS_BYTES:
+            args += bytes(READONLY_ARGS_BYTES - len(args))  # its answer fits 3x the CALL
         if budget_ms:
             if not 0 < budget_ms <= MAX_BUDGET_MS:
                 raise ProtocolUsageError(

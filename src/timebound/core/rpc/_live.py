@@ -109,7 +109,15 @@ VALIDATE); the client side is ``_caller``'s ``RpcCaller``.
 - *Read-only built-ins* (``readonly``: ``timebound.stats``) are answered from the
   CALL alone, without an at-most-once entry: they are idempotent, so a server whose
   table is full or whose disk fails still answers them, and a flood of them takes
-  no table space. Their replies obey the amplification rule.
+  no table space. Having no entry, such a CALL can be replayed or forged any number
+  of times, so validation never lifts the 3x rule for it: its answer is at most
+  ``AMPLIFICATION`` times the CALL, *validated or not* (a validated address proves
+  it receives, not that the datagrams from it are its own). Callers pad the CALL's
+  arguments to ``READONLY_ARGS_BYTES`` (``RpcCaller.call``; the counters' JSON is at
+  most 3x that, with every counter at its largest: pinned by a test); a CALL too
+  short for its answer gets a short ``Status.ERROR`` REPLY saying so, or nothing if
+  even that exceeds 3x (counted ``withheld``). Test:
+  ``tests/test_rpc_resend_cap.py``.
 
 What a refusal means to the caller: see ``_caller``.
 
@@ -145,6 +153,7 @@ from timebound.core.rpc._live_messages import (
     _U32,
     CHALLENGE_TYPE,
     MAX_INCARNATION,
+    READONLY_ARGS_BYTES,
     TOKEN_BYTES,
     VALIDATE_TYPE,
     Reason,
@@ -243,6 +252,11 @@ class ServiceStatistics:
         return by_constructor(self)
 
 
+def _padding_needed(proc: str) -> bytes:
+    """The error a read-only built-in's CALL too short for its answer gets."""
+    return f"{proc}: pad the CALL's arguments to {READONLY_ARGS_BYTES} bytes".encode()
+
+
 class RpcService(Generic[P]):
     """A live at-most-once RPC server: frames in, frames and procedures out.
 
@@ -296,6 +310,7 @@ class RpcService(Generic[P]):
         self._tag_bytes = 0 if codec.keyring is None else TAG_BYTES
         self._counts = dict.fromkeys(
             ("expired", "challenges", "validations", "bad_tokens", "readonly", "marked"), 0)
+        self._readonly_withheld = 0  # read-only CALLs too short for any answer
         self.server: Server[P] = Server(
             rho=rho, kappa=kappa, estimator=estimator, gc_every=gc_every,
             resilience=resilience, capacity=capacity, high_water=high_water, start=start,
@@ -341,7 +356,7 @@ class RpcService(Generic[P]):
             malformed=self.codec.malformed + self._malformed + s.malformed,
             unauthenticated=self.codec.unauthenticated,
             late_completions=s.late_completions, incarnation=self.incarnation,
-            withheld=s.withheld, **self._counts,
+            withheld=s.withheld + self._readonly_withheld, **self._counts,
         )
 
     def validated(self, peer: P, now: int) -> bool:
@@ -517,19 +532,22 @@ class RpcService(Generic[P]):
 
     def _answer_readonly(self, message: bytes, proc: str, peer: P, size: int,
                          now: int) -> ServiceOutput:
-        """A read-only built-in's REPLY, from the CALL alone (no at-most-once entry)."""
+        """A read-only built-in's REPLY, from the CALL alone (no at-most-once entry),
+        at most 3x the CALL whether ``peer`` is validated or not (module doc)."""
         at = 2 + message[1]
         (ts,) = _TS.unpack_from(message, at)
         if ts == 0:
             self._malformed += 1
             return _NOTHING
         self._counts["readonly"] += 1
-        result = _STATUS_BYTES[Status.OK] + self.readonly[proc]()
-        reply = (bytes((REPLY_TYPE,)) + message[1:at + 8] + _U32.pack(len(result))
-                 + result)
-        header = message[:at + 8]
-        return ServiceOutput(self._bounded(
-            (Outgoing(peer, self._wrap(reply, peer)),), header, size, now))
+        head = bytes((REPLY_TYPE,)) + message[1:at + 8]
+        for result in (_STATUS_BYTES[Status.OK] + self.readonly[proc](),
+                       _STATUS_BYTES[Status.ERROR] + _padding_needed(proc)):
+            frame = self._wrap(head + _U32.pack(len(result)) + result, peer)
+            if len(frame) <= AMPLIFICATION * size:  # validated or not
+                return ServiceOutput((Outgoing(peer, frame),))
+        self._readonly_withheld += 1
+        return _NOTHING
 
     def _bounded(self, sends: tuple[Outgoing, ...], message: bytes, size: int,
                  now: int) -> tuple[Outgoing, ...]:

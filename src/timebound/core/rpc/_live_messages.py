@@ -55,6 +55,13 @@ MAX_PROC_BYTES: Final = 255
 INCARNATION_BYTES: Final = 8
 #: Largest incarnation id (u64); 0 is no incarnation (marks off, an unmarked call).
 MAX_INCARNATION: Final = (1 << 64) - 1
+#: The read-only built-in answering a server's counters as JSON.
+STATS_PROCEDURE: Final = "timebound.stats"
+#: Bytes of arguments a caller pads a read-only built-in's CALL to (its answer is at
+#: most 3x the CALL, validated or not: "Read-only built-ins" in ``_live``).
+READONLY_ARGS_BYTES: Final = 600
+#: The read-only built-ins a caller pads (``RpcCaller.call``).
+READONLY_PADDED: Final = frozenset({STATS_PROCEDURE})
 
 _TS: Final = struct.Struct(">Q")
 _U32: Final = struct.Struct(">I")
