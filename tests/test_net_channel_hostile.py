@@ -154,12 +154,13 @@ def test_no_answer_exceeds_three_times_its_trigger(keyed: bool) -> None:
                                   "OPEN early->REFUSE", True)
                 await meter.probe(a, to, seal(raw_segment("z", now - 10**10, 0, 0, 0, Kind.R, 0)),
                                   "OPEN stale->REFUSE", True)
+                # DATA of a session not held: a REFUSE naming it, shorter than it.
+                await meter.probe(a, to, seal(raw_segment("q", now, 5, 0, 0, Kind.R, 0)),
+                                  "DATA unknown session->REFUSE", True)
                 # What a listener never answers.
                 for label, frame in [
                     ("ACK->nothing", seal(encode_ack("x", now, 5, (7, 9)))),
                     ("REFUSE->nothing", seal(encode_refuse("x", now, 2))),
-                    ("DATA unknown session->nothing",
-                     seal(raw_segment("q", now, 5, 0, 0, Kind.R, 0))),
                     ("garbage->nothing", b"\x01\x02\x00\x00" + os.urandom(40)),
                     ("unauthenticated->nothing",
                      FrameCodec(Keyring(Key(b"w" * 32))).seal(

@@ -74,11 +74,20 @@ DEFAULT_MAX_QUEUE = 10_000
 
 class ChannelFailed(TimeboundError):
     """The channel ended: ``reason`` is ``stale``, ``early``, ``down`` or ``overloaded``
-    (the receiver refused the opening) or ``timeout`` (no acknowledgment for
-    ``give_up`` seconds). Reliable data sent before may or may not have arrived."""
+    (the receiver refused the opening: nothing sent arrived), ``lost`` (the receiver
+    answered that it no longer holds the channel: it restarted, or forgot it idle),
+    ``timeout`` (no acknowledgment for ``give_up`` seconds) or ``closed``.
 
-    def __init__(self, reason: str) -> None:
+    ``unacknowledged``: the ids (``send``'s return values) of the reliable messages
+    not acknowledged, in order: after ``lost`` or ``timeout`` each may or may not
+    have arrived; every other reliable message did. ``heard_ago``: seconds since the
+    receiver last answered this channel (None: it never did)."""
+
+    def __init__(self, reason: str, unacknowledged: tuple[int, ...] = (),
+                 heard_ago: float | None = None) -> None:
         self.reason = reason
+        self.unacknowledged = unacknowledged
+        self.heard_ago = heard_ago
         super().__init__(f"channel failed: {reason}")
 
 
@@ -173,10 +182,11 @@ class Channel:
     # -- internals -------------------------------------------------------------------
 
     def _check(self) -> None:
-        if self.core.failed is not None:
-            raise ChannelFailed(self.core.failed)
-        if self._transport is None:
-            raise ChannelFailed("closed")
+        core = self.core
+        if core.failed is None and self._transport is not None:
+            return
+        heard = None if core.heard is None else max(0, self.clock.now() - core.heard) / 1e6
+        raise ChannelFailed(core.failed or "closed", core.unacked_ids(), heard)
 
     async def _wait_progress(self) -> None:
         assert self._progress is not None, "open() first"
@@ -247,7 +257,8 @@ class ChannelListener(Lifecycle, QueueIterator[Delivery[Address]]):
         assert config.beta is not None and config.latest_every is not None
         # Removed again if ``start`` cannot bind: a port in use leaves no file.
         self._created = missing_class_files(storage)
-        store: StableStorage = open_store(storage, config, now=now)
+        store: StableStorage = open_store(storage, config, now=now,
+                                          refused="channel openings")
         scmp = build_receiver(config, [store], start=now, deferred=storage is not None)
         assert isinstance(scmp, Receiver)  # one storage: one class
         # ``latest`` is fsynced in a worker thread, never in a datagram's callback.

@@ -135,7 +135,7 @@ def remove_created(paths: tuple[str, ...]) -> None:
 
 
 def open_storages(storage: str | None, classes: int, config: ReceiverConfig, *, now: int,
-                  notice: Notice | None = None
+                  notice: Notice | None = None, refused: str = "calls"
                   ) -> tuple[list[FileStorage], list[StableStorage]]:
     """The class files (empty without ``storage``) and the storages to build the
     receivers on (the files, or memory holding the start's record); module
@@ -153,12 +153,12 @@ def open_storages(storage: str | None, classes: int, config: ReceiverConfig, *, 
         if len(missing) > 1:
             more = f" (and {len(missing) - 1} class file{'s' if len(missing) > 2 else ''})"
         (notice or _stderr)(
-            f"timebound: created storage file {missing[0]}{more}: calls stamped before "
+            f"timebound: created storage file {missing[0]}{more}: {refused} stamped before "
             f"this start, {_when(record.latest)}, are refused")
     return files, list(files)
 
 
 def open_store(storage: str | None, config: ReceiverConfig, *, now: int,
-               notice: Notice | None = None) -> StableStorage:
+               notice: Notice | None = None, refused: str = "calls") -> StableStorage:
     """``open_storages`` for one class (``ChannelListener``)."""
-    return open_storages(storage, 1, config, now=now, notice=notice)[1][0]
+    return open_storages(storage, 1, config, now=now, notice=notice, refused=refused)[1][0]

@@ -29,6 +29,7 @@ from timebound.core.channel._sender import (
 from timebound.core.channel._wire import (
     MAX_CONN_BYTES,
     MAX_SACK,
+    UNKNOWN_SESSION,
     Ack,
     Refuse,
     Segment,
@@ -39,6 +40,7 @@ from timebound.core.channel._wire import (
 )
 
 __all__ = [
+    "UNKNOWN_SESSION",
     "DEFAULT_GIVE_UP",
     "DEFAULT_IDLE",
     "DEFAULT_MAX_HELD_BYTES",

@@ -16,8 +16,11 @@ A datagram goes through three layers, all here and all pure:
    never starts a second session. STALE, EARLY, DOWN, RECOVERING and FULL are answered
    with REFUSE (stale, early, down, down, overloaded; STALE while the clock has not
    passed the ``upper`` recovered from stable storage is reported as down, as the
-   RPC does). A DATA datagram of an unknown session is dropped (``unknown_session``):
-   the sender retransmits the reliable ones once its OPEN is in.
+   RPC does). A DATA datagram of an unknown session is dropped (``unknown_session``)
+   and answered with a REFUSE naming it (reason ``UNKNOWN_SESSION``): a DATA that
+   overtook its OPEN is retransmitted once the OPEN is in (its sender ignores that
+   REFUSE), and a sender whose established session this receiver lost (a restart, an
+   idle expiry, an eviction) learns it at once instead of after its ``give_up``.
 2. *Transport* (the slotted paper's "message numeration at TL"). Per session, the
    sequence numbers received at or above the sender's ``floor`` are remembered, so a
    duplicate datagram is suppressed (``duplicates``) and never reaches the slotted
@@ -95,6 +98,7 @@ from timebound.core.atmostonce import Receiver, Verdict
 from timebound.core.channel._sender import MAX_WINDOW
 from timebound.core.channel._wire import (
     MAX_SACK,
+    UNKNOWN_SESSION,
     Segment,
     decode,
     encode_ack,
@@ -275,7 +279,12 @@ class ChannelReceiver(Generic[P]):
             return self._segment(session, msg, now, peer, trigger)
         if not msg.opening:
             self._unknown += 1
-            return ChannelReceiverOutput()
+            # Tell the sender (a REFUSE shorter than the segment, 9 bytes against 29
+            # or more): an established session it names was lost here (the sender
+            # knows which; a DATA that overtook its OPEN is refused too, harmlessly).
+            frame = self.codec.seal(KIND_CHANNEL, encode_refuse(
+                msg.conn, msg.ts, UNKNOWN_SESSION, msg.seq), opened.key)
+            return ChannelReceiverOutput(sends=(Outgoing(peer, frame),))
         verdict = self.scmp.receive(msg.conn, msg.ts, now=now)
         if verdict is Verdict.ACCEPTED:
             self._opens += 1

@@ -23,9 +23,15 @@ proposes for connection-based protocols:
 - Back-pressure: at most ``window`` sequence numbers between ``floor`` and the next
   one. ``can_send()`` says whether a send fits; ``send`` on a full window is a
   usage error (the driver waits instead). Memory is bounded by the window.
-- Failure: a REFUSE of the opening (SCMP said stale, early, down or overloaded) or no
+- Failure: a REFUSE of the opening (SCMP said stale, early, down or overloaded), a
+  REFUSE saying the receiver no longer holds the session (``lost``: it restarted, or
+  forgot the session idle or evicted; only for a segment sent after the OPEN's ACK
+  came, since an earlier one may just have overtaken the OPEN), or no
   acknowledgment progress for ``give_up`` ticks while data is outstanding ends the
-  channel (``failed`` names why); nothing is sent afterwards.
+  channel (``failed`` names why); nothing is sent afterwards. The reliable
+  datagrams not acknowledged stay listed (``unacked_ids``): the refused opening's
+  never arrived; after ``lost`` or ``timeout`` each may or may not have arrived.
+  ``heard`` is when the receiver last answered this session.
 - Hostile input (issue 26): the sender sends nothing in answer to what it receives
   (no amplification: retransmissions are driven by its timer alone), and an ACK
   acknowledging a sequence number it never sent (``cum`` above its next sequence
@@ -44,7 +50,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-from timebound.core.channel._wire import Ack, Refuse, decode, encode_segment
+from timebound.core.channel._wire import UNKNOWN_SESSION, Ack, Refuse, decode, encode_segment
 from timebound.core.slotted import Kind, SlottedSender
 from timebound.core.wire import KIND_CHANNEL, FrameCodec
 from timebound.errors import MalformedDatagram, ProtocolUsageError
@@ -59,6 +65,8 @@ DEFAULT_MAX_RTO = 1_000_000
 DEFAULT_GIVE_UP = 10_000_000
 
 _REASONS = {1: "stale", 2: "early", 3: "down", 4: "overloaded"}
+#: ``failed`` when the receiver answered that it no longer holds the session.
+LOST = "lost"
 
 
 class _Pending:
@@ -107,6 +115,13 @@ class ChannelSender:
         self.max_rto = max_rto
         self.give_up = give_up
         self.failed: str | None = None
+        #: The tick of the last datagram heard from the receiver for this session
+        #: (None: none yet): whether, and when, it answered.
+        self.heard: int | None = None
+        # The first sequence number sent after the OPEN was acknowledged (None:
+        # not yet): a REFUSE of a session not held naming it or a later one means
+        # the receiver lost an established session (see ``receive``).
+        self._established: int | None = None
         self._stamps = SlottedSender()
         self._next = 0
         self._unacked: dict[int, _Pending] = {}
@@ -130,6 +145,11 @@ class ChannelSender:
     def unacked(self) -> int:
         """Reliable datagrams sent and not yet acknowledged."""
         return len(self._unacked)
+
+    def unacked_ids(self) -> tuple[int, ...]:
+        """The sequence numbers (message ids) of the reliable datagrams sent and not
+        acknowledged, in order (after a failure: what may not have arrived)."""
+        return tuple(sorted(self._unacked))
 
     @property
     def opened(self) -> bool:
@@ -204,10 +224,19 @@ class ChannelSender:
             return ()
         if msg.conn != self.conn or msg.ts != self.ts:
             return ()  # another session's (a stale ack): ignored
+        self.heard = now
         if isinstance(msg, Refuse):
-            if self.failed is None and 0 in self._unacked:
+            if self.failed is not None:
+                return ()
+            if msg.reason == UNKNOWN_SESSION:
+                # The segment was sent after the OPEN's ACK came, so after the
+                # receiver held the session: it lost it. An earlier one may have
+                # overtaken the OPEN: ignored (it is retransmitted).
+                established = self._established
+                if established is not None and msg.seq is not None and msg.seq >= established:
+                    self.failed = LOST
+            elif 0 in self._unacked:
                 self.failed = _REASONS.get(msg.reason, "refused")
-                self._unacked.clear()
             return ()
         if isinstance(msg, Ack):
             if msg.cum > self._next or (msg.sack and msg.sack[-1] >= self._next):
@@ -252,6 +281,8 @@ class ChannelSender:
         done.extend(s for s in ack.sack if s in unacked)
         if not done:
             return
+        if self._established is None and 0 in done:
+            self._established = self._next
         sample: int | None = None
         for seq in done:
             pending = unacked.pop(seq, None)

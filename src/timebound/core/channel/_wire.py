@@ -10,7 +10,10 @@ datagram of an old session from touching a newer one that reuses the connection 
     OPEN    1  session  seq:u64  floor:u64  stamp  data      the first datagram (seq 0)
     DATA    2  session  seq:u64  floor:u64  stamp  data      every later datagram
     ACK     3  session  cum:u64  n:u16  seq:u64 * n          cumulative + selective
-    REFUSE  4  session  reason:u8                            the opening was refused
+    REFUSE  4  session  reason:u8  [seq:u64]                 the opening was refused,
+                                                             or (reason 5) the session
+                                                             is not held: seq is the
+                                                             segment refused
 
     stamp = slot:u64  kind:u8 (1 FR, 2 R, 3 F, 4 N)  order:u32
 
@@ -97,11 +100,17 @@ class Ack:
     sack: tuple[int, ...]
 
 
+#: REFUSE reason of a segment whose session the receiver does not hold (it
+#: restarted, or forgot the session: idle or evicted); the REFUSE names the segment.
+UNKNOWN_SESSION = 5
+
+
 @dataclass(frozen=True, slots=True)
 class Refuse:
     conn: str
     ts: int
-    reason: int  # the RPC's Reason values: 1 stale, 2 early, 3 down, 4 overloaded
+    reason: int  # the RPC's Reason values (1 stale, 2 early, 3 down, 4 overloaded) or 5
+    seq: int | None = None  # reason 5: the sequence number of the segment refused
 
 
 Body = Segment | Ack | Refuse
@@ -132,8 +141,13 @@ def encode_ack(conn: str, ts: int, cum: int, sack: tuple[int, ...]) -> bytes:
             + b"".join(_U64.pack(s) for s in sack))
 
 
-def encode_refuse(conn: str, ts: int, reason: int) -> bytes:
-    return _session(REFUSE, conn, ts) + bytes((reason,))
+def encode_refuse(conn: str, ts: int, reason: int, seq: int | None = None) -> bytes:
+    """A REFUSE: of an opening (``reason`` 1-4, no ``seq``) or of the segment ``seq``
+    of a session not held (``UNKNOWN_SESSION``)."""
+    if (reason == UNKNOWN_SESSION) != (seq is not None) or not 1 <= reason <= UNKNOWN_SESSION:
+        raise ProtocolUsageError("a REFUSE names a segment exactly when its reason is 5")
+    tail = b"" if seq is None else _U64.pack(seq)
+    return _session(REFUSE, conn, ts) + bytes((reason,)) + tail
 
 
 def decode(body: bytes) -> Body:
@@ -192,7 +206,9 @@ def decode(body: bytes) -> Body:
             last = s
         return Ack(conn, ts, cum, sack)
     if kind == REFUSE:
-        if size != at + 1 or not 1 <= body[at] <= 4:
-            raise MalformedDatagram("refusal of the wrong length or reason")
-        return Refuse(conn, ts, body[at])
+        if size == at + 1 and 1 <= body[at] < UNKNOWN_SESSION:
+            return Refuse(conn, ts, body[at])
+        if size == at + 9 and body[at] == UNKNOWN_SESSION:
+            return Refuse(conn, ts, UNKNOWN_SESSION, _U64.unpack_from(body, at + 1)[0])
+        raise MalformedDatagram("refusal of the wrong length or reason")
     raise MalformedDatagram(f"unknown channel message type {kind}")
