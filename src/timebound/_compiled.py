@@ -58,7 +58,7 @@ PACKAGES: dict[str, tuple[str, ...]] = {
     "timebound.core.wire": ("_frame", "_records"),
     "timebound.core.rpc": ("_records", "_messages", "_client", "_server", "_live_messages",
                            "_live", "_caller"),
-    "timebound.net": ("_clock", "_client", "_handlers", "_server"),
+    "timebound.net": ("_clock", "_client", "_handlers", "_workers", "_server"),
 }
 MODULES = tuple(f"{package}.{name}" for package, names in PACKAGES.items() for name in names)
 _HERE = os.path.dirname(os.path.abspath(__file__))

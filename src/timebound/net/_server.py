@@ -23,13 +23,9 @@ the loop through ``service.complete_reply``.
 
 Deadlines and the queue: a sync call that finds every worker busy waits in a
 bounded queue on the loop (``queue``, default ``DEFAULT_QUEUE_PER_WORKER`` x
-``workers``). One beyond it is refused ``overloaded`` at once
-(``service.overloaded``: it never runs, and a later copy of it neither). A waiting
-call is handed to a worker only once one is free and the service says it may still
-start (``service.expire_if_late``); one timer, at the earliest deadline of the
-waiting calls, answers each whose deadline passes while it waits (``expired``), so
-its caller hears it before its own timeout. The rule is the core's; the driver
-only asks it when it is about to start a call and when a deadline comes. Inline
+``workers``), beyond which it is refused ``overloaded`` at once; a waiting call is
+never started after its caller's deadline (``_workers.WorkerPool``; the rule is
+the core's). Inline
 and async handlers start when their CALL is accepted, so the service's check on
 arrival is their check at start. An exception, a result that is not
 bytes (``None`` included) or one that cannot fit one REPLY datagram becomes a REPLY
@@ -49,12 +45,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import heapq
 import inspect
 import json
-import queue
 import secrets
-import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from time import perf_counter
@@ -101,12 +94,13 @@ from timebound.net._handlers import MAX_WORKERS as MAX_WORKERS
 from timebound.net._handlers import Handler as Handler
 from timebound.net._handlers import LatencyHistogram as LatencyHistogram
 from timebound.net._handlers import handlers_of as handlers_of
-from timebound.net._handlers import on_loop, work
+from timebound.net._handlers import on_loop
 from timebound.net._keys import keyring
 from timebound.net._latest import LatestWriter
 from timebound.net._loop import running_loop
 from timebound.net._stores import class_storages as class_storages  # re-export
 from timebound.net._stores import missing_class_files, open_storages, remove_created
+from timebound.net._workers import WorkerPool
 from timebound.storage import FileStorage
 
 Address = Any  # (host, port) or (host, port, flowinfo, scope_id)
@@ -121,19 +115,6 @@ _REPLY_OVERHEAD = HEADER_BYTES + 1 + 1 + 8 + 4 + 1 + INCARNATION_BYTES
 
 #: Largest datagram read (the UDP limit).
 _RECV_BYTES = 65536
-
-
-class _Waiting:
-    """A sync call waiting for a free worker (``RpcServer._submit``); ``live`` until
-    it leaves the queue (started, expired or dropped)."""
-
-    __slots__ = ("run", "fn", "started", "live")
-
-    def __init__(self, run: Invocation, fn: Any, started: float) -> None:
-        self.run = run
-        self.fn = fn
-        self.started = started
-        self.live = True
 
 
 class RpcServer:
@@ -259,7 +240,7 @@ class RpcServer:
         self._tasks: set[Any] = set()  # the async handlers' tasks
         self._closed: asyncio.Event | None = None
         self.address: tuple[str, int] = (host, port)
-        # Sync handlers' worker threads (``_submit``): started on demand, at most
+        # Sync handlers' worker threads (``_workers``): started on demand, at most
         # ``workers``; 0 runs sync handlers inline on the loop.
         if not 0 <= workers <= MAX_WORKERS:
             raise UsageError("workers", f"must be in [0, {MAX_WORKERS}], got {workers}")
@@ -276,19 +257,10 @@ class RpcServer:
         self.call_latency = LatencyHistogram()
         self._async_procs = frozenset(
             name for name, fn in self.handlers.items() if on_loop(fn))
-        # Jobs handed to workers: a queue.SimpleQueue of (Invocation, handler, started)
-        # holding a job only while a worker is free to take it (``_hand``), or None.
-        self._jobs: Any = None
-        self._threads = 0
-        self._busy = 0  # calls handed to workers and not done yet (<= workers)
-        # Calls waiting for a free worker, oldest first, and a heap of their
-        # deadlines; both drop a call lazily once it left (``_Waiting.live``).
-        self._waiting: deque[_Waiting] = deque()
-        self._queued = 0  # the live calls of ``_waiting`` (at most ``queue``)
-        self._deadlines: list[tuple[int, int, _Waiting]] = []
-        self._seq = 0  # ties of the heap (deadline, seq, call)
-        self._queue_timer: Any = None  # the loop's handle at the earliest deadline
-        self._queue_armed: int | None = None
+        # Sync handlers' workers and the calls waiting for one (``_workers``).
+        self._pool = WorkerPool(self.service, workers=workers, queue=queue,
+                                clock=self.clock, send=self._send_and_rearm,
+                                done=self._done, serving=self._serving)
         # Largest result of a REPLY, but for the connection id's bytes (``_limit``).
         self._room = MAX_DATAGRAM - _REPLY_OVERHEAD - (
             0 if self.service.codec.keyring is None else TAG_BYTES)
@@ -349,7 +321,7 @@ class RpcServer:
             self._timer.cancel()
         for task in list(self._tasks):
             task.cancel()
-        self._stop_workers()
+        self._pool.stop()
         self._sock = None
         loop = running_loop()
         loop.remove_reader(sock.fileno())
@@ -458,7 +430,7 @@ class RpcServer:
                          started)
             return
         if self.workers and run.proc not in self._async_procs:
-            self._submit(run, fn, started)
+            self._pool.submit(run, fn, started)
             return
         # Held as returning ``object``: compiled code would check the union of
         # ``Handler`` and raise on a handler returning ``str`` (issue 26).
@@ -569,101 +541,15 @@ class RpcServer:
         status, data and the tag when keyed: ``docs/wire.md``)."""
         return self._room - len(run.start.conn.encode("utf-8"))
 
-    # -- sync handlers in worker threads --------------------------------------
+    # -- sync handlers in worker threads (``_workers``) --------------------------
 
-    def _submit(self, run: Invocation, fn: Handler, started: float) -> None:
-        """Start ``run`` in a free worker (a new thread while fewer than ``workers``
-        run), else let it wait its turn in the queue, else (the queue is full)
-        refuse it ``overloaded``: it never runs (module doc)."""
-        if self._busy < self.workers:
-            self._hand(run, fn, started)
-            return
-        if self._queued >= self.queue:
-            self._send(self.service.overloaded(run, now=self.clock.now()).sends)
-            return
-        call = _Waiting(run, fn, started)
-        self._waiting.append(call)
-        self._queued += 1
-        deadline = self.service.start_deadline(run)
-        if deadline is None:
-            return
-        heap = self._deadlines
-        if len(heap) > 2 * self._queued + 64:  # mostly calls that left: rebuild
-            heap = self._deadlines = [d for d in heap if d[2].live]
-            heapq.heapify(heap)
-        self._seq += 1
-        heapq.heappush(heap, (deadline, self._seq, call))
-        if self._queue_armed is None or deadline < self._queue_armed:
-            self._arm_queue(deadline)
+    def _serving(self) -> bool:
+        return self._sock is not None
 
-    def _hand(self, run: Invocation, fn: Any, started: float) -> None:
-        """Give ``run`` to a free worker (the loop decided it starts now)."""
-        jobs = self._jobs
-        if jobs is None:
-            jobs = self._jobs = queue.SimpleQueue()
-            self._threads = 0
-        self._busy += 1
-        jobs.put((run, fn, started))
-        if self._threads < self._busy:  # every thread is busy: one more
-            self._threads += 1
-            threading.Thread(target=work, args=(jobs, running_loop(), self._done),
-                             name=f"timebound-handler-{self._threads}", daemon=True).start()
-
-    def _dispatch(self) -> None:
-        """Workers are free: start the oldest waiting calls that may still start
-        (the service decides); each past its deadline is answered ``expired`` and
-        never runs."""
-        waiting = self._waiting
-        while waiting and self._busy < self.workers and self._sock is not None:
-            call = waiting.popleft()
-            if not call.live:
-                continue
-            call.live = False
-            self._queued -= 1
-            out = self.service.expire_if_late(call.run, now=self.clock.now())
-            if out is None:
-                self._hand(call.run, call.fn, call.started)
-            elif out.sends:
-                self._send(out.sends)
-
-    def _arm_queue(self, deadline: int | None) -> None:
-        """One timer just after ``deadline``, the earliest deadline of a waiting call
-        (None: none)."""
-        if self._queue_timer is not None:
-            self._queue_timer.cancel()
-            self._queue_timer = None
-        self._queue_armed = deadline
-        if deadline is None or self._sock is None:
-            return
-        loop = running_loop()
-        delay = max(0.0, (deadline + 1 - self.clock.now()) / 1e6)
-        self._queue_timer = loop.call_at(loop.time() + delay, self._on_queue_timer)
-
-    def _on_queue_timer(self) -> None:
-        """Waiting calls' deadlines came: each past its deadline is answered
-        ``expired`` (the service decides: ``start_deadline`` is the last tick at
-        which ``expire_if_late`` lets a call start) and leaves the queue."""
-        self._queue_timer = None
-        self._queue_armed = None
-        now = self.clock.now()
-        heap = self._deadlines
-        while heap and (not heap[0][2].live or heap[0][0] < now):
-            call = heapq.heappop(heap)[2]
-            if not call.live:
-                continue
-            out = self.service.expire_if_late(call.run, now=now)
-            if out is None:  # not late by the service's clock: look again soon
-                self._seq += 1
-                heapq.heappush(heap, (now, self._seq, call))
-                break
-            call.live = False
-            self._queued -= 1
-            if out.sends:
-                self._send(out.sends)
-        waiting = self._waiting
-        if len(waiting) > 2 * self._queued + 64:  # mostly calls that left: rebuild
-            self._waiting = deque(c for c in waiting if c.live)
-        self._arm_queue(heap[0][0] if heap else None)
+    def _send_and_rearm(self, sends: tuple[Outgoing, ...]) -> None:
+        """Send what the service answered a queued call (``expired``,
+        ``overloaded``); its timer may now have a deadline to wait for."""
+        self._send(sends)
         if self._armed is None:
             self._rearm()
 
@@ -671,11 +557,8 @@ class RpcServer:
               elapsed: float) -> None:
         """On the loop: a worker's call of ``run`` ended (raised, with ``failed``)
         after ``elapsed`` seconds in the handler, ``started`` (``perf_counter``) when
-        the server accepted it. The worker is free: the next waiting call that may
-        still start goes to it first (``_dispatch``)."""
-        if self._busy:
-            self._busy -= 1
-        self._dispatch()
+        the server accepted it (the pool already gave the free worker the next
+        waiting call that may still start)."""
         if failed:
             assert isinstance(result, BaseException)
             self._handled(run, elapsed)
@@ -684,29 +567,6 @@ class RpcServer:
             self._returned(run, result, started, elapsed)
         if self._armed is None:
             self._rearm()
-
-    def _stop_workers(self) -> None:
-        """``close()``: calls still waiting never start (nor do they get an answer);
-        each worker ends after its current call, whose result is dropped. Workers
-        are daemon threads, so a handler that never returns does not keep the
-        process alive."""
-        self._waiting.clear()
-        self._deadlines.clear()
-        self._queued = 0
-        self._arm_queue(None)
-        jobs = self._jobs
-        if jobs is None:
-            return
-        self._jobs = None
-        while True:
-            try:
-                jobs.get_nowait()
-            except queue.Empty:
-                break
-        for _ in range(self._threads):
-            jobs.put(None)
-        self._threads = 0
-        self._busy = 0
 
     def _rearm(self) -> None:
         deadline = self.service.next_deadline()
