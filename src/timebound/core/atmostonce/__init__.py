@@ -16,7 +16,7 @@ from timebound.core.atmostonce._classes import (
     crc32_classes,
     crc32_classifier,
 )
-from timebound.core.atmostonce._config import ESTIMATORS, ReceiverConfig
+from timebound.core.atmostonce._config import ESTIMATORS, ReceiverConfig, build_receiver
 from timebound.core.atmostonce._drive import CODES as VERDICT_CODES
 from timebound.core.atmostonce._drive import decide_message, drive, drive_resilient
 from timebound.core.atmostonce._estimators import (
@@ -44,6 +44,7 @@ from timebound.core.atmostonce._snapshot import (
 )
 
 __all__ = [
+    "build_receiver",
     "ESTIMATORS",
     "ClassifiedReceiver",
     "ClassifiedStatistics",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from timebound.core.atmostonce._classes import ClassifiedReceiver, crc32_classifier
 from timebound.core.atmostonce._estimators import Estimator, Fixed, LimitedHorizon, UnlimitedHorizon
 from timebound.core.atmostonce._receiver import MemoryStorage, Receiver, StableLatest, StableStorage
 from timebound.errors import ProtocolUsageError
@@ -73,3 +74,22 @@ class ReceiverConfig:
                         capacity=capacity, high_water=high_water, start=start,
                         recovery_grace=self.recovery_grace,
                         reorder_window=self.reorder_window, max_bytes=self.max_bytes)
+
+
+def build_receiver(config: ReceiverConfig, storages: list[StableStorage], *, start: int,
+                   capacity: int | None = None, high_water: int | None = None,
+                   deferred: bool = False) -> Receiver | ClassifiedReceiver:
+    """The receiver ``config`` names, with one class per storage in ``storages``
+    (``crc32(utf-8 conn) mod K`` classes, as ``timebound replay atmostonce
+    --classes K``; one storage: a plain ``Receiver``). ``capacity`` and
+    ``high_water`` bound each class's table. A resilient config keeps each class's
+    ``latest`` in its own storage; ``deferred``: the driver writes it
+    (``StableLatest(deferred=True)``)."""
+    if not storages:
+        raise ProtocolUsageError("at least one storage (one class) is needed")
+    receivers = [config.new_receiver(storage, start=start, capacity=capacity,
+                                     high_water=high_water, deferred=deferred)
+                 for storage in storages]
+    if len(receivers) == 1:
+        return receivers[0]
+    return ClassifiedReceiver(receivers, crc32_classifier(len(receivers)))

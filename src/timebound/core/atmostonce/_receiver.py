@@ -105,15 +105,15 @@ Choices where the papers leave room
   for it); without it every entry may. A full table does not ask ``retain``: its
   entries are live by definition.
 
-Reorder window (beyond the paper; issue 16)
--------------------------------------------
+Reorder window (beyond the paper)
+---------------------------------
 With ``reorder_window = W > 1`` a connection remembers up to W accepted timestamps
 above a floor, so a genuine message overtaken on its connection is still accepted
 once (``_receive_windowed``); the window's rule, its invariant (I) and its
 accounting are the connection table's (``_table``). W = 1 is Fig. 2-1 exactly.
 
-Incarnation-marked messages (beyond the paper; issue 27)
--------------------------------------------------------
+Incarnation-marked messages (beyond the paper)
+----------------------------------------------
 After a crash, recovery sets ``upper = latest`` and every message stamped at or below
 it is refused, for about crash + beta: the paper's outage. But a message *made after
 this incarnation began* was never seen by an earlier one. ``receive(..., marked=True)``
@@ -128,26 +128,7 @@ forgotten. A known connection, ``EARLY``,
 ``marked=False`` (the default, every replay and simulator path) nothing changes: the
 code compares against ``upper`` exactly as before.
 
-Invariant (M), within one incarnation I: for every connection ``c`` not in the table,
-every timestamp accepted on ``c`` *during I* is ``<= upper_marked``. It holds when I
-begins (the table is empty and nothing was accepted during I); accepting during I puts
-``c`` in the table; forgetting ``c`` raises ``upper_marked`` to ``s_k``, the largest
-timestamp accepted on ``c`` (by (I), ``s_k`` bounds everything accepted on ``c``). No
-duplicate, with (I) (``_table``) for the rest: a marked copy of ``(c, ts)`` finds
-``c`` in the table (decided by the entry, as any message), or ``c`` absent: if ``(c, ts)`` was
-accepted during I, ``ts <= upper_marked`` (refused ``STALE``); it cannot have been
-accepted during an earlier incarnation, because it was made after I began and every
-earlier incarnation had ended by then (a connection's timestamps only grow, so the
-pair is not an older message's either). The caller must therefore mark only what was
-made after I began: a mark of an older incarnation is not a mark (``marked=False``),
-and a forged mark is outside the guarantee (the RPC authenticates it with the key).
-With a reorder window (W > 1) the entry a marked message creates gets ``floor =
-max(upper_marked, min(upper, ts - 1))``, not ``upper_marked``: what was accepted on
-the connection during I is at or below ``upper_marked``, what an earlier incarnation
-accepted on it is at or below ``upper`` and below ``ts`` (made before it), so (I)
-holds, while an old unmarked copy between ``upper_marked`` and ``ts`` is refused
-rather than admitted as reordered (the property found that duplicate with the floor
-at ``upper_marked``).
+Invariant (M) and why a marked message is never a duplicate: ``_table`` (beside (I)).
 Tests: ``tests/test_atmostonce_marked.py`` (properties over crashes, GC, reordering,
 clocks stepped back and re-sent frames of older incarnations; each fails with its
 rule removed).

@@ -1,5 +1,5 @@
 """The connection table of the at-most-once receiver (SCMP Fig. 2-1's ``CT`` and
-``upper``; capacity, section 3.1; the reorder window, issue 16): ``ConnectionTable``,
+``upper``; capacity, section 3.1; the reorder window): ``ConnectionTable``,
 the part of ``Receiver`` (``_receiver``) that remembers, forgets and bounds.
 
 Theory of operation
@@ -79,6 +79,28 @@ the table with ``ts`` in the set (found: refused) or ``ts <= floor`` (refused), 
 and floods enter only through ``upper`` and GC, exactly as in the paper's argument.
 With W = 1 the window is always full and the bound is ``s_1 = CT[conn]``: Fig. 2-1
 decision for decision.
+
+Incarnation marks (``_receiver``: a marked message of an unknown connection is
+decided against ``upper_marked``). Invariant (M), within one incarnation I: for every connection ``c`` not in the table,
+every timestamp accepted on ``c`` *during I* is ``<= upper_marked``. It holds when I
+begins (the table is empty and nothing was accepted during I); accepting during I puts
+``c`` in the table; forgetting ``c`` raises ``upper_marked`` to ``s_k``, the largest
+timestamp accepted on ``c`` (by (I), ``s_k`` bounds everything accepted on ``c``). No
+duplicate, with (I) (this module) for the rest: a marked copy of ``(c, ts)`` finds
+``c`` in the table (decided by the entry, as any message), or ``c`` absent: if ``(c, ts)`` was
+accepted during I, ``ts <= upper_marked`` (refused ``STALE``); it cannot have been
+accepted during an earlier incarnation, because it was made after I began and every
+earlier incarnation had ended by then (a connection's timestamps only grow, so the
+pair is not an older message's either). The caller must therefore mark only what was
+made after I began: a mark of an older incarnation is not a mark (``marked=False``),
+and a forged mark is outside the guarantee (the RPC authenticates it with the key).
+With a reorder window (W > 1) the entry a marked message creates gets ``floor =
+max(upper_marked, min(upper, ts - 1))``, not ``upper_marked``: what was accepted on
+the connection during I is at or below ``upper_marked``, what an earlier incarnation
+accepted on it is at or below ``upper`` and below ``ts`` (made before it), so (I)
+holds, while an old unmarked copy between ``upper_marked`` and ``ts`` is refused
+rather than admitted as reordered (the property found that duplicate with the floor
+at ``upper_marked``).
 
 Accounting: ``entries`` counts remembered timestamps (one per connection when W = 1,
 ``k`` per connection otherwise) and so do capacity, ``high_water`` and the size

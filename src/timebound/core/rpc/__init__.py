@@ -18,6 +18,7 @@
   ``budget_for_timeout``, the budget a call sends for its caller's timeout).
 """
 
+from timebound.core.atmostonce import build_receiver
 from timebound.core.rpc._caller import (
     Answered,
     CallerOutput,
@@ -41,7 +42,6 @@ from timebound.core.rpc._live import (
     Invocation,
     RpcService,
     ServiceOutput,
-    build_receiver,
 )
 from timebound.core.rpc._live_messages import (
     INCARNATION_BYTES,

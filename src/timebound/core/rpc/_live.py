@@ -25,7 +25,7 @@ VALIDATE); the client side is ``_caller``'s ``RpcCaller``.
   is refused and calls its public ``on_refused`` hook; ``RpcService._refuse`` only
   names the reason and writes the REFUSE. Frames are sealed through the server's
   ``wrap`` hook.
-- *Receivers.* ``build_receiver`` makes the server's receiver from a
+- *Receivers.* ``build_receiver`` (``core.atmostonce``) makes the server's receiver from a
   ``ReceiverConfig`` (recovery grace, reorder window) with K hash classes, one
   storage per class, and a table capacity per class.
 - *Keys.* ``RpcService`` answers each request with the key that authenticated it
@@ -131,20 +131,14 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final, Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
-from timebound.core._frozen import by_constructor
 from timebound.core.atmostonce import (
     ClassifiedReceiver,
     Estimator,
-    Receiver,
-    ReceiverConfig,
     ReceiverStatistics,
     Resilience,
-    StableStorage,
     Verdict,
-    crc32_classifier,
 )
 from timebound.core.rpc._live_messages import (
     _AFTER_NAME,
@@ -170,6 +164,7 @@ from timebound.core.rpc._messages import CALL_TYPE, REPLY_TYPE, TRUNCATED_TYPE
 from timebound.core.rpc._records import Invocation as Invocation
 from timebound.core.rpc._records import Outgoing, StartCall
 from timebound.core.rpc._records import ServiceOutput as ServiceOutput
+from timebound.core.rpc._records import ServiceStatistics as ServiceStatistics
 from timebound.core.rpc._server import AnyReceiver, Server
 from timebound.core.wire import HEADER_BYTES, KIND_RPC, TAG_BYTES, FrameCodec, Key
 from timebound.errors import MalformedDatagram, ProtocolUsageError
@@ -192,64 +187,6 @@ _REASONS: Final[dict[Verdict, Reason]] = {
     Verdict.RECOVERING: Reason.DOWN,
     Verdict.FULL: Reason.OVERLOADED,
 }
-
-
-def build_receiver(config: ReceiverConfig, storages: list[StableStorage], *, start: int,
-                   capacity: int | None = None, high_water: int | None = None,
-                   deferred: bool = False) -> Receiver | ClassifiedReceiver:
-    """The receiver ``config`` names, with one class per storage in ``storages``
-    (``crc32(utf-8 conn) mod K`` classes, as ``timebound replay atmostonce
-    --classes K``; one storage: a plain ``Receiver``). ``capacity`` and
-    ``high_water`` bound each class's table. A resilient config keeps each class's
-    ``latest`` in its own storage; ``deferred``: the driver writes it
-    (``StableLatest(deferred=True)``)."""
-    if not storages:
-        raise ProtocolUsageError("at least one storage (one class) is needed")
-    receivers = [config.new_receiver(storage, start=start, capacity=capacity,
-                                     high_water=high_water, deferred=deferred)
-                 for storage in storages]
-    if len(receivers) == 1:
-        return receivers[0]
-    return ClassifiedReceiver(receivers, crc32_classifier(len(receivers)))
-
-
-@dataclass(frozen=True, slots=True)
-class ServiceStatistics:
-    """The counters an operator reads (``timebound rpc stats``, Prometheus)."""
-
-    calls: int
-    executions: int
-    duplicates: int
-    stale: int
-    early: int
-    down: int
-    overloaded: int
-    acks: int
-    replies: int
-    replies_retransmitted: int
-    reply_acks: int
-    table_size: int
-    computing: int
-    estimate: int
-    upper: int
-    latest: int | None
-    malformed: int
-    unauthenticated: int
-    late_completions: int
-    expired: int = 0
-    challenges: int = 0
-    validations: int = 0
-    bad_tokens: int = 0
-    readonly: int = 0
-    #: CALLs marked with this incarnation (decided by the marked rule).
-    marked: int = 0
-    #: This incarnation's id (0: none, marks off).
-    incarnation: int = 0
-    #: Copies of replied calls that got no reply (``core.rpc.MAX_RESENDS``).
-    withheld: int = 0
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return by_constructor(self)
 
 
 def _padding_needed(proc: str) -> bytes:

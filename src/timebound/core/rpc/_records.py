@@ -15,8 +15,10 @@ is the wire's, shared with the channel core, and re-exported here.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
+from timebound.core._frozen import by_constructor
 from timebound.core.wire import Outgoing as Outgoing
 from timebound.core.wire import Record
 
@@ -81,3 +83,42 @@ class ServiceOutput(Record):
 
     def _values(self) -> tuple[Any, ...]:
         return (self.sends, self.runs)
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceStatistics:
+    """The counters an operator reads (``timebound rpc stats``, Prometheus)."""
+
+    calls: int
+    executions: int
+    duplicates: int
+    stale: int
+    early: int
+    down: int
+    overloaded: int
+    acks: int
+    replies: int
+    replies_retransmitted: int
+    reply_acks: int
+    table_size: int
+    computing: int
+    estimate: int
+    upper: int
+    latest: int | None
+    malformed: int
+    unauthenticated: int
+    late_completions: int
+    expired: int = 0
+    challenges: int = 0
+    validations: int = 0
+    bad_tokens: int = 0
+    readonly: int = 0
+    #: CALLs marked with this incarnation (decided by the marked rule).
+    marked: int = 0
+    #: This incarnation's id (0: none, marks off).
+    incarnation: int = 0
+    #: Copies of replied calls that got no reply (``core.rpc.MAX_RESENDS``).
+    withheld: int = 0
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return by_constructor(self)
