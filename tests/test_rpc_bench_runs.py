@@ -18,7 +18,7 @@ import pytest
 
 from timebound.claims import RPC_BENCH
 from timebound.claims._rpc import bench_verdict, rpc_bench_bars
-from timebound.net._bench import BAR_I, BAR_II, cell_of, format_table, judge_bar, run_ratios
+from timebound.net._bench_report import BAR_I, BAR_II, cell_of, format_table, judge_bar, run_ratios
 
 #: a cell from constant latencies: run k measured ``value`` µs on every call
 CALLS = 11
