@@ -137,7 +137,8 @@ def test_the_generated_stream_has_late_genuine_rows_and_copies(tmp_path: Path) -
     modification time), one first arrival per message, copies that repeat one."""
     import pyarrow.parquet as pq
 
-    from timebound.stream.bench import EPOCH_MS, SMOKE_WATERMARK_TICKS, generate_user
+    from timebound.stream.bench import SMOKE_WATERMARK_TICKS
+    from timebound.stream.bench_data import EPOCH_MS, generate_user
 
     folder, firsts = tmp_path / "in", tmp_path / "firsts.parquet"
     truth = generate_user(str(folder), str(firsts), 3_000, 100, 3,
