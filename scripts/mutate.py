@@ -297,6 +297,81 @@ MUTANTS: list[Mutant] = [
      "    return se < sf or (se == sf and e.r <= f.r)"),
 ]
 
+#: Named one-line breaks of the rules the rows of docs/reproduction.md check,
+#: ``name: (file under src/timebound/core, original line, replacement)``; each line
+#: occurs exactly once. ``tests/test_reproduction_mutants.py`` runs each on a copy of
+#: ``src`` through the reproduction's own jobs and verdicts and sees its rows differ.
+ROW_MUTANTS: dict[str, tuple[str, str, str]] = {
+    # at-most-once receiver (SCMP, adaptive timeouts)
+    "amo-accept-equal-ts": (AMO, "            if ts <= last:", "            if ts < last:"),
+    "amo-no-early-refusal": (AMO, "        if latest is not None and ts > latest:",
+                             "        if False:"),
+    "amo-no-stale-refusal": (AMO,
+                             "        elif ts <= (self.upper_marked if marked else self.upper):",
+                             "        elif False:"),
+    "amo-marks-ignored": (AMO,
+                          "        elif ts <= (self.upper_marked if marked else self.upper):",
+                          "        elif ts <= self.upper:"),
+    "amo-no-reorder-window": (AMO, "            elif self._admit(conn, ts):",
+                              "            elif False:"),
+    "amo-recovery-upper-low": (AMO, "            self.upper = max(self.upper, self._refuse_until)",
+                               "            self.upper = max(self.upper, self._refuse_until - 1)"),
+    "amo-no-recovery-grace": (AMO, "        self._no_evict_until = now + self.recovery_grace",
+                              "        self._no_evict_until = now"),
+    "gc-quarter-horizon": (TABLE, "        threshold = now - self.estimator.estimate",
+                           "        threshold = now - self.estimator.estimate // 4"),
+    "gc-fixed-horizon": (TABLE, "        threshold = now - self.estimator.estimate",
+                         "        threshold = now - 50_000"),
+    "est-never-decreases": (EST,
+        "        if self.numacc > self.p * self.numrej and self.estimate > maxltime > 0:",
+        "        if False:"),
+    "est-decrease-ignores-p": (EST,
+        "        if self.numacc > self.p * self.numrej and self.estimate > maxltime > 0:",
+        "        if self.estimate > maxltime > 0:"),
+    "est-raise-late": (EST, "        if maxltime > self.estimate:",
+                       "        if maxltime > 2 * self.estimate:"),
+    "est-chases-spikes": (EST, "        if len(top) <= self.spikes:", "        if len(top) <= 0:"),
+    # slotted receiver
+    "slot-fr-skips-r": (SLOT, "            if self._r_delivered < fr.stamp.order:",
+                        "            if self._r_delivered < fr.stamp.order - 1:"),
+    "slot-f-reversed": (SLOT, "            for order in sorted(self._f_waiting):",
+                        "            for order in sorted(self._f_waiting, reverse=True):"),
+    "slot-closed-kept": (SLOT, "        if stamp.slot < self._slot:",
+                         "        if stamp.slot < self._slot - 1:"),
+    # stability
+    "stab-release-strict": (STAB,
+        "        while buffer and (bound is None or buffer[0][0] <= bound):",
+        "        while buffer and (bound is None or buffer[0][0] < bound):"),
+    "stab-ack-max": ("stability/_receiver.py",
+                     "            value = min(self._vector.values()) if self._vector else clock",
+                     "            value = max(self._vector.values()) if self._vector else clock"),
+    "stab-lamport-physical": ("stability/_node.py", "            ts = self._lamport",
+                              "            ts = now"),
+    "ack-vector-one-entry": ("group/_wire.py",
+                             "    for name, value in sorted(ack.entries.items()):",
+                             "    for name, value in sorted(ack.entries.items())[:1]:"),
+    # merge and causal timestamps
+    "merge-deadline-r-plus-c": (MERGE, "        self._wait = delta + epsilon",
+                                "        self._wait = 0"),
+    "merge-deadline-eps-early": (MERGE, "        self._wait = delta + epsilon",
+                                 "        self._wait = delta"),
+    "merge-deadline-2eps-late": (MERGE, "        self._wait = delta + epsilon",
+                                 "        self._wait = delta + 3 * epsilon"),
+    "merge-deadline-delta-twice": (MERGE, "        self._wait = delta + epsilon",
+                                   "        self._wait = 2 * delta + epsilon"),
+    "merge-wait-ignores-delta": (MERGE, "        self._wait = delta + epsilon",
+                                 "        self._wait = epsilon"),
+    "merge-ties-by-arrival": (MERGE,
+        "            (due, envelope.stamp.tiebreak(), envelope.proc, envelope.msg, now, envelope),",
+        "            (due, (now,), envelope.proc, envelope.msg, now, envelope),"),
+    "merge-deadline-ignores-c": (MERGE, "        return stamp.r + stamp.c + self._wait",
+                                 "        return stamp.r + self._wait"),
+    "causal-kn-n-bits": ("causal/_wire.py", "        self._kbits = n.bit_length()",
+                         "        self._kbits = n"),
+    "causal-message-not-checked": (CAUSAL, "        if not check(m_c, m_kn, self.n):",
+                                   "        if False:"),
+}
+
 
 def run_pass(tests: list[str], marker: str, src: Path, timeout: float) -> tuple[str, str]:
     """('failed', test) | ('passed', '') | ('timeout', '') | ('broken', why)."""

@@ -24,9 +24,9 @@ from timebound.cli import build_parser, main, subparsers
 #: Option names that are wall-clock durations (whatever their type).
 DURATION_NAMES = {"--timeout", "--delay", "--jitter", "--reorder-delay", "--dead-after",
                   "--previous-key-grace", "--ack-every", "--f-hold", "--gap-wait",
-                  "--tick"}
+                  "--tick", "--join-wait", "--kappa", "--max-time"}
 #: A unit spelled in a help text.
-UNIT = re.compile(r"\b(\d+(us|ms|s|m)|ticks?|us|µs|ms|seconds?|milliseconds?)\b")
+UNIT = re.compile(r"\b(\d+(us|ms|s|m|h)|ticks?|us|µs|ms|seconds?|milliseconds?)\b")
 #: RST markup that a terminal shows as is.
 RST = re.compile(r"``|:\w+:`|\.\. \w+::|`[^`]+`_")
 
@@ -137,28 +137,35 @@ def test_every_duration_option_names_its_unit_and_default() -> None:
                 bad.append(name)
             # an old '-ms' name is only an alias, marked deprecated, of a neutral one
             ms = [n for n in action.option_strings if n.endswith("-ms")]
-            if ms and (len(action.option_strings) < 2 or "deprecated" not in text):
+            neutral = ms[0].removesuffix("-ms") if ms else ""
+            if ms and (neutral not in parser._option_string_actions
+                       or "deprecated" not in text or neutral not in text):
                 bad.append(name + " (-ms name without a neutral one)")
     assert found >= 8 and bad == []
 
 
-def test_duration_options_take_units_and_bare_numbers_keep_their_old_unit() -> None:
+def test_duration_options_take_units_and_only_ms_names_a_bare_number() -> None:
     parser = build_parser()
     join = ["group", "join", "a", "--members", "a=127.0.0.1:1"]
     assert parser.parse_args([*join, "--ack-every", "250ms"]).ack_every == 250_000
     assert parser.parse_args([*join, "--ack-every-ms", "10"]).ack_every == 10_000
-    assert parser.parse_args([*join, "--dead-after", "2"]).dead_after == 2_000_000
+    assert parser.parse_args([*join, "--dead-after", "2h"]).dead_after == 7_200_000_000
     assert parser.parse_args([*join]).ack_every == 20_000
     send = ["channel", "send", "127.0.0.1:1"]
     assert parser.parse_args([*send, "--timeout", "300us"]).timeout == 300
-    assert parser.parse_args([*send, "--timeout", "1.5"]).timeout == 1_500_000
+    assert parser.parse_args([*send, "--timeout", "1h"]).timeout == 3_600_000_000
     recv = ["channel", "recv"]
     assert parser.parse_args([*recv, "--f-hold", "2s"]).f_hold == 2_000_000
     assert parser.parse_args([*recv, "--f-hold-ms", "5"]).f_hold == 5_000
+    assert parser.parse_args(recv).f_hold is None
     sub = ["pubsub", "subscribe", "127.0.0.1:1"]
     assert parser.parse_args([*sub, "--gap-wait", "1s"]).gap_wait == 1_000_000
-    assert parser.parse_args([*sub, "--gap-wait-ms", "7", "--epsilon", "5",
+    assert parser.parse_args([*sub, "--gap-wait-ms", "7", "--epsilon", "5ms",
                               "--delta", "1s"]).gap_wait == 7_000
+    for argv in ([*join, "--dead-after", "2"], [*send, "--timeout", "1.5"],
+                 [*recv, "--f-hold", "5"], [*sub, "--epsilon", "5"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(argv)
 
 
 @pytest.mark.parametrize("argv", [
@@ -187,7 +194,7 @@ def test_verbose_and_quiet_are_taken_after_every_command() -> None:
 @pytest.mark.parametrize("argv", [
     ["group", "join", "a", "--members", "a=127.0.0.1:1"],
     ["channel", "recv"],
-    ["pubsub", "merge", "m", "--epsilon", "5", "--delta", "5"],
+    ["pubsub", "merge", "m", "--epsilon", "5ms", "--delta", "5ms"],
     ["replay", "slotted", "-i", "a.jsonl", "-o", "b.jsonl"],
     ["pipeline", "data", "--out", "o"],
     ["demo"],

@@ -11,6 +11,7 @@
   ``timebound._safety``, ``timebound.claims`` (errors, contract), ``timebound._compiled``
   (nothing of ours: which build of the compiled core modules is imported),
   ``timebound.durations`` (errors: wall-clock durations with their unit),
+  ``timebound.exitcodes`` (nothing of ours: every command's exit statuses),
   ``timebound.arrowtypes`` (contract: the contract's column types as Arrow types);
 - ``timebound.columnar`` (the column-wise at-most-once decider the Spark drivers and
   the library share): adapters, contract, core, errors and the leaf helpers;
@@ -27,8 +28,10 @@
 
 Every module must belong to a layer: a new top-level module or package fails here
 until it is given one. No package imports another package's private module or name
-(a package: a layer, or ``core.<x>``); what one uses of another is exported under a
-public name (only the house's own private helpers, ``HOUSE_PRIVATE``, are exempt).
+(a package: every folder, sub-packages such as ``spark.traces`` and ``core.<x>``
+included; a sub-package may use its ancestors' private parts, never the reverse);
+what one uses of another is exported under a public name (only the house's own
+private helpers, ``HOUSE_PRIVATE``, are exempt).
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ FORBIDDEN_IN_CORE = {
 }
 
 LEAF_HELPERS = {"storage", "sparkutil", "_safety", "claims", "_compiled", "durations",
-                "arrowtypes"}
+                "arrowtypes", "exitcodes"}
 DRIVERS = {"replay", "sim", "pipeline", "net", "stream"}
 TOP = {"cli", "demo", "sweep", "examples_cli", "__init__"}
 
@@ -62,6 +65,7 @@ ALLOWED: dict[str, set[str]] = {
     "storage": {"errors", "core"},
     "sparkutil": {"errors"},
     "durations": {"errors"},
+    "exitcodes": set(),
     "arrowtypes": {"contract"},
     "_compiled": set(),
     "_safety": {"errors", "contract"},
@@ -202,16 +206,36 @@ HOUSE_PRIVATE = {"timebound._safety", "timebound._compiled", "timebound.core._fr
 
 
 def _package(name: str) -> str:
-    """The package that owns module ``name``: its layer, or ``core.<x>`` in core."""
+    """The package that owns module ``name`` (``timebound.x.y._z``): its folder,
+    ``x.y`` (a sub-package is a package of its own); the top-level package itself is
+    ``__init__``."""
     parts = name.split(".")
-    if len(parts) > 2 and parts[1] == "core":
-        return "core." + parts[2]
-    return _layer(name)
+    if PACKAGE.parent.joinpath(*parts).is_dir():
+        return ".".join(parts[1:]) or "__init__"
+    return ".".join(parts[1:-1]) or "__init__"
+
+
+def _private_owner(module: str, names: list[str]) -> list[tuple[str, str]]:
+    """What of ``module`` (and of the ``names`` imported from it) is private, each with
+    the package it is private to: the package holding the first private part."""
+    parts = module.split(".")
+    found: list[tuple[str, str]] = []
+    for i, part in enumerate(parts):
+        if part.startswith("_") and i > 0:
+            found.append((module, ".".join(parts[1:i]) or "__init__"))
+            break
+    found += [(f"{module}.{n}", _package(module)) for n in names
+              if n.startswith("_") and not n.startswith("__")]
+    return found
 
 
 def _private_reaches(path: Path, name: str | None = None) -> list[str]:
-    """Imports in ``path`` (the module ``name``, by default its own) of another
-    package's private module or private name."""
+    """Imports in ``path`` (the module ``name``, by default its own) of a private
+    module or name of a package it is not inside. Private means private to a
+    package's subtree: a sub-package may use its ancestors' private modules (they
+    are one package, split for size), while a parent reaching into its sub-package's
+    private modules, or a sibling into a sibling's, is a reach (``spark`` into
+    ``spark.traces._x``, ``core.rpc`` into ``core.atmostonce._x``)."""
     own = _package(name or _module_name(path))
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found: list[str] = []
@@ -223,14 +247,10 @@ def _private_reaches(path: Path, name: str | None = None) -> list[str]:
         else:
             continue
         for module, names in modules:
-            if not module.startswith("timebound.") or _package(module) == own:
+            if not module.startswith("timebound.") or module in HOUSE_PRIVATE:
                 continue
-            if module in HOUSE_PRIVATE:
-                continue
-            if any(part.startswith("_") for part in module.split(".")):
-                found.append(module)
-            found += [f"{module}.{n}" for n in names
-                      if n.startswith("_") and not n.startswith("__")]
+            found += [what for what, owner in _private_owner(module, names)
+                      if own != owner and not own.startswith(owner + ".")]
     return found
 
 
@@ -249,6 +269,18 @@ def test_the_private_reach_check_finds_one(tmp_path: Path) -> None:
                      "from timebound.pipeline.job import _publish\n")
     assert sorted(_private_reaches(probe, "timebound.sweep")) == [
         "timebound.pipeline.job._publish", "timebound.sim._spark"]
+    # Sub-packages: a parent reaching into its sub-package's private modules, or a
+    # sibling into a sibling's, is a reach; a sub-package using its parent's is not.
+    probe.write_text("from timebound.spark.traces._rows import grouping_key\n"
+                     "from timebound.spark._check import locked\n"
+                     "from timebound.core.atmostonce._table import ConnectionTable\n")
+    assert sorted(_private_reaches(probe, "timebound.spark._batch")) == [
+        "timebound.core.atmostonce._table", "timebound.spark.traces._rows"]
+    assert _private_reaches(probe, "timebound.spark.traces._rows") == [
+        "timebound.core.atmostonce._table"]
+    assert sorted(_private_reaches(probe, "timebound.core.rpc._live")) == [
+        "timebound.core.atmostonce._table", "timebound.spark._check",
+        "timebound.spark.traces._rows"]
 
 
 def _module_graph(paths: list[Path], root: Path) -> dict[str, list[str]]:
@@ -325,8 +357,9 @@ STDLIB_PRIVATE_FIELDS = {"_actions"}
 
 def _private_fields(paths: list[Path], name_of: Any) -> list[str]:
     """``obj._field`` reads or writes (``obj`` not ``self``/``cls``) of a private name
-    no module of the same package defines, but one of another package does: one
-    package reaching into another's objects."""
+    no module of the same package (or of an ancestor: a sub-package is part of it)
+    defines, but one of another package does: one package reaching into another's
+    objects."""
     defined: dict[str, set[str]] = {}
     uses: list[tuple[str, str, str, int]] = []
     for path in paths:
@@ -352,9 +385,12 @@ def _private_fields(paths: list[Path], name_of: Any) -> list[str]:
                     and not (isinstance(node.value, ast.Name)
                              and node.value.id in ("self", "cls"))):
                 uses.append((package, module, node.attr, node.lineno))
+    def own(package: str, other: str) -> bool:  # the package itself or an ancestor
+        return package == other or package.startswith(other + ".")
+
     return [f"{module}:{line} reaches {attr}" for package, module, attr, line in uses
-            if attr not in defined[package]
-            and any(attr in names for other, names in defined.items() if other != package)]
+            if not any(attr in names for other, names in defined.items() if own(package, other))
+            and any(attr in names for other, names in defined.items() if not own(package, other))]
 
 
 def test_no_package_reaches_into_another_packages_objects() -> None:

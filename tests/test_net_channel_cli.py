@@ -88,7 +88,7 @@ def test_cli_send_through_lossy_proxy_to_cli_recv() -> None:
         procs.append(proxy)
         text = "".join(f"{k} line {n}\n" for n, k in enumerate(kinds))
         sender = subprocess.run(TIMEBOUND + ["channel", "send", f"{paddr[0]}:{paddr[1]}",
-                                             "--timeout", "20"],
+                                             "--timeout", "20s"],
                                 input=text.encode(), capture_output=True, timeout=60)
         assert sender.returncode == 0, sender.stderr
         reliable = sum(1 for k in kinds if k in ("FR", "R"))

@@ -230,7 +230,7 @@ def test_sigkill_crash_and_restart_from_storage(with_marks: bool, tmp_path: Path
     storage = tmp_path / "latest.json"
     beta = 2.5  # seconds: latest = now + beta
     args = ["timebound.net.examples:app", "--storage", str(storage), "--beta",
-            str(int(beta * 1e6)), "--latest-every", str(100 * MS)]
+            f"{int(beta * 1e6)}us", "--latest-every", f"{100 * MS}us"]
     args += [] if with_marks else ["--no-marks"]
     env = {"TIMEBOUND_LEDGER": str(ledger)}
     proc, address = start_server(args, env=env)

@@ -28,7 +28,7 @@ import pytest
 from timebound.cli import main
 
 APP = "timebound.net.examples:app"
-EPS = ["--epsilon", "5", "--delta", "5"]
+EPS = ["--epsilon", "5ms", "--delta", "5ms"]
 HEX = b"0123456789abcdef" * 4  # 64 lowercase hex characters
 #: TEST-NET-1 (RFC 5737): never an address of this machine.
 FOREIGN = "192.0.2.1"
@@ -106,9 +106,9 @@ def test_key_new_writes_a_file_that_is_accepted_whatever_the_umask(
     assert stat.S_IMODE(os.stat(tmp_path / "k").st_mode) == 0o600
     secret = read_key(str(tmp_path / "k"))
     assert re.fullmatch(rb"[0-9a-f]{64}", secret)
-    # A command takes it: nothing listens on port 9, so the call times out (exit 1).
+    # A command takes it: nothing listens on port 9, so the call times out (exit 3).
     assert main(["rpc", "call", "127.0.0.1:9", "incr", "--key-file", str(tmp_path / "k"),
-                 "--timeout", "100ms"]) == 1
+                 "--timeout", "100ms"]) == 3
     assert "timeout" in capsys.readouterr().err
 
 
@@ -343,3 +343,33 @@ def test_servers_start_on_a_socket_bound_beforehand(tmp_path: Path) -> None:
         return reply, delivered.data
 
     assert asyncio.run(both()) == (b"42", b"hello")
+
+
+@pytest.mark.parametrize("classes", [1, 3])
+def test_a_python_server_on_a_port_in_use_leaves_no_file(
+        classes: int, held_port: int, tmp_path: Path) -> None:
+    """``RpcServer(storage=F)`` and ``ChannelListener(storage=F)`` create F when
+    made; a ``start()`` that cannot bind removes what they created (nothing was
+    served from it), and keeps a file that was there before."""
+    from timebound.net._channel import ChannelListener
+    from timebound.net._server import RpcServer
+
+    kept = tmp_path / "kept.json"
+
+    async def fail(make: object) -> None:
+        server = make()  # type: ignore[operator]
+        with pytest.raises(OSError) as caught:
+            await server.start()
+        assert caught.value.errno == errno.EADDRINUSE
+
+    async def run() -> None:
+        await fail(lambda: RpcServer({}, port=held_port, classes=classes,
+                                     storage=str(tmp_path / "rpc.json")))
+        await fail(lambda: ChannelListener(port=held_port,
+                                           storage=str(tmp_path / "ch.json")))
+        async with RpcServer({}, storage=str(kept)):  # a file that serves
+            pass
+        await fail(lambda: RpcServer({}, port=held_port, storage=str(kept)))
+
+    asyncio.run(run())
+    assert sorted(os.listdir(tmp_path)) == ["kept.json"]

@@ -163,7 +163,7 @@ def test_cli_serve_call_stats_metrics_and_sigterm(tmp_path: Path) -> None:
         ok = _cli("rpc", "call", target, "incr", "41")
         assert (ok.returncode, ok.stdout) == (0, "42\n")
         failed = _cli("rpc", "call", target, "fail", "why")
-        assert failed.returncode == 1 and "remote error" in failed.stderr
+        assert failed.returncode == 6 and "remote error" in failed.stderr
         assert len(failed.stderr.strip().splitlines()) == 1
         stats = _cli("rpc", "stats", target, "--json")
         counters = json.loads(stats.stdout)
@@ -179,12 +179,13 @@ def test_cli_serve_call_stats_metrics_and_sigterm(tmp_path: Path) -> None:
 
 
 def test_cli_exit_codes(tmp_path: Path) -> None:
-    timeout = _cli("rpc", "call", "127.0.0.1:9", "x", "--timeout", "0.2")
-    assert timeout.returncode == 1 and timeout.stderr.startswith("timebound: timeout:")
+    timeout = _cli("rpc", "call", "127.0.0.1:9", "x", "--timeout", "200ms")
+    assert timeout.returncode == 3 and timeout.stderr.startswith("timebound: timeout:")
     for bad in (["rpc", "call", "nohost", "x"], ["rpc", "call", "h:99999", "x"],
-                ["rpc", "call", "127.0.0.1:9", "x", "--timeout", "0"],
+                ["rpc", "call", "127.0.0.1:9", "x", "--timeout", "0s"],
+                ["rpc", "call", "127.0.0.1:9", "x", "--timeout", "1"],
                 ["rpc", "serve", "nosuchmodule:app", "--storage", str(tmp_path / "s")],
-                ["rpc", "serve", "timebound.net.examples:app", "--storage", "s", "--rho", "0"],
+                ["rpc", "serve", "timebound.net.examples:app", "--storage", "s", "--rho", "0us"],
                 ["rpc", "serve", "timebound.net.examples:app", "--storage", "s", "--key-file",
                  str(tmp_path / "missing")],
                 ["net", "proxy", "--upstream", "127.0.0.1:9", "--loss", "2"]):
@@ -204,7 +205,7 @@ def test_cli_proxy_relays(tmp_path: Path) -> None:
         line = proxy.stdout.readline()
         assert line.startswith("listening on udp://")
         ok = _cli("rpc", "call", line.strip().removeprefix("listening on udp://"), "echo", "hi",
-                  "--timeout", "5")
+                  "--timeout", "5s")
         assert (ok.returncode, ok.stdout) == (0, "hi\n")
     finally:
         proxy.send_signal(signal.SIGTERM)

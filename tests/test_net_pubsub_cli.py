@@ -17,7 +17,7 @@ import time
 from tests.test_net_channel_cli import Lines
 from tests.test_net_support import TIMEBOUND, stop
 
-SYSTEM = ["--epsilon", "5", "--delta", "60"]
+SYSTEM = ["--epsilon", "5ms", "--delta", "60ms"]
 
 
 def start_all(commands: list[list[str]], timeout: float = 30.0
@@ -98,9 +98,10 @@ def test_cli_publishers_replicated_mergers_and_subscribers_agree() -> None:
 
 
 def test_bad_options_exit_2() -> None:
-    for argv in (["pubsub", "merge", "m", "--port", "1", "--epsilon", "0", "--delta", "5"],
-                 ["pubsub", "publish", "p", "--mergers", "nohost", "--epsilon", "5",
-                  "--delta", "5"],
+    for argv in (["pubsub", "merge", "m", "--port", "1", "--epsilon", "0ms", "--delta", "5ms"],
+                 ["pubsub", "merge", "m", "--port", "1", "--epsilon", "5", "--delta", "5ms"],
+                 ["pubsub", "publish", "p", "--mergers", "nohost", "--epsilon", "5ms",
+                  "--delta", "5ms"],
                  ["pubsub", "subscribe", "127.0.0.1:1", "--gap-wait-ms", "-1"]):
         done = subprocess.run([*TIMEBOUND, *argv], capture_output=True, timeout=30,
                               input=b"")

@@ -24,9 +24,9 @@ from timebound.core.atmostonce import (
     StableLatest,
     StableRecord,
     Verdict,
+    build_receiver,
 )
 from timebound.core.rpc import Call, Client, Policy, Reply, ReplyAck, Server
-from timebound.core.rpc._live import build_receiver
 from timebound.core.rpc._messages import _decode_reference, decode, parse
 from timebound.errors import MalformedDatagram, ProtocolUsageError
 from timebound.net import RpcClient, RpcServer
@@ -180,7 +180,7 @@ def _serve_args(*extra: str) -> argparse.Namespace:
 
 def test_serve_passes_classes_grace_and_reorder_window() -> None:
     config, classes = receiver_options(_serve_args(
-        "--classes", "4", "--recovery-grace", "1000", "--reorder-window", "8"))
+        "--classes", "4", "--recovery-grace", "1ms", "--reorder-window", "8"))
     assert classes == 4 and config.recovery_grace == 1000 and config.reorder_window == 8
     assert config.resilient and config.rho is not None
     config, classes = receiver_options(_serve_args())

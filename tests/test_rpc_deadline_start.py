@@ -405,8 +405,9 @@ def test_later_copy_of_a_refused_call_never_runs() -> None:
     (0, "timebound: rejected: overloaded (the call did not run)"),
 ])
 def test_rpc_call_prints_the_refusal(tmp_path: Path, queue: int | None, line: str) -> None:
-    """``timebound rpc call`` with a key, the server's one worker busy: exit 1 and
-    the documented refusal line, not a timeout."""
+    """``timebound rpc call`` with a key, the server's one worker busy: exit 4 (a
+    refusal that proves the call did not run) and the documented refusal line, not a
+    timeout."""
     key_hex = "ab" * 32
     key_file = tmp_path / "key"
     key_file.write_text(key_hex + "\n")
@@ -444,7 +445,7 @@ def test_rpc_call_prints_the_refusal(tmp_path: Path, queue: int | None, line: st
         return proc.returncode, err.decode("utf-8", "replace")
 
     code, err = asyncio.run(main())
-    assert (code, err) == (1, line + "\n")
+    assert (code, err) == (4, line + "\n")
 
 
 def test_rpc_serve_queue_out_of_range_is_one_line() -> None:

@@ -81,7 +81,7 @@ def test_a_sweep_is_refused_before_spark_starts(tmp_path: pathlib.Path,
 
 @pytest.mark.parametrize("argv", [
     ["--max-memory", "lots"], ["--max-memory", "-5G"], ["--max-memory", "0"],
-    ["--max-time", "5"], ["--max-time", "1h"],
+    ["--max-time", "5"], ["--max-time", "1d"], ["--max-time", "1.5h"],
 ])
 def test_a_bad_limit_is_one_line(argv: list[str], tmp_path: pathlib.Path,
                                  capsys: Any) -> None:

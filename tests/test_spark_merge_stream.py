@@ -134,8 +134,9 @@ def test_processing_timers_deliver_without_a_new_arrival(spark: Any, tmp_path: P
 @pytest.mark.spark
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"timers": "event"}, "timers: expected one of 'none', 'processing', got 'event'"),
-    ({"tick": "5"}, "tick: expected a duration with its unit (300us, 250ms, 2s, 1m), "
-                    "got '5'"),
+    ({"tick": "5"}, "tick: a duration needs its unit: 5us, 5ms, 5s, 5m or 5h"),
+    ({"tick": "5 ms"}, "tick: expected a duration with its unit (300us, 250ms, 2s, 1m, "
+                       "1h), got '5 ms'"),
     ({"tick": "0ms"}, "tick: must be between 1us and 1000000s, got 0ms"),
 ])
 def test_timer_options_are_refused_before_any_job(spark: Any, tmp_path: Path,

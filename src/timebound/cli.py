@@ -6,7 +6,9 @@ one line ``timebound: error: ...`` and exits with status 2; so does a failure Sp
 reports on the driver (a JVM error, the JVM gone: ``sparkutil.spark_failure``), with
 Spark's reason; anything else is a bug and exits 1 with one line (the traceback with
 ``--verbose``). SIGTERM and Ctrl-C remove every temporary output before exiting (143,
-130), in one line. docs/errors.md lists them all.
+130), in one line. The network commands have their own statuses for what the network
+did (3 to 7: a timeout, a refusal, a remote error, a failed channel). All are named in
+``timebound.exitcodes``; docs/errors.md lists them all.
 """
 
 from __future__ import annotations
@@ -21,13 +23,15 @@ from timebound import __version__
 from timebound._safety import Terminated, float_range, int_range, sigterm_raises
 from timebound.contract import ESTIMATORS, OPTION_LIMITS, VARIANTS
 from timebound.errors import TimeboundError, UsageError
+from timebound.exitcodes import (
+    EXIT_BUG,
+    EXIT_CHANNEL_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+)
 from timebound.replay import load_commands, replay_rows
-
-EXIT_OK = 0
-EXIT_BUG = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
-EXIT_TERMINATED = 143
 
 
 class _Parser(argparse.ArgumentParser):
@@ -363,6 +367,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(args.handler(args))
     except TimeboundError as exc:
         _trace(verbose)
+        network = _network_status(exc)
+        if network is not None:  # what the network did, not the input
+            print(f"timebound: {exc}", file=sys.stderr)
+            return network
         print(f"timebound: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
@@ -396,6 +404,21 @@ def main(argv: Sequence[str] | None = None) -> int:
               + ("" if verbose else " (run with --verbose for the traceback)"),
               file=sys.stderr)
         return EXIT_BUG
+
+
+def _network_status(exc: TimeboundError) -> int | None:
+    """The status of a network outcome that a command did not end itself (a call's
+    ``RpcError``, a ``ChannelFailed``): the same as ``rpc call``'s and ``channel
+    send``'s (``timebound.exitcodes``); None for any other error."""
+    errors = sys.modules.get("timebound.net._errors")
+    if errors is not None and isinstance(exc, errors.RpcError):
+        from timebound.net.cli.rpc import failure_status
+
+        return failure_status(exc)
+    channel = sys.modules.get("timebound.net._channel")
+    if channel is not None and isinstance(exc, channel.ChannelFailed):
+        return EXIT_CHANNEL_FAILED
+    return None
 
 
 def _typed_from_spark(exc: BaseException) -> TimeboundError | None:

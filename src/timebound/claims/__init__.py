@@ -75,7 +75,13 @@ def _judge(per_seed: list[Values], check: object, why: Why,
     n = len(oks)
     if all(oks):
         return measured, "agrees", n
-    cause = why if isinstance(why, str) else why(seeds)
+    if callable(why):
+        cause = why(seeds)
+    else:  # a sentence: the figures come from the seeds that differ
+        failed = [i for i, ok in enumerate(oks) if not ok]
+        cause = (f"{why + '; ' if why else ''}measured on the seeds that differ: "
+                 + ", ".join(f"{k}: {spread([values[i][k] for i in failed], fmts[k])}"
+                             for k in labels if all(k in values[i] for i in failed)))
     return measured, f"differs ({sum(oks)} of {n} seeds agree): {cause}", n
 
 

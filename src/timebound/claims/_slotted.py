@@ -1,5 +1,6 @@
 """Slotted-FIFO: Baldoni and Beraldi, "Flexible General Purpose Communication
-Primitives for Distributed Systems": the rows on Fig. 5 (FR delivery delay of the
+Primitives for Distributed Systems": the rows on Definition 4.2 (slotted FIFO
+delivery, checked on every delivery of every run), Fig. 5 (FR delivery delay of the
 schemes (a)-(d)), Fig. 6 (in-slot delay), Fig. 7 (queue of (b) against (a), of (c)
 against (a) and (d)) and the discards of unreliable messages.
 
@@ -346,6 +347,51 @@ def discard_cause(seeds: Sequence[Sources]) -> str:
     return "; ".join(parts)
 
 
+#: Definition 4.2's rules, as the scenario counts their violations
+DEFINITION_RULES = ("i", "ii", "iii", "iv")
+
+
+def _every_run(runs: Runs) -> list[tuple[str, Mapping[str, float]]]:
+    """Every run of every scheme present, as ``(x) T ms``."""
+    out = [(f"({k.split('/')[0]}) {_num(k, 'Ts') / 1000:g} ms", v)
+           for k, v in sorted(runs.items()) if "/Ts=" in k]
+    if not out:
+        raise Missing("slotted")
+    return out
+
+
+def _sl_definition(s: Sources) -> Values:
+    """Violations of each rule of Definition 4.2 summed over every run of every
+    scheme, and the FRs (slots) delivered beside the FRs sent."""
+    every = [v for _, v in _every_run(s["slotted"])]
+    out: Values = [(f"({rule}) violations",
+                    sum(v[f"definition_violations_{rule}"] for v in every), ".0f")
+                   for rule in DEFINITION_RULES]
+    return out + [("FR delivered", sum(v["fr_delivered"] for v in every), ".0f"),
+                  ("(FR sent)", sum(v["fr_sent"] for v in every), ".0f")]
+
+
+def _sl_definition_ok(v: dict[str, float]) -> bool:
+    return v["FR delivered"] > 0 and all(
+        v[f"({rule}) violations"] == 0 for rule in DEFINITION_RULES)
+
+
+def definition_cause(seeds: Sequence[Sources]) -> str:
+    """Which rule broke, on which runs, from the runs' counts."""
+    parts = []
+    for rule in DEFINITION_RULES:
+        hits: dict[str, list[float]] = {}
+        for s in seeds:
+            for name, v in _every_run(s["slotted"]):
+                n = v[f"definition_violations_{rule}"]
+                if n:
+                    hits.setdefault(name, []).append(n)
+        if hits:
+            runs = ", ".join(f"{k}: {spread(ns, '.0f')}" for k, ns in hits.items())
+            parts.append(f"rule ({rule}) broken by {runs} deliveries")
+    return "; ".join(parts) or "no FR delivered"
+
+
 CLAIMS: tuple[Claim, ...] = (
     Claim("slotted", "FR delivery delay of (a), (d): 70-80 ms, flat in slot length (Fig. 5)",
           "70-80 ms", "slotted (paper transport), runs a/*, d/*; T_d from transport-receive "
@@ -382,4 +428,13 @@ CLAIMS: tuple[Claim, ...] = (
           "arrived N/F (%). It differs if a scheme discards 10% of its unreliable "
           "arrivals or more at some slot length", ("slotted",), _sl_discard,
           _below10, discard_cause),
+    Claim("slotted", "slotted FIFO delivery (Definition 4.2 (i)-(iv)) on every scheme",
+          "0 violations", "slotted, every run of (a)-(e): each delivery of the core "
+          "receiver, in delivery order, against Definition 4.2: (i) FRs in send order, one "
+          "per slot; (ii) any other message within its own slot (after the FR opening it, "
+          "before the FR closing it); (iii) an FR after every R of its slot; (iv) a slot's "
+          "F in send order; checked: 0 violations of each rule, with FRs delivered. It "
+          "differs if a delivery breaks a rule on some run (a receiver that lets an FR "
+          "overtake its slot's R, or delivers F out of order)", ("slotted",),
+          _sl_definition, _sl_definition_ok, definition_cause),
 )

@@ -2,7 +2,8 @@
 Acknowledgments for Determining Message Stability": the rows on Fig. 2 (vector and
 timestamp acks), section 4 (inequalities (1), (2); the buffer against the stability
 latency; ack bandwidth and latency of timestamp against vector acks) and section 5
-(logical clocks, Fig. 3; clock skew).
+(logical clocks, Fig. 3; clock skew), and Theorem 1 (a) (a stable message has been
+received by every receiver).
 
 Source: the ``stability`` job, runs ``fig2/*`` and ``N=*/*``; the bandwidth row also
 reads the ``stability-acks`` job when given (timestamp and vector runs only, at larger
@@ -12,9 +13,9 @@ N: bytes per ack do not depend on how long a run is, so those runs are short).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from ._base import Claim, Missing, Runs, Sources, Values, _get, _num
+from ._base import Claim, Missing, Runs, Sources, Values, _get, _num, spread
 
 
 def _sizes(runs: Runs) -> list[int]:
@@ -236,6 +237,33 @@ def _st_buffer_ok(v: dict[str, float]) -> bool:
 
 
 
+def _st_stable(s: Sources) -> Values:
+    """Theorem 1 (a) on every N=* run: (message, receiver) pairs where a message stable
+    at its sender had not been delivered to that receiver, and the messages checked."""
+    runs = s["stability"]
+    names = [k for k in sorted(runs) if k.startswith("N=")]
+    if not names:
+        raise Missing("stability N=*")
+    return [("stable but not received", sum(_get(runs, k, "stable_unreceived")
+                                            for k in names), ".0f"),
+            ("stable messages checked", sum(_get(runs, k, "stable_checked")
+                                            for k in names), ".0f")]
+
+
+def _stable_why(seeds: Sequence[Sources]) -> str:
+    hits: dict[str, list[float]] = {}
+    checked = []
+    for s in seeds:
+        runs = s["stability"]
+        checked.append(sum(_get(runs, k, "stable_checked") for k in runs if k.startswith("N=")))
+        for k in sorted(runs):
+            if k.startswith("N=") and _get(runs, k, "stable_unreceived"):
+                hits.setdefault(k, []).append(_get(runs, k, "stable_unreceived"))
+    where = ", ".join(f"{k}: {spread(v, '.0f')}" for k, v in hits.items()) or "none"
+    return (f"(message, receiver) pairs stable at the sender before that receiver had the "
+            f"message, per run: {where}, of {spread(checked, '.0f')} stable messages checked")
+
+
 CLAIMS: tuple[Claim, ...] = (
     Claim("stability", "Fig. 2, vector acks: stable within 7 at s1, 14 at s2", "7, 14",
           "stability, runs fig2/vector-worst (the Fig. 2 latencies, every node acting "
@@ -306,4 +334,14 @@ CLAIMS: tuple[Claim, ...] = (
           "It differs if acks are not held back by the slow clock (the skew adds less)",
           ("stability",), _st_skew, _st_skew_ok,
           "skew increased the mean latency by less than its share of the clock offsets"),
+    Claim("stability", "a message stable at its sender has been received by every "
+          "receiver (Theorem 1 (a))", "0", "stability, every N=* run (timestamp, vector, "
+          "logical, skewed, uneven): each time an ack makes messages stable at their "
+          "sender, every receiver's entry for that sender (FIFO channels: the largest "
+          "timestamp it delivered from it) against each message's timestamp; checked: 0 "
+          "(message, receiver) pairs below it, with stable messages checked. It differs if "
+          "an ack rule lets a message be stable before some receiver has it (an ack taken "
+          "as the largest entry instead of the smallest)", ("stability",), _st_stable,
+          lambda v: v["stable but not received"] == 0 and v["stable messages checked"] > 0,
+          _stable_why),
 )

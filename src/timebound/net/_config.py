@@ -2,8 +2,9 @@
 
 The file holds the same keys as the command's flags, without the dashes in front,
 spelled with dashes or underscores (``gc-every`` or ``gc_every``): a flag is a boolean
-(``no-uvloop = true``), a duration a string with its unit (``rho = "300s"``: no bare
-number in a new format), a count an integer, a path or name a string. A flag given on
+(``no-uvloop = true``), a duration a string with its unit as on the command line
+(``rho = "300s"``; a bare number, ``rho = 300`` or ``rho = "300"``, is refused as there,
+showing it with each unit), a count an integer, a path or name a string. A flag given on
 the command line overrides the file; the file overrides the defaults. An unknown key,
 a value of the wrong type or out of range is one line naming the file and the key
 (``timebound: error: serve.toml: beta: ...``), including the ranges checked after
@@ -122,7 +123,7 @@ class ConfigSpec:
             ok = isinstance(value, bool)
         elif kind == "int":
             ok = isinstance(value, int) and not isinstance(value, bool)
-        elif kind == "float":
+        elif kind == "float" or (kind == "duration" and not isinstance(value, str)):
             ok = isinstance(value, int | float) and not isinstance(value, bool)
         else:
             ok = isinstance(value, str)
@@ -130,13 +131,11 @@ class ConfigSpec:
             raise UsageError(where, f"expected {wanted}, got {type(value).__name__} "
                                     f"{value!r}")
         if kind == "duration":
-            if value.strip().replace(".", "", 1).isdigit():
-                raise UsageError(where, f"a duration needs its unit (\"{value}us\", "
-                                        f"\"{value}ms\", \"{value}s\"), got {value!r}")
-            try:
-                value = option.convert(value)
+            try:  # a number is refused as a bare number is on the command line
+                value = option.convert(value if isinstance(value, str) else str(value))
             except argparse.ArgumentTypeError as exc:
-                raise UsageError(where, str(exc)) from None
+                quoted = "" if isinstance(value, str) else " (a TOML string: \"300s\")"
+                raise UsageError(where, f"{exc}{quoted}") from None
         elif kind == "float":
             value = float(value)
         if option.choices is not None and value not in option.choices:

@@ -15,6 +15,16 @@
 - ``wire``: the bytes of the core's ``WireCodec`` encoding of every timestamp of a run
   with ``n`` processes, for several n (Theorem 3.8).
 
+``causal`` also measures the specification's liveness (section 4.1: every message is
+eventually delivered) and Theorem 4.3 (a message is delivered within ``delta + 3 eps``
+of its send) from observed delivery times, the simulator's tick at which the merger
+handed each message out (not its deadline): ``arrived_within_delta`` (merger arrivals
+at most delta after their send), ``undelivered`` (of those, never delivered),
+``send_to_delivery_max`` and ``send_to_delivery_over_bound`` (deliveries later than
+``delta + 3 eps`` after their send); and ``causal_pairs_published``, the causal pairs
+(each message against the latest predecessor of each publisher) among every published
+message, of which ``causal_pairs_checked`` are those whose two messages were delivered.
+
 Clocks (G1: no clock read beyond epsilon): every event is stamped with its process's
 real clock reading, tick + offset, offsets uniform in ``[-eps/2, eps/2]``. A process
 stamps at most one event per tick (the paper's model assumes so): an event that
@@ -55,6 +65,7 @@ def _run(seed: int, n: int, eps: int, delta: int, duration: int, rate: float,
     sent_at: dict[str, int] = {}
     owner: dict[str, int] = {}
     deliv_t: dict[str, int] = {}
+    arrived_at: dict[str, int] = {}  # first arrival at the merger (real ticks)
     seen_resets = 0
     last_reset = -1
     by_index: dict[tuple[int, int], str] = {}
@@ -136,6 +147,7 @@ def _run(seed: int, n: int, eps: int, delta: int, duration: int, rate: float,
             else:
                 _, proc, msg, stamp = ev
                 longest = max(longest, t - sent_at[msg])
+                arrived_at.setdefault(msg, t)
                 merger.receive(Envelope(proc, msg, stamp), now=mclock)
         for d in merger.handle_timer(now=mclock):
             delivered.append(d.envelope.msg)
@@ -156,8 +168,23 @@ def _run(seed: int, n: int, eps: int, delta: int, duration: int, rate: float,
             if pos[pred] > pos[msg]:
                 violations += 1
                 last_bad = max(last_bad, deliv_t[pred])
+    # every causal pair of published messages (each message against the latest
+    # predecessor of each publisher): the pairs a live merger lets the check see
+    pairs_published = sum(len(_preds(by_index, owner, deps[m], m)) for m in sent_at)
+    # liveness (section 4.1, Theorem 4.3): every message reaches the merger within
+    # delta here; observed delivery times (the simulator's ticks), not deadlines
+    undelivered = sum(1 for m, t in arrived_at.items()
+                      if m not in deliv_t and t - sent_at[m] <= delta)
+    waits = [deliv_t[m] - sent_at[m] for m in deliv_t]
     out = {"causal_order_violations": float(violations),
            "causal_pairs_checked": float(pairs), "published": float(count),
+           "causal_pairs_published": float(pairs_published),
+           "arrived_within_delta": float(sum(1 for m, t in arrived_at.items()
+                                             if t - sent_at[m] <= delta)),
+           "undelivered": float(undelivered),
+           "send_to_delivery_max": float(max(waits, default=0)),
+           "send_to_delivery_over_bound": float(sum(1 for w in waits
+                                                    if w > delta + 3 * eps)),
            "delivered": float(len(delivered)),
            "resets": float(sum(p.resets + p.message_resets for p in procs)),
            "clock_spread": float(read_hi - read_lo), "epsilon": float(eps),

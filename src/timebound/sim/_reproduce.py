@@ -82,7 +82,7 @@ FULL: tuple[tuple[str, str, dict[str, str]], ...] = (
                                    "estimators": "unlimited,limited", "messages": "10000"}),
     ("adaptive-reorder", "adaptive", {"clients": "10", "loads": "bounded",
                                       "estimators": "unlimited,limited",
-                                      "messages": "20000"}),
+                                      "messages": "20000", "duplicate": "0.05"}),
     *(("slotted", "slotted", {"schemes": s, "transport": "paper", "duration": "100000000",
                               "slots": "2000,10000,20000,40000,100000"}) for s in "abcde"),
     ("stability", "stability", {"sizes": "2,4,8", "duration": "1000000"}),

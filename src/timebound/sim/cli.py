@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Any
 
-from timebound.durations import format_duration, parse_duration
+from timebound.durations import duration_help, parse_duration
 from timebound.errors import UsageError
 from timebound.sim._budget import DEFAULT_MAX_SECONDS, parse_size
 from timebound.sim._progress import RunProgress
@@ -36,7 +36,8 @@ def size_type(option: str) -> Any:
 
 
 def seconds_type(option: str) -> Any:
-    """An argparse ``type`` for a time limit with its unit (``30s``, ``90m``), in seconds."""
+    """An argparse ``type`` for a time limit with its unit (``30s``, ``90m``, ``2h``), in
+    seconds (a bare number is refused: ``durations.bare_number_reason``)."""
     def parse(text: str) -> float:
         try:
             return parse_duration(text, option) / 1e6
@@ -55,10 +56,9 @@ def add_budget_options(parser: argparse.ArgumentParser, what: str) -> None:
              "MemAvailable); give a larger SIZE to run a refused one anyway")
     parser.add_argument(
         "--max-time", type=seconds_type("--max-time"), default=None, metavar="DURATION",
-        help=f"refuse {what} whose estimated wall time is above DURATION (with its unit: "
-             f"90s, 120m; default {format_duration(int(DEFAULT_MAX_SECONDS * 1e6))}); "
-             "give a longer "
-             "DURATION to run a refused one anyway")
+        help=duration_help(f"refuse {what} whose estimated wall time is above DURATION; "
+                           "give a longer DURATION to run a refused one anyway",
+                           int(DEFAULT_MAX_SECONDS * 1e6)))
 
 
 #: An estimate at least this long (seconds) is printed before the run starts.

@@ -3,7 +3,7 @@
 The rows go where their (receiver, hash class) hashes (``repartition`` on the caller's
 columns alone, ``_check.placement``; the working columns and the row checks come after
 the shuffle, so it moves nothing twice), and an
-iterator Arrow UDF (Spark's ``ArrowEvalPython``, as ``timebound.spark.traces._atmostonce``
+iterator Arrow UDF (Spark's ``ArrowEvalPython``, as ``timebound.spark.traces``'
 decides placed receivers) hands the columns a receiver reads, and the tie-breaks, to
 the pipeline's own decider (``timebound.spark.traces``' ``Decider``: one
 ``AtMostOnceAdapter`` per partition, every receiver and class of it, decided
@@ -48,7 +48,7 @@ from timebound.spark._check import (
     working_names,
 )
 from timebound.spark._order import arrow_order
-from timebound.spark.traces._atmostonce import VERDICTS, Decider, answered, arrow_schema
+from timebound.spark.traces import VERDICTS, Decider, answered, arrow_schema
 from timebound.sparkutil import marked
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: The one run of the pipeline's decider (it keys replayers by run).
 RUN = "at_most_once"
 _DECISION = "__timebound_decision"
-#: What the decider reads, as ``timebound.spark.traces._atmostonce`` names it.
+#: What the decider reads, as ``timebound.spark.traces`` names it.
 _READ = ("receiver", "conn", "ts", "at")
 _S, _L = StringType(), LongType()
 _DECIDED = StructType([

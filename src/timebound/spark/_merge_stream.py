@@ -44,8 +44,14 @@ from timebound.spark._check import PREFIX, TABLE, _hashable, col
 from timebound.spark._groups import Role
 from timebound.spark._merge import _ties, added_fields
 from timebound.spark._stream import use_rocksdb
-from timebound.spark.traces._rows import FILE_COLUMN, LINE_COLUMN
-from timebound.spark.traces._stream_merge import TIME_MODES, TIMERS, Arrival, MergeProcessor
+from timebound.spark.traces import (
+    FILE_COLUMN,
+    LINE_COLUMN,
+    TIME_MODES,
+    TIMERS,
+    Arrival,
+    MergeProcessor,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame

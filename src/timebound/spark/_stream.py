@@ -5,7 +5,7 @@ checked as Spark reads it) -> ``groupBy(receiver, hash class)`` ->
 ``applyInPandasWithState`` (RocksDB state store), whose function (``Decider``) takes
 each key's rows of a micro-batch as column slices, puts them in decision order
 (``_order.frame_order``, from the one rule the batch operator sorts by too),
-and decides them with ``timebound.spark.traces``' ``decide_messages``: the key's
+and decides them with ``timebound.spark.traces``' ``decide_key_rows``: the key's
 receiver restored from its snapshot, the late-row rule (``clocked``: a row whose
 ``at`` is behind its receiver's clock is decided at that clock and marked
 ``late_arrival``), the core's compiled loop over the columns, the snapshot saved
@@ -51,11 +51,12 @@ from timebound.spark._check import (
     working_names,
 )
 from timebound.spark._order import frame_order
-from timebound.spark.traces._rows import ROCKSDB, grouping_key
-from timebound.spark.traces._stream_atmostonce import (
+from timebound.spark.traces import (
+    ROCKSDB,
     STATE_SCHEMA,
     AtMostOnceProcessor,
-    decide_messages,
+    decide_key_rows,
+    grouping_key,
     prefer_exact_integers,
     state_value,
 )
@@ -130,7 +131,7 @@ class Decider:
         name, _cls = grouping_key(key)
         self.processor.state = state_value(state)
         try:
-            decided, late = decide_messages(
+            decided, late = decide_key_rows(
                 self.processor, str(name), SOURCE,
                 pa.array(frame[CONN].to_numpy(dtype=object), pa.string()),
                 frame[TS].to_numpy(dtype=np.int64), frame[AT].to_numpy(dtype=np.int64))

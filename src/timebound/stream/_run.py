@@ -52,8 +52,8 @@ SESSION_CONF = {
 }
 #: Documented range of ``--max-files-per-trigger``.
 MAX_FILES_RANGE = (1, 1_000_000)
-_INTERVAL = re.compile(r"^processing-time=(\d+)(ms|s|m)$")
-_UNITS = {"ms": "milliseconds", "s": "seconds", "m": "minutes"}
+_INTERVAL = re.compile(r"^processing-time=(\d+)(ms|s|m|h)$")
+_UNITS = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours"}
 POLL_SECONDS = 0.25
 CANCEL_EVERY = 0.1  # seconds between two cancellations of a stopping query's jobs
 
@@ -70,12 +70,12 @@ class Trigger:
 
 
 def parse_trigger(text: str) -> Trigger:
-    """``available-now`` | ``processing-time=<N>ms|s|m`` (N >= 1)."""
+    """``available-now`` | ``processing-time=<N>ms|s|m|h`` (N >= 1)."""
     if text == "available-now":
         return Trigger(True)
     match = _INTERVAL.match(text)
     if match is None or int(match.group(1)) < 1:
-        raise UsageError("--trigger", f"expected available-now or processing-time=<N>ms|s|m "
+        raise UsageError("--trigger", f"expected available-now or processing-time=<N>ms|s|m|h "
                                       f"(N >= 1), got {text!r}")
     return Trigger(False, f"{int(match.group(1))} {_UNITS[match.group(2)]}")
 

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 from timebound.adapters.atmostonce import AtMostOnceOptions, add_receiver_arguments
 from timebound.adapters.merge import MergeOptions
 from timebound.contract import VARIANTS
-from timebound.durations import format_bytes, parse_duration
+from timebound.durations import METAVAR, duration_help, format_bytes, parse_duration
 from timebound.errors import MissingExtra
 
 #: ``--timers`` choices (``timebound.spark.traces._stream_merge.TIMERS``; pyspark is not imported
@@ -67,7 +67,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     io.add_argument("--trigger", default="available-now",
                     metavar="available-now|processing-time=1s",
                     help="available-now (default): process every file present, then stop; "
-                         "processing-time=<N>ms|s|m: a micro-batch every interval until "
+                         "processing-time=<N>ms|s|m|h: a micro-batch every interval until "
                          "SIGINT/SIGTERM")
     io.add_argument("--max-files-per-trigger", type=int, default=None, metavar="N",
                     help="at most N files per micro-batch (1..1000000; default: all new "
@@ -141,9 +141,9 @@ def add_stream_parser(commands: Any) -> None:
                            "(Spark's processing-time timers: delivered once its deadline "
                            "has passed on the wall clock, with or without new arrivals; "
                            "use with --trigger processing-time=...)")
-    opts.add_argument("--tick", default="1ms", metavar="DURATION",
-                      help="with --timers processing: the wall-clock length of one at "
-                           "tick, with its unit (300us, 1ms, 2s; default 1ms)")
+    opts.add_argument("--tick", default="1ms", metavar=METAVAR,
+                      help=duration_help("with --timers processing: the wall-clock "
+                                         "length of one at tick", 1000))
     merge.set_defaults(handler=run_stream_merge)
 
 

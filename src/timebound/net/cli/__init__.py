@@ -3,8 +3,10 @@ proxy`` (``rpc``), ``channel``, ``group`` and ``pubsub`` (``services``), ``key``
 (``timebound.net._keygen``), and what they share (``common``).
 
 Every bad input is one line ``timebound: error: ...`` and exit status 2 (raised as
-``UsageError`` for ``timebound.cli``); ``rpc call`` exits 1 on a timeout, a rejection
-or a remote error, with one line naming which.
+``UsageError`` for ``timebound.cli``); what the network did is one line naming it and
+a status of its own (``timebound.exitcodes``): 3 a timeout, 4 a refusal that proves
+the call did not run, 5 one that does not, 6 a remote error (``rpc call``, ``rpc
+stats``), 7 a failed channel (``channel send``).
 """
 
 from timebound.net.cli.common import check_host, format_address, parse_target, resolve_targets

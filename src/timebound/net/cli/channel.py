@@ -11,8 +11,16 @@ import sys
 from typing import Any
 
 from timebound._safety import check_int
-from timebound.durations import duration_help, duration_type, format_duration
+from timebound.durations import (
+    METAVAR,
+    duration_help,
+    duration_type,
+    format_duration,
+    ms_alias_help,
+    ms_alias_type,
+)
 from timebound.errors import StorageError, UsageError
+from timebound.exitcodes import EXIT_CHANNEL_FAILED, EXIT_OK
 from timebound.net._endpoint import on_signals
 from timebound.net.cli.common import (
     MAX_COUNT,
@@ -39,6 +47,8 @@ from timebound.net.cli.lines import stdin_lines
 
 #: Largest --window of a channel sender.
 MAX_CLI_WINDOW = 65536
+#: Largest --f-hold and channel send --timeout (1 day), µs.
+MAX_DAY_US = 86_400_000_000
 
 
 def add_channel_parser(commands: Any) -> None:
@@ -62,12 +72,15 @@ def add_channel_parser(commands: Any) -> None:
     recv.add_argument("--count", type=int, default=None, metavar="N",
                       help=f"exit after N deliveries, 1..{MAX_COUNT} (default: run until "
                            "SIGTERM/SIGINT)")
-    recv.add_argument("--f-hold", "--f-hold-ms", dest="f_hold", default=None,
-                      type=duration_type("--f-hold", "ms", minimum_us=0), metavar="DURATION",
-                      help=duration_help("deliver an F waiting behind a gap after this long, "
-                                         "at most 1 day (none: at its slot's end); "
-                                         "--f-hold-ms is the old name, deprecated",
-                                         None, "ms"))
+    recv.add_argument("--f-hold", dest="f_hold", default=None,
+                      type=duration_type("--f-hold", minimum_us=0, maximum_us=MAX_DAY_US),
+                      metavar=METAVAR,
+                      help=duration_help("deliver an F waiting behind a gap after this long",
+                                         None, minimum_us=0, maximum_us=MAX_DAY_US,
+                                         default="none: at its slot's end"))
+    recv.add_argument("--f-hold-ms", dest="f_hold", default=argparse.SUPPRESS,
+                      type=ms_alias_type("--f-hold-ms", minimum_us=0, maximum_us=MAX_DAY_US),
+                      metavar="MS", help=ms_alias_help("--f-hold"))
     add_stats_option(recv)
     recv.set_defaults(handler=run_channel_recv)
 
@@ -76,17 +89,17 @@ def add_channel_parser(commands: Any) -> None:
         description="Read lines 'KIND DATA' (KIND: FR, R, F or N; DATA: the rest of the "
                     "line, UTF-8) from stdin and send each on one channel to HOST:PORT; "
                     "at end of input wait until every reliable message is acknowledged. "
-                    "Exit 0; 1 if the channel failed (refused or no acknowledgment); 2 on "
-                    "a bad line.")
+                    "Exit 0; 7 if the channel failed (refused or no acknowledgment within "
+                    "--timeout); 2 on a bad line (docs/errors.md).")
     send.add_argument("target", metavar="HOST:PORT",
                       help="the channel receiver's UDP address ('timebound channel recv')")
     add_key_options(send)
     send.add_argument("--window", type=int, default=256, metavar="N",
                       help=f"messages in flight, 1..{MAX_CLI_WINDOW} (default 256)")
-    send.add_argument("--timeout", type=duration_type("--timeout", "s"), default=10_000_000,
-                      metavar="DURATION",
-                      help=duration_help("give up after this long without acknowledgment, "
-                                         "at most 1 day", 10_000_000, "s"))
+    send.add_argument("--timeout", type=duration_type("--timeout", maximum_us=MAX_DAY_US),
+                      default=10_000_000, metavar=METAVAR,
+                      help=duration_help("give up after this long without acknowledgment",
+                                         10_000_000, maximum_us=MAX_DAY_US))
     add_stats_option(send)
     send.set_defaults(handler=run_channel_send)
 
@@ -200,7 +213,7 @@ def run_channel_send(args: argparse.Namespace) -> int:
         run(main())
     except ChannelFailed as exc:
         print(f"timebound: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_CHANNEL_FAILED
     if bad:
         raise bad[0]
-    return 0
+    return EXIT_OK

@@ -11,7 +11,14 @@ import sys
 from typing import Any
 
 from timebound._safety import check_int
-from timebound.durations import duration_help, duration_type, format_duration
+from timebound.durations import (
+    METAVAR,
+    duration_help,
+    duration_type,
+    format_duration,
+    ms_alias_help,
+    ms_alias_type,
+)
 from timebound.errors import UsageError
 from timebound.net._endpoint import until_signal
 from timebound.net.cli.common import (
@@ -32,6 +39,10 @@ from timebound.net.cli.common import (
     utf8,
 )
 from timebound.net.cli.lines import stdin_lines, text_line
+
+#: Largest --ack-every and --join-wait (60s), and --dead-after (1 day), µs.
+MAX_MINUTE_US = 60_000_000
+MAX_DAY_US = 86_400_000_000
 
 
 def add_group_parser(commands: Any) -> None:
@@ -62,21 +73,26 @@ def add_group_parser(commands: Any) -> None:
                            "(default physical)")
     join.add_argument("--group", default="timebound", metavar="G",
                       help="the group's name on the wire (default timebound)")
-    join.add_argument("--ack-every", "--ack-every-ms", dest="ack_every", default=20_000,
-                      type=duration_type("--ack-every", "ms"), metavar="DURATION",
-                      help=duration_help("ack and heartbeat period, at most 60s; "
-                                         "--ack-every-ms is the old name, deprecated",
-                                         20_000, "ms"))
-    join.add_argument("--dead-after", type=duration_type("--dead-after", "s"), default=None,
-                      metavar="DURATION",
-                      help=duration_help("disconnect a member silent this long, at most 1 "
-                                         "day (none: never)", None, "s"))
-    join.add_argument("--join-wait", type=duration_type("--join-wait", "s", minimum_us=0),
-                      default=2_000_000, metavar="DURATION",
+    join.add_argument("--ack-every", dest="ack_every", default=20_000,
+                      type=duration_type("--ack-every", maximum_us=MAX_MINUTE_US),
+                      metavar=METAVAR,
+                      help=duration_help("ack and heartbeat period", 20_000,
+                                         maximum_us=MAX_MINUTE_US))
+    join.add_argument("--ack-every-ms", dest="ack_every", default=argparse.SUPPRESS,
+                      type=ms_alias_type("--ack-every-ms", maximum_us=MAX_MINUTE_US),
+                      metavar="MS", help=ms_alias_help("--ack-every"))
+    join.add_argument("--dead-after", default=None, metavar=METAVAR,
+                      type=duration_type("--dead-after", maximum_us=MAX_DAY_US),
+                      help=duration_help("disconnect a member silent this long", None,
+                                         maximum_us=MAX_DAY_US, default="none: never"))
+    join.add_argument("--join-wait", default=2_000_000, metavar=METAVAR,
+                      type=duration_type("--join-wait", minimum_us=0,
+                                         maximum_us=MAX_MINUTE_US),
                       help=duration_help("before multicasting its first stdin line, wait "
                                          "until every member has been heard from (their "
-                                         "join lines come first), at most this long, "
-                                         "at most 60s; 0s: send at once", 2_000_000, "s"))
+                                         "join lines come first), at most this long; 0s: "
+                                         "send at once", 2_000_000, minimum_us=0,
+                                         maximum_us=MAX_MINUTE_US))
     join.add_argument("--max-buffer", type=int, default=4096, metavar="N",
                       help="most messages not yet stable, 1..1000000 (send waits; "
                            "default %(default)s)")

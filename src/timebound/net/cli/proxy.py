@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Any
 
-from timebound.durations import duration_help, duration_type, format_duration
+from timebound.durations import METAVAR, duration_help, duration_type, format_duration
 from timebound.errors import UsageError
 from timebound.net.cli.common import (
     add_bind_options,
@@ -46,16 +46,15 @@ def add_net_parser(commands: Any) -> None:
     proxy.add_argument("--reorder", type=float, default=0.0,
                        help="probability in [0, 1] that a datagram is held back by "
                             "--reorder-delay, so later ones overtake it (default 0)")
-    proxy.add_argument("--delay", metavar="D", default=0,
-                       type=duration_type("--delay", "s", minimum_us=0),
-                       help=duration_help("every datagram's delay, at most 60s", 0, "s"))
-    proxy.add_argument("--jitter", metavar="D", default=0,
-                       type=duration_type("--jitter", "s", minimum_us=0),
-                       help=duration_help("a random extra delay in [0, D] per datagram, at "
-                                          "most 60s", 0, "s"))
-    proxy.add_argument("--reorder-delay", metavar="D", default=5_000,
-                       type=duration_type("--reorder-delay", "s", minimum_us=0),
-                       help=duration_help("extra delay of a reordered datagram", 5_000, "s"))
+    for flag, what, default in (
+            ("--delay", "every datagram's delay", 0),
+            ("--jitter", "a random extra delay in [0, DURATION] per datagram", 0),
+            ("--reorder-delay", "extra delay of a reordered datagram", 5_000)):
+        proxy.add_argument(flag, metavar=METAVAR, default=default,
+                           type=duration_type(flag, minimum_us=0,
+                                              maximum_us=MAX_PROXY_DELAY_US),
+                           help=duration_help(what, default, minimum_us=0,
+                                              maximum_us=MAX_PROXY_DELAY_US))
     proxy.add_argument("--seed", type=int, default=0,
                        help="seed of the faults' random choices: the same seed, the same "
                             "faults for the same datagrams (default 0)")

@@ -10,7 +10,13 @@ import sys
 from typing import Any
 
 from timebound._safety import check_int
-from timebound.durations import duration_help, duration_type
+from timebound.durations import (
+    METAVAR,
+    duration_help,
+    duration_type,
+    ms_alias_help,
+    ms_alias_type,
+)
 from timebound.errors import UsageError
 from timebound.net._endpoint import on_signals, until_signal
 from timebound.net.cli.common import (
@@ -40,14 +46,18 @@ def _system_options(parser: argparse.ArgumentParser, required: bool = True) -> N
     from timebound.core.pubsub import MAX_DELTA, MAX_EPSILON, MAX_N
 
     need = "required" if required else "none: any"
-    parser.add_argument("--epsilon", type=duration_type("--epsilon", "ms"), required=required,
-                        metavar="DURATION",
-                        help=duration_help(f"clock synchronization bound (G1), whole ms, "
-                                           f"1ms..{MAX_EPSILON}ms ({need})", None, "ms"))
-    parser.add_argument("--delta", type=duration_type("--delta", "ms", minimum_us=0),
-                        required=required, metavar="DURATION",
-                        help=duration_help(f"message delay bound (G2), whole ms, "
-                                           f"0ms..{MAX_DELTA}ms ({need})", None, "ms"))
+    top_epsilon, top_delta = MAX_EPSILON * 1000, MAX_DELTA * 1000
+    parser.add_argument("--epsilon", required=required, metavar=METAVAR,
+                        type=duration_type("--epsilon", minimum_us=1000,
+                                           maximum_us=top_epsilon),
+                        help=duration_help("clock synchronization bound (G1), whole ms",
+                                           None, minimum_us=1000, maximum_us=top_epsilon,
+                                           default=need))
+    parser.add_argument("--delta", required=required, metavar=METAVAR,
+                        type=duration_type("--delta", minimum_us=0, maximum_us=top_delta),
+                        help=duration_help("message delay bound (G2), whole ms", None,
+                                           minimum_us=0, maximum_us=top_delta,
+                                           default=need))
     parser.add_argument("--n", type=int, default=64, metavar="N",
                         help=f"bound on the number of publishers, 1..{MAX_N} (default 64)")
     add_key_options(parser)
@@ -117,12 +127,16 @@ def add_pubsub_parser(commands: Any) -> None:
                            help="this subscriber's name (default: none)")
     subscribe.add_argument("--count", type=int, default=None, metavar="N",
                            help=f"exit after N deliveries, 1..{MAX_COUNT}")
-    subscribe.add_argument("--gap-wait", "--gap-wait-ms", dest="gap_wait", default=50_000,
-                           type=duration_type("--gap-wait", "ms", minimum_us=0),
-                           metavar="DURATION",
+    subscribe.add_argument("--gap-wait", dest="gap_wait", default=50_000, metavar=METAVAR,
+                           type=duration_type("--gap-wait", minimum_us=0,
+                                              maximum_us=60_000_000),
                            help=duration_help("wait this long at most for a reordered "
-                                              "datagram, whole ms, 0ms..60s; --gap-wait-ms "
-                                              "is the old name, deprecated", 50_000, "ms"))
+                                              "datagram, whole ms", 50_000, minimum_us=0,
+                                              maximum_us=60_000_000))
+    subscribe.add_argument("--gap-wait-ms", dest="gap_wait", default=argparse.SUPPRESS,
+                           type=ms_alias_type("--gap-wait-ms", minimum_us=0,
+                                              maximum_us=60_000_000),
+                           metavar="MS", help=ms_alias_help("--gap-wait"))
     _system_options(subscribe, required=False)
     subscribe.set_defaults(handler=run_pubsub_subscribe)
 

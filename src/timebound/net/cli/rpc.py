@@ -1,9 +1,11 @@
 """``timebound rpc serve|call|stats|bench`` (``net proxy``: ``proxy``).
 
-Ticks of the receiver options are microseconds (the live timestamp unit). Every bad
-input is one line ``timebound: error: ...`` and exit status 2 (raised as
-``UsageError`` for ``timebound.cli``); ``rpc call`` exits 1 on a timeout, a
-rejection or a remote error, with one line naming which.
+The receiver options are wall-clock durations with their unit (the live
+timestamps are microseconds). Every bad input is one line ``timebound: error: ...``
+and exit status 2 (raised as ``UsageError`` for ``timebound.cli``); ``rpc call`` and
+``rpc stats`` end a timeout, a refusal or a remote error with one line naming which
+and its own exit status (``timebound.exitcodes``: 3 a timeout, 4 a refusal that
+proves the call did not run, 5 one that does not, 6 a remote error).
 
 Issue 26 (safe on a real network), the command line's share:
 
@@ -25,10 +27,8 @@ Issue 26 (safe on a real network), the command line's share:
   for it (one more is refused ``overloaded``).
 
 Issue 31 (one set of conventions), this module's share: every wall-clock option is a
-duration with its unit (``timebound.durations``: ``250ms``, ``2s``; a bare number keeps
-its old unit, microseconds for the receiver's ticks, seconds for ``--timeout``,
-``--previous-key-grace`` and the proxy's delays, and is deprecated), printed with its
-unit; ``rpc call`` and ``rpc stats`` print one timeout line (``timeout_line``);
+duration with its unit (``timebound.durations``: ``250ms``, ``2s``, ``1h``; a bare
+number is refused, showing it with each unit), printed with its unit; ``rpc call`` and ``rpc stats`` print one timeout line (``timeout_line``);
 ``rpc serve --config FILE`` reads the same options from TOML (``_config``), and
 ``--metrics-port`` serves latency histograms beside the counters (``_metrics``).
 """
@@ -44,8 +44,21 @@ from typing import Any
 
 from timebound.adapters.atmostonce import AtMostOnceOptions, add_receiver_arguments
 from timebound.core.atmostonce import ReceiverConfig
-from timebound.durations import duration_help, duration_type, format_duration
+from timebound.durations import (
+    MAX_MICROS,
+    METAVAR,
+    duration_help,
+    duration_type,
+    format_duration,
+)
 from timebound.errors import StorageError, UsageError
+from timebound.exitcodes import (
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_REFUSED_UNKNOWN,
+    EXIT_REMOTE_ERROR,
+    EXIT_TIMEOUT,
+)
 from timebound.net._config import ConfigSpec
 from timebound.net.cli.common import (
     add_bind_options,
@@ -64,8 +77,9 @@ from timebound.net.cli.common import (
     utf8,
 )
 
-#: Largest --timeout, seconds.
+#: Largest --timeout, seconds and µs.
 MAX_TIMEOUT = 3600.0
+MAX_TIMEOUT_US = 3_600_000_000
 #: The client's --timeout by default, µs.
 DEFAULT_TIMEOUT_US = 2_000_000
 #: How long the previous key stays accepted by default (``--previous-key-grace``), µs.
@@ -87,8 +101,8 @@ def add_rpc_parser(commands: Any) -> None:
         description="Serve MODULE:ATTR (a dict of handlers, or an object whose public "
                     "methods are handlers; def f(payload: bytes) -> bytes or async def). "
                     "Prints one line 'listening on udp://HOST:PORT' when ready. SIGTERM "
-                    "and SIGINT stop it cleanly. Durations take a unit (250ms, 2s; the "
-                    "receiver's ticks are microseconds). Without --key-file it binds only "
+                    "and SIGINT stop it cleanly. Durations take their unit (us, ms, s, "
+                    "m or h: 250ms, 2s; a bare number is refused). Without --key-file it binds only "
                     "loopback addresses (--insecure overrides); 'timebound key new FILE' "
                     "makes a key. --config FILE reads the same options from a TOML file: "
                     "one key per option, its name without the leading dashes (rho = "
@@ -108,10 +122,10 @@ def add_rpc_parser(commands: Any) -> None:
     add_key_options(serve)
     serve.add_argument("--previous-key-file", metavar="F",
                        help="key rotation: also accept this previous key (default: none)")
-    serve.add_argument("--previous-key-grace", metavar="D", default=DEFAULT_KEY_GRACE_US,
-                       type=duration_type("--previous-key-grace", "s", minimum_us=0),
+    serve.add_argument("--previous-key-grace", metavar=METAVAR, default=DEFAULT_KEY_GRACE_US,
+                       type=duration_type("--previous-key-grace", minimum_us=0),
                        help=duration_help("how long the previous key stays accepted",
-                                          DEFAULT_KEY_GRACE_US, "s"))
+                                          DEFAULT_KEY_GRACE_US, minimum_us=0))
     serve.add_argument("--metrics-port", type=int, metavar="P",
                        help="serve Prometheus metrics on http://METRICS-HOST:P/metrics "
                             "(plain HTTP, no key): the counters, and latency histograms "
@@ -142,8 +156,13 @@ def add_rpc_parser(commands: Any) -> None:
     serve.set_defaults(handler=run_serve, config_spec=ConfigSpec.of(serve))
 
     call = sub.add_parser("call", help="call PROC on HOST:PORT and print the reply",
-                          description="Exit 0 and print the reply; exit 1 on a timeout, "
-                                      "a rejection or a remote error (one line naming it).")
+                          description="Exit 0 and print the reply. Otherwise one line "
+                                      "naming what happened and its exit status: 3 a "
+                                      "timeout (the call ran at most once), 4 a refusal "
+                                      "that proves the call did not run, 5 a refusal that "
+                                      "does not (it may have run once), 6 a remote error "
+                                      "(the handler raised: it ran once), 2 your input. "
+                                      "docs/errors.md lists them.")
     call.add_argument("target", metavar="HOST:PORT",
                       help="the server's address ([V6]:PORT for IPv6; required)")
     call.add_argument("proc", metavar="PROC",
@@ -157,7 +176,9 @@ def add_rpc_parser(commands: Any) -> None:
     call.set_defaults(handler=run_call)
 
     stats = sub.add_parser("stats", help="print a server's counters",
-                           description="Call the built-in timebound.stats procedure.")
+                           description="Call the built-in timebound.stats procedure. "
+                                       "Exit statuses as rpc call's (3 a timeout, 4 or 5 "
+                                       "a refusal, 6 a remote error).")
     stats.add_argument("target", metavar="HOST:PORT",
                        help="the server's address ([V6]:PORT for IPv6; required)")
     _add_timeout_option(stats)
@@ -212,10 +233,10 @@ def add_net_parser(commands: Any) -> None:
 
 def _add_timeout_option(parser: argparse.ArgumentParser) -> None:
     """``--timeout`` of ``rpc call`` and ``rpc stats`` (µs in the namespace)."""
-    parser.add_argument("--timeout", metavar="D", default=DEFAULT_TIMEOUT_US,
-                        type=duration_type("--timeout", "s"),
-                        help=duration_help(f"how long to wait for the reply, at most "
-                                           f"{MAX_TIMEOUT:g}s", DEFAULT_TIMEOUT_US, "s"))
+    parser.add_argument("--timeout", metavar=METAVAR, default=DEFAULT_TIMEOUT_US,
+                        type=duration_type("--timeout", maximum_us=MAX_TIMEOUT_US),
+                        help=duration_help("how long to wait for the reply",
+                                           DEFAULT_TIMEOUT_US, maximum_us=MAX_TIMEOUT_US))
 
 
 #: The receiver's defaults as ``--help`` shows them, µs (``timebound.net._server``'s
@@ -239,27 +260,26 @@ _LIVE_DURATIONS = {
 def add_receiver_options(parser: argparse.ArgumentParser) -> None:
     """The SCMP receiver options of ``timebound replay atmostonce`` (shared with it
     through ``timebound.adapters.atmostonce``), plus the RPC's own. On a live server
-    the replay's ticks are wall-clock durations (``_LIVE_DURATIONS``: a unit, or a
-    bare number of microseconds as before, deprecated), and ``--resilient`` says what
-    it means here."""
+    the replay's ticks are wall-clock durations (``_LIVE_DURATIONS``: with their unit,
+    a bare number refused), and ``--resilient`` says what it means here."""
     add_receiver_arguments(parser, classes=True)
     for action in parser._actions:
         if action.dest in _LIVE_DURATIONS:
             what, minimum = _LIVE_DURATIONS[action.dest]
             flag = "--" + action.dest.replace("_", "-")
-            action.type = duration_type(flag, "us", minimum_us=minimum)
-            action.metavar = "D"
+            action.type = duration_type(flag, minimum_us=minimum)
+            action.metavar = METAVAR
             action.help = duration_help(what, SHOWN_RECEIVER_DEFAULTS.get(action.dest, 0),
-                                        "us")
+                                        minimum_us=minimum, maximum_us=MAX_MICROS)
         elif action.dest == "resilient":
             action.help = ("accepted, changes nothing: a live server always keeps latest "
                            "in --storage (SCMP Fig. 2-2), so no call runs twice across "
                            "a crash or restart")
     g = parser.add_argument_group("RPC connection table (Fig. 3-1)")
-    g.add_argument("--kappa", metavar="D", default=0,
-                   type=duration_type("--kappa", "us", minimum_us=0),
+    g.add_argument("--kappa", metavar=METAVAR, default=0,
+                   type=duration_type("--kappa", minimum_us=0),
                    help=duration_help("keep replies at least this long (rho' = max(rho, "
-                                      "kappa))", 0, "us"))
+                                      "kappa))", 0, minimum_us=0))
     g.add_argument("--capacity", type=int, metavar="N",
                    help="most connection-table entries per class (default: the "
                         "server's, sized for this machine's memory; 0: unbounded)")
@@ -539,15 +559,28 @@ def run_call(args: argparse.Namespace) -> int:
         reply = _client_call(args, args.proc, payload)
     except CallTimeout:
         print(timeout_line(args.target, args.timeout), file=sys.stderr)
-        return 1
+        return EXIT_TIMEOUT
     except CallRejected as exc:
         print(f"timebound: rejected: {rejection_line(exc)}", file=sys.stderr)
-        return 1
+        return failure_status(exc)
     except RemoteError as exc:
         print(f"timebound: remote error: {exc.message}", file=sys.stderr)
-        return 1
+        return EXIT_REMOTE_ERROR
     sys.stdout.write(reply.decode("utf-8", "backslashreplace") + "\n")
-    return 0
+    return EXIT_OK
+
+
+def failure_status(exc: Exception) -> int:
+    """The exit status of a call that failed with ``exc`` (``timebound.exitcodes``): a
+    timeout 3; a refusal 4 when it proves the call did not run (``CallRejected.ran is
+    False``), else 5; a remote error 6."""
+    from timebound.net._errors import CallRejected, CallTimeout
+
+    if isinstance(exc, CallTimeout):
+        return EXIT_TIMEOUT
+    if isinstance(exc, CallRejected):
+        return EXIT_REFUSED if exc.ran is False else EXIT_REFUSED_UNKNOWN
+    return EXIT_REMOTE_ERROR
 
 
 def call_payload(text: str) -> bytes:
@@ -601,10 +634,10 @@ def run_stats(args: argparse.Namespace) -> int:
         reply = _client_call(args, STATS_PROCEDURE, b"")
     except CallTimeout:
         print(timeout_line(args.target, args.timeout), file=sys.stderr)
-        return 1
+        return EXIT_TIMEOUT
     except RpcError as exc:
         print(f"timebound: {exc}", file=sys.stderr)
-        return 1
+        return failure_status(exc)
     stats = json.loads(reply)
     if args.json:
         print(json.dumps(stats, sort_keys=True))

@@ -33,7 +33,10 @@ estimate in force while the second half of the traffic arrives
 ``estimate_over_true``). L/A as a trend: ``lost_per_accepted_at_<k>pct`` after k% of
 the expected messages. Theorem 2: ``out_of_order_accepted`` counts acceptances of a
 timestamp not above the connection's last accepted one, beside
-``out_of_order_arrivals`` (how often the network offered one).
+``out_of_order_arrivals`` (how often the network offered one) and
+``duplicates_offered`` (copies of a datagram that had arrived already: with
+``duplicate`` > 0 the network sends a second copy of a datagram with that
+probability; an accepted copy counts in ``out_of_order_accepted``).
 
 Step loads: ``step_x1``/``step_x2`` (the largest lifetime of a message sent before /
 after the step), ``step_estimate_over_2x2`` (the estimate in force at the step over
@@ -121,6 +124,7 @@ class _Tracked(AmoRun):
         self.highest_seen: dict[str, int] = {}
         self.out_of_order_accepted = 0
         self.out_of_order_arrivals = 0
+        self.duplicates_offered = 0
 
     def _arrive(self, packet: Any) -> bool:
         msg = packet.payload
@@ -128,6 +132,8 @@ class _Tracked(AmoRun):
         lost_before = self.lost
         if msg.ts < self.highest_seen.get(msg.conn, 0):
             self.out_of_order_arrivals += 1
+        if packet.arrivals > 1:  # a copy of a datagram that already arrived
+            self.duplicates_offered += 1
         self.highest_seen[msg.conn] = max(msg.ts, self.highest_seen.get(msg.conn, 0))
         taken = super()._arrive(packet)
         self.last_arrival = self.engine.now
@@ -310,6 +316,8 @@ PARAMS = (
     Param("mean", "daynight load: mean one-way delay (ticks)", "20000", "float", lo=1),
     Param("amplitude", "daynight load: relative amplitude of the cycle", "0.8", "float",
           lo=0, hi=0.99),
+    Param("duplicate", "probability that the network delivers a second copy of a "
+          "datagram (Theorem 2's duplicates)", "0", "float", lo=0, hi=1),
     Param("epsilon", "clock synchronisation bound (ticks)", "10000", lo=0),
     Param("drift_ppm", "clock drift bound (ppm)", "20", "float", lo=0, hi=10_000),
     Param("resync", "clock resynchronisation period (ticks)", "16000000", lo=0),
@@ -387,7 +395,8 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
         delay, delay_fn = _load(p, load)
         net = NetConfig(clients=clients, servers=1, calls=calls,
                         gap=Exponential(per_client_gap), spread=int(per_client_gap),
-                        delay=delay, loss=0.0, duplicate=0.0, reorder=0.0, reorder_extra=0,
+                        delay=delay, loss=0.0, duplicate=p["duplicate"], reorder=0.0,
+                        reorder_extra=0,
                         timeout=10**12, retries=0, epsilon=p["epsilon"],
                         drift_ppm=p["drift_ppm"], resync=p["resync"], delay_fn=delay_fn)
         opts = _options(p, est)
@@ -417,6 +426,7 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
         rows.append(("messages_expected", float(clients * calls), None))
         rows.append(("out_of_order_accepted", float(sim.out_of_order_accepted), None))
         rows.append(("out_of_order_arrivals", float(sim.out_of_order_arrivals), None))
+        rows.append(("duplicates_offered", float(sim.duplicates_offered), None))
         rows.append(("p", float(opts.p or 0), None))
         if est == "limited":
             rows += [("window", float(opts.window or 0), None),

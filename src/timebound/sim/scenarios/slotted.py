@@ -41,6 +41,13 @@ messages still buffered at the end make a difference). ``fr_waited_pct`` is the 
 of delivered FRs that arrived before their slot opened, i.e. before the FR ahead of
 them was delivered.
 
+Definition 4.2, checked on the observed deliveries of every run, in delivery order
+(``definition_violations_i`` .. ``_iv``): (i) the FRs in their send order, one per
+slot; (ii) every other message within its own slot, after the FR that opens it and
+before the FR that closes it; (iii) an FR only after every R of the slot it closes;
+(iv) the F of a slot in their send order. ``fr_sent`` and ``fr_delivered`` count the
+FRs (every FR delivered is one slot the check covered).
+
 The receiver is driven like any core: after every call the channel arms one engine
 timer at ``next_deadline()`` and calls ``handle_timer(now=)`` when it fires (with the
 replay's ``f_hold=None`` the receiver has no timer, so none is ever armed).
@@ -143,6 +150,12 @@ class _Channel:
         self.wait_f = 0  # message-ticks the F messages waited (D1 + D2)
         self.fr_delivered = 0
         self.fr_waited = 0  # FRs that arrived before their slot opened
+        # Definition 4.2 on the observed deliveries: the slot open at the receiver (FRs
+        # delivered), the R delivered in it, the last F order delivered in it
+        self.def_slot = 0
+        self.def_r = 0
+        self.def_f = 0
+        self.def_violations = {rule: 0 for rule in ("i", "ii", "iii", "iv")}
 
     def _row(self, kind: str, ident: str, send_kind: str | None) -> None:
         self.seq += 1
@@ -207,12 +220,32 @@ class _Channel:
             if isinstance(act, Deliver):
                 self.delivered += 1
                 self._split(act)
+                self._definition(act.stamp)
             else:
                 self.discards += 1
         deadline = self.receiver.next_deadline()
         if deadline is not None and deadline not in self.armed:
             self.armed.add(deadline)
             self.engine.at(max(deadline, self.engine.now), self._timer, deadline)
+
+    def _definition(self, stamp: Stamp) -> None:
+        """Definition 4.2 against one delivery, in delivery order: (i) the FRs in
+        their send order, one per slot; (ii) every other message within its own slot
+        (after the FR opening it, before the FR closing it); (iii) an FR after every R
+        of the slot it closes; (iv) the F of a slot in their send order."""
+        bad = self.def_violations
+        if stamp.kind is Kind.FR:
+            bad["i"] += stamp.slot != self.def_slot
+            bad["iii"] += self.def_r != stamp.order
+            self.def_slot, self.def_r, self.def_f = stamp.slot + 1, 0, 0
+            return
+        bad["ii"] += stamp.slot != self.def_slot
+        if stamp.kind is Kind.R:
+            self.def_r += 1
+        elif stamp.kind is Kind.F:
+            assert stamp.order is not None
+            bad["iv"] += stamp.order <= self.def_f
+            self.def_f = max(self.def_f, stamp.order)
 
     def _split(self, act: Deliver[str]) -> None:
         """Split one delivered message's wait at the opening of its slot (D1, D2)."""
@@ -262,6 +295,10 @@ class _Channel:
             ("retransmissions", float((self.geometric or self.transport).retransmissions),
              None),
             ("events", float(self.engine.events), None),
+            *((f"definition_violations_{rule}", float(n), None)
+              for rule, n in self.def_violations.items()),
+            ("fr_sent", float(self.sender.slot), None),
+            ("fr_delivered", float(self.fr_delivered), None),
         ]
 
 

@@ -30,7 +30,10 @@ sender's clock) plus the core's answers (``sim_acks``):
   sends ``uneven`` times as often as every other sender); ``variants`` picks which of
   the first four run (the ack-bandwidth runs at large N need only timestamp and
   vector). Measured: ack bytes per second, mean and max stability latency, mean and
-  max send-buffer occupancy.
+  max send-buffer occupancy, and Theorem 1 (a) on every message made stable: each
+  receiver's entry for its sender (FIFO: the largest timestamp delivered from it) at
+  or above its timestamp (``stable_checked`` messages, ``stable_unreceived``
+  (message, receiver) pairs where it is not).
 Time unit: fig2, the paper's time unit; sweep, 1 tick = 1 microsecond.
 
 Ack bytes, two ways: ``ack_bytes_per_s`` counts the core's ack objects (8 B per
@@ -133,6 +136,8 @@ class _Net:
         self.fifo: dict[tuple[str, str], int] = {}
         self.ack_bytes = 0
         self.ack_wire_bytes = 0
+        self.stable_checked = 0
+        self.stable_unreceived = 0  # (stable message, receiver without it) pairs
 
     def _row(self, kind: str, node: str, frm: str | None, ts: int | None, ident: str | None,
              ack: str | None, delivered: bool | None, stable: list[int] | None) -> None:
@@ -179,6 +184,13 @@ class _Net:
         s, ident, ack = arg
         stable = self.nodes[s].receive_ack(ack, now=self.engine.now)
         self._row("ackrecv", s, None, None, None, ident, None, stable)
+        # Theorem 1 (a): a message stable at its sender has been delivered to every
+        # receiver (FIFO channels: the receiver's entry for s is at or above it)
+        for ts in stable:
+            self.stable_checked += 1
+            for r in self.receivers:
+                have = self.nodes[r].receiver.last(s)  # type: ignore[union-attr]
+                self.stable_unreceived += have is None or have < ts
 
     def periodic(self, node: str, first: int, period: int, until: int,
                  action: Callable[[str], None], priority: int = LATE) -> None:
@@ -200,6 +212,8 @@ class _Net:
             "buffer_max": float(max(s.max_buffered for s in ss)),
             "stable": float(stable),
             "sent": float(sum(s.sent for s in ss)),
+            "stable_checked": float(self.stable_checked),
+            "stable_unreceived": float(self.stable_unreceived),
         }
 
 

@@ -32,6 +32,12 @@ columns ``FILE_COLUMN``, ``LINE_COLUMN``):
 - ``source_schema``: the schema a streamed table's files are read with;
 - ``ROCKSDB``: the state store provider those queries run on.
 
+What the library's own operators (``timebound.spark``) run of these: the batch
+decider (``Decider``, ``answered``, ``VERDICTS``, ``arrow_schema``), the stream's
+per-key processor (``AtMostOnceProcessor``, ``decide_key_rows``, ``state_value``,
+``STATE_SCHEMA``, ``grouping_key``, ``prefer_exact_integers``) and the merge
+processor (``MergeProcessor``, ``Arrival``, ``TIME_MODES``).
+
 Errors raised inside a task come back typed through ``translate_errors``.
 """
 
@@ -40,7 +46,7 @@ from __future__ import annotations
 from typing import Any
 
 from timebound.spark.traces import schemas
-from timebound.spark.traces._atmostonce import ENGINE, first_time_error
+from timebound.spark.traces._atmostonce import ENGINE, VERDICTS, Decider, answered, first_time_error
 from timebound.spark.traces._atmostonce import OPERATOR as _MESSAGES
 from timebound.spark.traces._atmostonce import operate as decide_messages
 from timebound.spark.traces._causal import OPERATOR as _EVENTS
@@ -55,13 +61,20 @@ from timebound.spark.traces._measures import BUCKETS, long_form
 from timebound.spark.traces._merge import OPERATOR as _ARRIVALS
 from timebound.spark.traces._partial_metrics import Gathered, MetricRow
 from timebound.spark.traces._placement import Survey, survey
-from timebound.spark.traces._rows import FILE_COLUMN, LINE_COLUMN, ROCKSDB
+from timebound.spark.traces._rows import FILE_COLUMN, LINE_COLUMN, ROCKSDB, grouping_key
 from timebound.spark.traces._slotted import OPERATOR as _CHANNEL
 from timebound.spark.traces._stability import OPERATOR as _ACKS
-from timebound.spark.traces._stream_atmostonce import GROUPED
+from timebound.spark.traces._stream_atmostonce import (
+    GROUPED,
+    STATE_SCHEMA,
+    AtMostOnceProcessor,
+    prefer_exact_integers,
+    state_value,
+)
 from timebound.spark.traces._stream_atmostonce import accepted as stream_accepted
+from timebound.spark.traces._stream_atmostonce import decide_messages as decide_key_rows
 from timebound.spark.traces._stream_atmostonce import verdicts as stream_verdicts
-from timebound.spark.traces._stream_merge import TIMERS
+from timebound.spark.traces._stream_merge import TIME_MODES, TIMERS, Arrival, MergeProcessor
 from timebound.spark.traces._stream_merge import merge_order as stream_merge_order
 from timebound.spark.traces._stream_schemas import source_schema
 
@@ -73,8 +86,10 @@ MESSAGES = _MESSAGES.table
 
 __all__ = [
     "BUCKETS", "ENGINE", "FILE_COLUMN", "GROUPED", "LINE_COLUMN", "MESSAGES", "OPERATORS",
-    "ROCKSDB", "TIMERS", "Gathered", "MetricRow", "Operator", "Survey", "arrow_schema",
-    "decide_messages", "first_time_error", "long_form", "run_options", "schemas",
-    "source_schema", "stream_accepted", "stream_merge_order", "stream_verdicts", "survey",
-    "translate_errors", "typed_options",
+    "ROCKSDB", "STATE_SCHEMA", "TIMERS", "TIME_MODES", "VERDICTS", "Arrival",
+    "AtMostOnceProcessor", "Decider", "Gathered", "MergeProcessor", "MetricRow", "Operator",
+    "Survey", "answered", "arrow_schema", "decide_key_rows", "decide_messages",
+    "first_time_error", "grouping_key", "long_form", "prefer_exact_integers", "run_options",
+    "schemas", "source_schema", "state_value", "stream_accepted", "stream_merge_order",
+    "stream_verdicts", "survey", "translate_errors", "typed_options",
 ]

@@ -1,0 +1,173 @@
+"""Every row of docs/reproduction.md can fail: a one-line break of the rule it checks
+flips it to ``differs``.
+
+Each case names a row (by the start of its claim text), a named mutant of a core
+(``ROW_MUTANTS`` in scripts/mutate.py: one exact line of ``src/timebound/core``
+replaced) and the reproduction jobs the row reads. The mutant is applied to a copy of
+``src`` (never to the tree; compiled modules removed, ``TIMEBOUND_PURE_PYTHON=1``),
+the row's jobs run on that copy through the reproduction's own job runner
+(``timebound.sim._reproduce.run_job``) on one seed at the demo's scale or smaller, and
+the row's verdict comes from ``timebound.claims.evaluate``, the code that writes the
+table. The unmutated copy, on the same jobs, must give ``agrees``.
+
+Rows no mutant here flips say why in the table and in docs/reproduction-coverage.md
+(``UNFLIPPED``). Jobs run as subprocesses, two at a time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from timebound.claims import CLAIMS, evaluate
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = 1
+
+
+def _load_mutate() -> Any:
+    spec = importlib.util.spec_from_file_location("timebound_mutate", ROOT / "scripts" / "mutate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("timebound_mutate", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+MUTATE = _load_mutate()
+ROW_MUTANTS: Mapping[str, tuple[str, str, str]] = MUTATE.ROW_MUTANTS
+
+_SLOTTED = {"transport": "paper", "duration": "30000000", "slots": "2000,20000,40000,100000"}
+#: label -> [(scenario, --set overrides)]: the reproduction's jobs, small
+JOBS: dict[str, list[tuple[str, dict[str, str]]]] = {
+    "scmp": [("scmp", {"calls": "3", "clients": "300", "many_calls": "200",
+                       "rhos": "50000,200000,800000,3200000"})],
+    "scmp-reorder": [("scmp", {"experiments": "reorder", "reorder_calls": "60"})],
+    "scmp-restart": [("scmp", {"experiments": "restart", "restart_calls": "150"})],
+    "adaptive": [("adaptive", {"messages": "6000"})],
+    "adaptive-horizon": [("adaptive", {
+        "loads": "spikes", "estimators": "limited", "spike": "100000",
+        "bounded_values": "10000", "spike_p": "0.2", "window": "200", "spikes": "65",
+        "p": "2", "messages": "12000"})],
+    "adaptive-reorder": [("adaptive", {"clients": "10", "loads": "bounded",
+                                       "estimators": "unlimited,limited",
+                                       "messages": "4000"})],
+    "adaptive-step": [("adaptive", {"loads": "step,step-slow,step-up",
+                                    "estimators": "unlimited,limited", "messages": "4000",
+                                    "step_at": "1000000"})],
+    **{f"slotted:{x}": [("slotted", {"schemes": x, **_SLOTTED})] for x in "abcde"},
+    "stability": [("stability", {"sizes": "2,4", "duration": "1000000"})],
+    "stability-acks": [("stability", {"modes": "sweep", "sizes": "16,32",
+                                      "variants": "timestamp,vector", "uneven": "1",
+                                      "duration": "50000"})],
+    "merge": [("merge", {"duration": "5000"})],
+    "merge-checks": [("merge-checks", {"duration": "4000"})],
+}
+
+#: (row: the start of its claim text, mutant: a key of ROW_MUTANTS, jobs: JOBS labels)
+CASES: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+
+#: rows no mutant flips here, and why (each also says so in its ``where``)
+UNFLIPPED: dict[str, str] = {}
+
+
+def _copy(tmp: Path, mutant: str | None) -> Path:
+    src = tmp / "src"
+    shutil.copytree(ROOT / "src", src,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.egg-info"))
+    if mutant is not None:
+        rel, original, replacement = ROW_MUTANTS[mutant]
+        path = src / "timebound" / "core" / rel
+        lines = path.read_text(encoding="utf-8").split("\n")
+        hits = [i for i, line in enumerate(lines) if line == original]
+        assert len(hits) == 1, f"mutant {mutant}: {len(hits)} matches of {original!r}"
+        lines[hits[0]] = replacement
+        path.write_text("\n".join(lines), encoding="utf-8")
+    return src
+
+
+_RUNNER = """
+import json, sys
+from timebound.sim._reproduce import Job, run_job
+jobs, seed = json.loads(sys.argv[1]), int(sys.argv[2])
+out = {}
+for label, scenario, params in jobs:
+    runs = run_job(Job(label, scenario, tuple(sorted(params.items())), seed))
+    out.setdefault(label, {}).update(runs)
+print(json.dumps(out))
+"""
+
+
+def run_jobs(mutant: str | None, labels: Sequence[str], seed: int = SEED) -> dict[str, Any]:
+    """The sources (label -> runs) of ``labels``' jobs, run on a copy of ``src`` with
+    ``mutant`` applied (None: unmutated)."""
+    jobs = [(label.split(":")[0], scenario, params)
+            for label in labels for scenario, params in JOBS[label]]
+    tmp = Path(tempfile.mkdtemp(prefix="timebound-rowmutant-"))
+    try:
+        src = _copy(tmp, mutant)
+        env = dict(os.environ, PYTHONPATH=str(src), TIMEBOUND_PURE_PYTHON="1",
+                   PYTHONDONTWRITEBYTECODE="1")
+        done = subprocess.run([sys.executable, "-c", _RUNNER, json.dumps(jobs), str(seed)],
+                              env=env, capture_output=True, text=True, timeout=300,
+                              cwd=tmp, check=False)
+        assert done.returncode == 0, f"{mutant}: {done.stderr[-2000:]}"
+        out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        return out
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def verdict(sources: Mapping[str, Any], row: str) -> tuple[str, str]:
+    """The verdict and measured text of the row whose claim starts with ``row``."""
+    [found] = [r for r in evaluate([sources]) if r.claim.startswith(row)]
+    return found.verdict, found.measured
+
+
+@pytest.fixture(scope="module")
+def results() -> Iterator[dict[str, dict[str, Any]]]:
+    """Sources per job label unmutated, and per mutant over its rows' jobs."""
+    base_labels = sorted({label for _, _, labels in CASES for label in labels})
+    per_mutant: dict[str, list[str]] = {}
+    for _, mutant, labels in CASES:
+        per_mutant.setdefault(mutant, [])
+        per_mutant[mutant] += [x for x in labels if x not in per_mutant[mutant]]
+    with ThreadPoolExecutor(2) as pool:
+        base = {label: pool.submit(run_jobs, None, [label]) for label in base_labels}
+        mut = {m: pool.submit(run_jobs, m, labels) for m, labels in per_mutant.items()}
+        merged: dict[str, Any] = {}
+        for future in base.values():
+            merged.update(future.result())
+        yield {"": merged, **{m: f.result() for m, f in mut.items()}}
+
+
+@pytest.mark.parametrize(("row", "mutant", "labels"), CASES,
+                         ids=[f"{m}-{r[:30]}" for r, m, _ in CASES])
+def test_row_flips_under_its_mutant(results: dict[str, dict[str, Any]], row: str,
+                                    mutant: str, labels: tuple[str, ...]) -> None:
+    base = {k: v for k, v in results[""].items() if k in {x.split(":")[0] for x in labels}}
+    got, measured = verdict(base, row)
+    assert got == "agrees", f"unmutated: {got} ({measured})"
+    got, measured = verdict(results[mutant], row)
+    assert got.startswith("differs"), f"{mutant}: {got} ({measured})"
+
+
+def test_every_row_has_a_mutant_or_says_why_not() -> None:
+    flipped = {row for row, _, _ in CASES}
+    for claim in CLAIMS:
+        if claim.kind != "measured":
+            continue
+        has = any(claim.claim.startswith(row) for row in flipped)
+        why = [w for row, w in UNFLIPPED.items() if claim.claim.startswith(row)]
+        assert has or why, f"no mutant flips {claim.claim!r}, and no reason is given"
