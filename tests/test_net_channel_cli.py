@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import select
 import signal
 import socket
@@ -221,3 +222,51 @@ def test_stdin_lines_ending_after_the_loop_leaves_nothing_unawaited() -> None:
         gc.collect()
     assert not lines.thread.is_alive()
     assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], caught
+
+
+def test_a_send_through_a_receiver_restart_says_how_to_resume(tmp_path: Path) -> None:
+    """30 reliable lines, the receiver SIGKILLed after 10 and restarted on its storage:
+    ``channel send`` ends at once (not after --timeout) with exit 7 and one line that
+    says the receiver lost the channel, how many reliable lines were acknowledged and
+    which were not, by line number."""
+    storage = str(tmp_path / "latest.json")
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        first, addr = start(["channel", "recv", "--port", "0", "--storage", storage])
+        procs.append(first)
+        lines = Lines(first)
+        send = subprocess.Popen(TIMEBOUND + ["channel", "send", f"{addr[0]}:{addr[1]}",
+                                             "--timeout", "20s"],
+                                stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+        procs.append(send)
+        assert send.stdin is not None
+        send.stdin.write(b"".join(b"R line %d\n" % n for n in range(1, 11)))
+        send.stdin.flush()
+        assert len(lines.wait_for(10, 10)) == 10
+        time.sleep(0.3)  # their ACKs are back
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=10)
+        second, _ = start(["channel", "recv", "--port", str(addr[1]), "--storage", storage])
+        procs.append(second)
+        began = time.monotonic()
+        send.stdin.write(b"".join(b"R line %d\n" % n for n in range(11, 31)))
+        send.stdin.close()
+        assert send.wait(timeout=15) == 7
+        took = time.monotonic() - began
+        assert send.stderr is not None
+        err = send.stderr.read().decode()
+        print(err.strip())
+        assert err.count("\n") == 1, err
+        assert err.startswith("timebound: channel failed: lost (the receiver answered that "
+                              "it no longer knows this channel"), err
+        match = re.search(r"; (\d+) of (\d+) reliable lines acknowledged; not acknowledged: "
+                          r"lines 11-(\d+); the receiver last answered", err)
+        assert match is not None, err
+        acked, total, last = (int(g) for g in match.groups())
+        assert acked == 10 and total == last and 11 < total <= 30, err
+        assert ("lines after" in err) == (total < 30), err
+        assert "send those lines again on a new channel" in err
+        assert took < 5.0, took  # the receiver said so: no wait for --timeout
+    finally:
+        for p in procs:
+            stop(p, signal.SIGTERM)

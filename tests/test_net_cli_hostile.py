@@ -193,7 +193,9 @@ def test_channel_send_ends_on_a_stdin_line_that_is_not_utf8() -> None:
     try:
         done = run(["channel", "send", f"{addr[0]}:{addr[1]}", "--timeout", "10s"],
                    stdin=b"R fine\nR bad \xff byte\nR never\n")
-        one_error_line(done, "stdin:2", "not valid UTF-8", "0xff")
+        one_error_line(done, "stdin:2", "not valid UTF-8", "0xff",
+                       "(the lines before it were sent and acknowledged: fix it and go on "
+                       "from line 2)")
         assert recv.wait(timeout=20) == 0
         assert recv.stdout is not None
         assert b'"data": "fine"' in recv.stdout.read()
@@ -206,7 +208,8 @@ def test_pubsub_publish_ends_on_a_stdin_line_that_is_not_utf8() -> None:
     try:
         done = run(["pubsub", "publish", "p", "--mergers", f"{addr[0]}:{addr[1]}", *EPS],
                    stdin=b"one\n\xfe\xfftwo\nthree\n")
-        one_error_line(done, "stdin:2", "not valid UTF-8", "0xfe")
+        one_error_line(done, "stdin:2", "not valid UTF-8", "0xfe",
+                       "(the lines before it were published: fix it and go on from line 2)")
         assert done.stdout.decode().count("\n") == 1  # "one" was published
     finally:
         stop(merger, signal.SIGTERM)
@@ -239,7 +242,8 @@ def test_group_join_ends_at_once_on_a_stdin_line_that_is_not_utf8(close_stdin: b
         assert proc.wait(timeout=15) == 2
         err = proc.stderr.read()
         done = subprocess.CompletedProcess(proc.args, 2, b"", err)
-        one_error_line(done, "stdin:2", "not valid UTF-8", "0xc3")
+        one_error_line(done, "stdin:2", "not valid UTF-8", "0xc3",
+                       "(the lines before it were sent: fix it and go on from line 2)")
         assert proc.stdout is not None
         out = proc.stdout.read().decode()
         assert '"data": "after"' not in out

@@ -43,7 +43,7 @@ from timebound.net.cli.common import (
     start_bound,
     utf8,
 )
-from timebound.net.cli.lines import stdin_lines
+from timebound.net.cli.lines import stdin_lines, stopped_at
 
 #: Largest --window of a channel sender.
 MAX_CLI_WINDOW = 65536
@@ -184,6 +184,7 @@ def run_channel_send(args: argparse.Namespace) -> int:
     channel = Channel(target, key=key, window=args.window, give_up=timeout,
                       service=service_option(args))
     bad: list[UsageError] = []
+    sent = SentLines()
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -201,9 +202,10 @@ def run_channel_send(args: argparse.Namespace) -> int:
                     try:
                         kind, data = parse_kind_line(line, number)
                     except UsageError as exc:
-                        bad.append(exc)
+                        bad.append(stopped_at(exc, number, "sent and acknowledged"))
                         break
-                    await channel.send(data, kind)
+                    sent.add(await channel.send(data, kind), number, kind)
+            sent.ended = True
             await channel.drain(timeout=None)
         finally:
             channel.close()
@@ -212,8 +214,72 @@ def run_channel_send(args: argparse.Namespace) -> int:
     try:
         run(main())
     except ChannelFailed as exc:
-        print(f"timebound: {exc}", file=sys.stderr)
+        print(f"timebound: {exc}{FAILURES.get(exc.reason, '')}; {sent.resume(exc)}",
+              file=sys.stderr)
         return EXIT_CHANNEL_FAILED
     if bad:
         raise bad[0]
     return EXIT_OK
+
+
+#: What each way a channel fails means for the lines sent.
+FAILURES = {
+    "lost": " (the receiver answered that it no longer knows this channel: it was "
+            "restarted or forgot it)",
+    "timeout": " (no acknowledgment within --timeout)",
+    **{reason: " (the receiver refused the channel's opening: no line arrived)"
+       for reason in ("stale", "early", "down", "overloaded")},
+}
+
+
+class SentLines:
+    """Which stdin line each message sent carries (``channel send``), to say after a
+    failure which reliable lines were acknowledged and which to send again."""
+
+    def __init__(self) -> None:
+        self.lines: dict[int, int] = {}  # message id -> its stdin line number
+        self.reliable: list[int] = []  # the stdin line numbers of FR and R lines
+        self.last = 0  # the last line sent
+        self.ended = False  # every input line was sent
+
+    def add(self, ident: int, number: int, kind: str) -> None:
+        self.lines[ident] = number
+        self.last = number
+        if kind in ("FR", "R") or ident == 0:  # the opening is always reliable
+            self.reliable.append(number)
+
+    def resume(self, failure: Any) -> str:
+        """How many reliable lines were acknowledged, the ones that were not (their
+        line numbers: each may or may not have arrived, send them again on a new
+        channel), whether the receiver answered, and the lines never sent."""
+        missing = sorted(self.lines[i] for i in failure.unacknowledged if i in self.lines)
+        if failure.reason in ("stale", "early", "down", "overloaded"):
+            missing = sorted(self.lines.values())
+        acknowledged = len(self.reliable) - len([n for n in missing if n in self.reliable])
+        parts = [f"{acknowledged} of {len(self.reliable)} reliable lines acknowledged"]
+        if missing:
+            parts.append(f"not acknowledged: line{'s' if len(missing) > 1 else ''} "
+                         f"{line_ranges(missing)}")
+        heard = failure.heard_ago
+        parts.append("the receiver never answered" if heard is None
+                     else f"the receiver last answered {heard:.1f} s before")
+        if not self.ended:
+            parts.append(f"lines after {self.last} were not sent")
+        if missing or not self.ended:
+            parts.append("send those lines again on a new channel")
+        return "; ".join(parts)
+
+
+def line_ranges(numbers: list[int], most: int = 8) -> str:
+    """``[3, 4, 5, 9]`` -> ``3-5, 9`` (at most ``most`` ranges, then ``...``)."""
+    ranges: list[str] = []
+    start = prev = numbers[0]
+    for n in [*numbers[1:], None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        ranges.append(str(start) if start == prev else f"{start}-{prev}")
+        if n is not None:
+            start = prev = n
+    shown = ", ".join(ranges[:most])
+    return shown + (f", ... ({len(numbers)} lines)" if len(ranges) > most else "")

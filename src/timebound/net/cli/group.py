@@ -38,7 +38,7 @@ from timebound.net.cli.common import (
     service_option,
     utf8,
 )
-from timebound.net.cli.lines import stdin_lines, text_line
+from timebound.net.cli.lines import stdin_lines, stopped_at, text_line
 
 #: Largest --ack-every and --join-wait (60s), and --dead-after (1 day), µs.
 MAX_MINUTE_US = 60_000_000
@@ -193,7 +193,11 @@ def run_group_join(args: argparse.Namespace) -> int:
                     with contextlib.suppress(TimeoutError):
                         await member.wait_members(len(members), timeout=args.join_wait / 1e6)
                 async for number, line in stdin_lines(loop).numbered():
-                    await member.send(text_line(line, number))
+                    try:
+                        data = text_line(line, number)
+                    except UsageError as exc:
+                        raise stopped_at(exc, number, "sent") from None
+                    await member.send(data)
                 if args.exit_when_stable:
                     await member.wait_stable()
                     await asyncio.sleep(3 * ack_every)  # last acks out

@@ -10,6 +10,7 @@ import os
 import sys
 from collections.abc import AsyncIterator, Iterable, Iterator
 
+from timebound.errors import UsageError
 from timebound.net.cli.common import (
     utf8,
 )
@@ -115,3 +116,13 @@ def text_line(line: str, number: int) -> bytes:
     """Stdin line ``number`` without its line end, as UTF-8 (one line naming
     ``stdin:N`` when it is not UTF-8)."""
     return utf8(line.rstrip("\n").rstrip("\r"), f"stdin:{number}")
+
+
+def stopped_at(error: UsageError, number: int, done: str) -> UsageError:
+    """``error``, raised for stdin line ``number``, ends the input there: the same
+    one line, saying what became of the lines before it (``done``) and where to
+    go on from."""
+    if number <= 1:
+        return error
+    return UsageError(error.option, f"{error.reason} (the lines before it were {done}: "
+                                    f"fix it and go on from line {number})")

@@ -39,7 +39,7 @@ from timebound.net.cli.common import (
     utf8,
     whole_ms,
 )
-from timebound.net.cli.lines import stdin_lines, text_line
+from timebound.net.cli.lines import stdin_lines, stopped_at, text_line
 
 
 def _system_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
@@ -177,7 +177,7 @@ def run_pubsub_publish(args: argparse.Namespace) -> int:
                     try:
                         data = text_line(line, number)
                     except UsageError as exc:  # the lines before it are published
-                        bad.append(exc)
+                        bad.append(stopped_at(exc, number, "published"))
                         break
                     msg, stamp = await publisher.publish(data)
                     sys.stdout.write(json.dumps(_stamp_fields(args.name, msg, stamp)) + "\n")
