@@ -355,6 +355,11 @@ def summarize(run: Run, ledger: Path, args: argparse.Namespace) -> dict[str, Any
         "served_again_p99_s": _p99(served),
         "served_again_max_s": max(known) if known and len(known) == len(served) else None,
         "never_served_again": len(served) - len(known),
+        # One round trip as the callers see it here (through the proxy, in this
+        # process's loop): the median latency of the successful calls before the kill.
+        "round_trip_before_kill_s": _finite(statistics.median(
+            [c.ended - c.issued for c in done if c.outcome == "ok" and c.ended < run.killed]
+            or [float("inf")])),
         "retry_in_s": [round(r, 4) for r in run.retry_in],
         "served_beyond_retry_s": beyond,
         "served_beyond_retry_median_s": _finite(statistics.median(
@@ -425,7 +430,8 @@ def report(figures: dict[str, Any]) -> None:
     print(f"beyond each caller's next send at the ready line (its retransmission "
           f"interval's remainder, p50 {_seconds(_median(figures['retry_in_s']))}): "
           f"p50 {_seconds(figures['served_beyond_retry_median_s'])}, p99 "
-          f"{_seconds(figures['served_beyond_retry_p99_s'])}")
+          f"{_seconds(figures['served_beyond_retry_p99_s'])}; one call's round trip before "
+          f"the kill (median) {_seconds(figures['round_trip_before_kill_s'])}")
     if cfg["marks"]:
         print(f"incarnation marks on: {figures['calls_made_after_hearing']} calls made after "
               f"their caller heard from the new server, of them refused down or stale "

@@ -17,6 +17,7 @@ import socket
 import struct
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -38,13 +39,6 @@ def _server(pace: int = 0) -> Server[str]:
 
 def _replies(out: object) -> int:
     return sum(isinstance(decode(o.datagram), Reply) for o in out.sends)  # type: ignore[attr-defined]
-
-
-def len_probe() -> int:
-    """Bytes of one keyless probe frame of connection ``victim``."""
-    from timebound.core.wire import KIND_RPC, FrameCodec
-
-    return len(FrameCodec(None).seal(KIND_RPC, _probe("victim", 1)))
 
 
 def _probe(conn: str, ts: int) -> bytes:
@@ -109,20 +103,30 @@ def test_no_call_draws_more_than_one_plus_max_resends_replies(steps: list[tuple[
     assert all(n == 1 for n in runs.values()), runs
 
 
-async def _validate_by_a_large_reply(server: Any, clock: Any, big: bytes
+def _codec(key: bytes | None) -> Any:
+    """The frame codec of a client of a server with ``key`` (None: keyless)."""
+    from timebound.core.wire import FrameCodec, Key, Keyring
+
+    return FrameCodec(None if key is None else Keyring(Key(key)))
+
+
+#: The live tests run keyless and keyed: validation is by address in both.
+KEYS = [None, b"k" * 32]
+
+
+async def _validate_by_a_large_reply(server: Any, clock: Any, big: bytes,
+                                     key: bytes | None = None
                                      ) -> tuple[socket.socket, int]:
     """A raw socket that made one call ``big`` (its reply ``big``, over 3x its CALL)
     through the real protocol: challenged, it validated its address and got the
     reply. Returns the socket (nothing left to read on it) and the call's ts."""
     from timebound.core.rpc import Answered, Policy, RpcCaller
-    from timebound.core.wire import FrameCodec
 
     loop = asyncio.get_running_loop()
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(("127.0.0.1", 0))
     sock.setblocking(False)
-    caller = RpcCaller("v", Policy(interval=50_000, give_up_after=5_000_000),
-                       FrameCodec(None))
+    caller = RpcCaller("v", Policy(interval=50_000, give_up_after=5_000_000), _codec(key))
     ts, frames = caller.call("big", b"", now=clock.now(), conn="victim")
     answer = None
     for _ in range(50):
@@ -154,24 +158,26 @@ def _drain(sock: socket.socket) -> int:
             return received
 
 
-def test_a_validated_address_flooded_with_probes_gets_the_reply_four_times() -> None:
+@pytest.mark.parametrize("key", KEYS)
+def test_a_validated_address_flooded_with_probes_gets_the_reply_four_times(
+        key: bytes | None) -> None:
     """Live, keyless, on loopback: a raw socket makes one call with a 30 KB reply
     through the real protocol (the server challenges it, it validates its address,
     gets the reply); then 1,000 probes of that call come from its address (what a
     spoofer of a validated address sends). Back come at most the reply's
     ``RESENDS`` resends, not one reply per probe."""
-    from timebound.core.wire import KIND_RPC, FrameCodec
+    from timebound.core.wire import KIND_RPC
     from timebound.net import Clock, RpcServer
 
     big = b"z" * 30_000
 
-    async def main() -> tuple[int, int, int, int]:
+    async def main() -> tuple[int, int, int, int, int]:
         clock = Clock()
-        async with RpcServer({"big": lambda _: big}) as server:
+        async with RpcServer({"big": lambda _: big}, key=key) as server:
             loop = asyncio.get_running_loop()
-            sock, ts = await _validate_by_a_large_reply(server, clock, big)
+            sock, ts = await _validate_by_a_large_reply(server, clock, big, key)
             validations = server.service.statistics().validations
-            probe = FrameCodec(None).seal(KIND_RPC, _probe("victim", ts))
+            probe = _codec(key).seal(KIND_RPC, _probe("victim", ts))
             seen = server.service.calls
             for i in range(1000):
                 await loop.sock_sendto(sock, probe, server.address)
@@ -181,14 +187,15 @@ def test_a_validated_address_flooded_with_probes_gets_the_reply_four_times() -> 
             received = _drain(sock)
             sock.close()
             withheld = server.service.server.statistics().withheld
-            return received, (server.service.calls - seen) * len(probe), withheld, validations
+            return (received, (server.service.calls - seen) * len(probe), withheld,
+                    validations, len(probe))
 
-    received, sent, withheld, validations = asyncio.run(main())
+    received, sent, withheld, validations, size = asyncio.run(main())
     assert validations >= 1  # the address proved it receives: no 3x rule applies to it
-    assert sent >= 500 * len_probe()  # the server read at least half the probes
+    assert sent >= 500 * size  # the server read at least half the probes
     assert 0 < received <= RESENDS * (len(big) + 200)
-    assert withheld >= sent // len_probe() - RESENDS
-    print(f"validated address, {sent // len_probe():,} probes read: {sent:,} B in, {received:,} B out "
+    assert withheld >= sent // size - RESENDS
+    print(f"validated address, {'keyed' if key else 'keyless'}, {sent // size:,} probes read: {sent:,} B in, {received:,} B out "
           f"({received / sent:.1f}x over the flood, at most {RESENDS} replies)")
 
 
@@ -221,7 +228,8 @@ def test_the_counters_fit_three_times_a_padded_stats_call() -> None:
     assert len(short) <= AMPLIFICATION * len(bare), (len(short), len(bare))
 
 
-def test_stats_calls_to_a_validated_address_stay_within_3x() -> None:
+@pytest.mark.parametrize("key", KEYS)
+def test_stats_calls_to_a_validated_address_stay_within_3x(key: bytes | None) -> None:
     """Live, keyless, on loopback. An address validated (a large reply) is then sent
     ``timebound.stats`` CALLs from its address (what anyone forging it, or replaying
     its captured CALL, can send: the built-in keeps no entry, so nothing caps its
@@ -237,20 +245,20 @@ def test_stats_calls_to_a_validated_address_stay_within_3x() -> None:
         Status,
         encode_call_payload,
     )
-    from timebound.core.wire import KIND_RPC, FrameCodec
+    from timebound.core.wire import KIND_RPC
     from timebound.net import Clock, RpcClient, RpcServer
 
     async def main() -> dict[str, tuple[int, int, int]]:
         clock = Clock()
         figures: dict[str, tuple[int, int, int]] = {}
-        async with RpcServer({"big": lambda _: b"z" * 30_000}) as server:
+        async with RpcServer({"big": lambda _: b"z" * 30_000}, key=key) as server:
             loop = asyncio.get_running_loop()
-            sock, _ts = await _validate_by_a_large_reply(server, clock, b"z" * 30_000)
+            sock, _ts = await _validate_by_a_large_reply(server, clock, b"z" * 30_000, key)
             assert server.service.validated(sock.getsockname(), clock.now())
-            caller = RpcCaller("v", Policy(50_000, 5_000_000), FrameCodec(None))
+            caller = RpcCaller("v", Policy(50_000, 5_000_000), _codec(key))
             for name in ("unpadded", "padded"):
                 if name == "unpadded":
-                    frame = FrameCodec(None).seal(KIND_RPC, Call(
+                    frame = _codec(key).seal(KIND_RPC, Call(
                         "victim", clock.now(), encode_call_payload(STATS_PROCEDURE, b"")
                     ).encode())
                 else:
@@ -275,12 +283,12 @@ def test_stats_calls_to_a_validated_address_stay_within_3x() -> None:
                 assert ok
                 figures[name] = (len(frame), answers, biggest)
             sock.close()
-            async with RpcClient(server.address) as client:  # the library's own call
+            async with RpcClient(server.address, key=key) as client:  # the library's own call
                 assert json.loads(await client.call(STATS_PROCEDURE))["readonly"] >= 400
         return figures
 
     figures = asyncio.run(main())
     for name, (size, answers, biggest) in figures.items():
-        print(f"validated address, {name} stats CALL of {size} B: {answers} answers, "
+        print(f"validated address, {'keyed' if key else 'keyless'}, {name} stats CALL of {size} B: {answers} answers, "
               f"largest {biggest} B ({biggest / size:.2f}x)")
         assert answers >= 150 and biggest <= AMPLIFICATION * size, figures
