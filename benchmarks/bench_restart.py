@@ -1,4 +1,4 @@
-"""Restart outage (issue 27, item 4): callers through a lossy proxy, the server SIGKILLed
+"""Restart outage: callers through a lossy proxy, the server SIGKILLed
 mid-load and restarted at once from the same storage.
 
 Run: .venv/bin/python benchmarks/bench_restart.py [--smoke] [--callers N] [--seconds S]

@@ -204,7 +204,7 @@ def _reorder(offered: float, accepted: float) -> dict[str, Any]:
 
 
 def test_theorem_2_with_nothing_offered_is_not_measured_here() -> None:
-    """Issue 31, item 3: a verdict only from data that can contradict it. With no
+    """A verdict only from data that can contradict it. With no
     out-of-order arrival offered (and none accepted) the row says so instead of
     "differs"; one accepted is a violation whatever was offered."""
     theorem = "no duplicate and no out-of-order message"

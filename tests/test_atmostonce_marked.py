@@ -1,4 +1,4 @@
-"""Incarnation-marked messages (issue 27; ``core/atmostonce/_receiver.py``, invariant
+"""Incarnation-marked messages (``core/atmostonce/_receiver.py``, invariant
 (M)): a message made after the receiver's current incarnation began may be accepted
 below the recovered ``upper``, and still no message is ever accepted twice.
 

@@ -1,4 +1,4 @@
-"""Reorder window (issue 16, our extension beyond SCMP): W = 1 is the paper's receiver,
+"""Reorder window (our extension beyond SCMP): W = 1 is the paper's receiver,
 no duplicate is ever accepted for any W, and a reordered genuine message within the
 window is accepted. The argument and its invariant: the module docstring of
 ``timebound.core.atmostonce._table``."""

@@ -1,4 +1,4 @@
-"""``timebound bench stream`` (issue 29, item 3; issue 38, item 2) through the CLI in a
+"""``timebound bench stream`` through the CLI in a
 subprocess: the smoke run prints the three sides (the library's ``at_most_once``, the
 built-in with its watermark on the arrival time and on the sender's time) with every
 column, the ratio, stream and merge lines; ours lets no copy through, the built-in on the

@@ -77,7 +77,7 @@ def test_benchmark_runs_at_smoke_size(script: Path, smoke_runs: Any) -> None:
 
 
 def test_bench_pipeline_prints_every_column(smoke_runs: Any) -> None:
-    """bench_pipeline.py's smoke run (timebound.pipeline.bench, issue 38 item 2): the
+    """bench_pipeline.py's smoke run (timebound.pipeline.bench): the
     traces pair and the library pair (timebound.spark.at_most_once on spark.read.parquet
     under a user's columns against dropDuplicates), each with its ratio."""
     if "bench_pipeline.py" not in smoke_runs:

@@ -1,4 +1,4 @@
-"""One convention for every command (issue 31, item 1), checked on the real parser.
+"""One convention for every command, checked on the real parser.
 
 The walk builds ``timebound.cli.build_parser()`` and visits every subcommand: every
 option has help text (no RST markup); every wall-clock duration option (its type is a
@@ -234,7 +234,7 @@ def test_channel_send_stats_print_durations_with_their_unit() -> None:
 def test_protocol_flags_are_the_contracts_options() -> None:
     """Every protocol option of the contract (``contract.OPTIONS``) is a flag of its
     replay command, of the pipeline and, for at-most-once and merge, of the stream
-    command, with the contract's choices where it has some (issue 30: the flags come
+    command, with the contract's choices where it has some (the flags come
     from the one contract, not from lists typed again)."""
     from timebound.contract import OPTIONS
 

@@ -1,4 +1,4 @@
-"""``--verbose`` is accepted after every command and subcommand (issue 31, item 1), with
+"""``--verbose`` is accepted after every command and subcommand, with
 the meaning of the top-level flag."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Every runnable example of README.md and docs/*.md runs as written and prints what
-the doc shows (issue 31, item 4).
+the doc shows.
 
 A runnable example is a fenced block whose info string is ``console runnable``::
 

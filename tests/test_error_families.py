@@ -1,4 +1,4 @@
-"""The error classes in two families, after h11 (issue 30, item 4): a caller's mistake
+"""The error classes in two families, after h11: a caller's mistake
 (``CallerError``) or garbage from elsewhere (``InputError``), never both."""
 
 from __future__ import annotations

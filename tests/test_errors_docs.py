@@ -1,4 +1,4 @@
-"""Issue 12, "docs": what the documentation says is true, and every page it links exists."""
+"""The docs: what the documentation says is true, and every page it links exists."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 12, "tracebacks instead of one line" and "limits and contradictions": every bad
+"""One line, not a traceback, and limits and contradictions caught: every bad
 input is one line ``timebound: error: ...`` and exit status 2, found before any work,
 and nothing is left behind."""
 

@@ -1,4 +1,4 @@
-"""``timebound demo --scale F`` runs for every F its help allows (issue 31: "every option
+"""``timebound demo --scale F`` runs for every F its help allows ("every option
 is checked before step 1"). At the smallest scale, 0.01, a demo size scaled below a
 scenario's own lower bound (stability's ``duration`` >= 10000) used to stop the demo in
 step 2, after the examples and two datasets were written; the sizes are now raised to

@@ -1,5 +1,5 @@
-"""Every Python example of README.md and docs/*.md runs as written (issue 31, item 4:
-every example runs as written, from any folder).
+"""Every Python example of README.md and docs/*.md runs as written, from any
+folder.
 
 The shell examples are run by tests/test_docs_examples.py and docs/spark.md's Python
 by tests/test_spark_library.py (they need the Spark session); this runs the other

@@ -1,5 +1,5 @@
 """A report section whose runs give no figure says so under its Figures heading
-(issue 31, the report read at a glance): a sweep of one grid point and one seed used to
+(the report read at a glance): a sweep of one grid point and one seed used to
 show the heading with nothing under it, which reads as an image that failed to load."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@
   ``timebound.arrowtypes`` (contract: the contract's column types as Arrow types);
 - ``timebound.columnar`` (the column-wise at-most-once decider the Spark drivers and
   the library share): adapters, contract, core, errors and the leaf helpers;
-- ``timebound.spark`` (the library of DataFrame operators, issue 28, with
+- ``timebound.spark`` (the library of DataFrame operators, with
   ``timebound.spark.traces``: the operators over the trace-dataset tables): adapters,
   contract, core, errors, columnar and the leaf helpers -- never a driver, ``cli``,
   ``demo`` or ``sweep``;
@@ -336,7 +336,7 @@ def _circles(graph: dict[str, list[str]]) -> list[list[str]]:
 
 
 def test_the_import_graph_has_no_circle() -> None:
-    """No module imports, even lazily, a module that imports it back (issue 30)."""
+    """No module imports, even lazily, a module that imports it back."""
     assert _circles(_module_graph(_modules(), PACKAGE.parent)) == []
 
 
@@ -394,7 +394,7 @@ def _private_fields(paths: list[Path], name_of: Any) -> list[str]:
 
 
 def test_no_package_reaches_into_another_packages_objects() -> None:
-    """No ``obj._field`` of another package's object (issue 30): what one package needs
+    """No ``obj._field`` of another package's object: what one package needs
     of another's objects is a public method or property."""
     assert _private_fields(_modules(), _module_name) == []
 
@@ -435,7 +435,7 @@ def _operator_calls(path: Path) -> list[str]:
 
 def test_the_spark_commands_are_clients_of_the_library() -> None:
     """``timebound pipeline`` and ``timebound stream`` run no operator of their own: every
-    Spark operator over a protocol's rows is ``timebound.spark``'s (issue 28, item 3)."""
+    Spark operator over a protocol's rows is ``timebound.spark``'s."""
     problems = []
     for package in ("pipeline", "stream"):
         for module in sorted((PACKAGE / package).rglob("*.py")):

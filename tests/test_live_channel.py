@@ -1,4 +1,4 @@
-"""The channel service's live checks (``timebound.net.live channel``, issue 32 item 3):
+"""The channel service's live checks (``timebound.net.live channel``):
 the slotted paper's schemes on live channels through a lossy, jittered proxy, read by
 the slotted rows' live column (``claims._live_channel``).
 

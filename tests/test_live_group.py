@@ -1,4 +1,4 @@
-"""The group service's live checks (``timebound.net.live group``, issue 32 item 3): live
+"""The group service's live checks (``timebound.net.live group``): live
 members on loopback UDP with timestamp and vector acks, read by the stability rows'
 live column (``claims._live_group``).
 

@@ -1,4 +1,4 @@
-"""The pubsub service's live checks (``timebound.net.live pubsub``, issue 32 item 3):
+"""The pubsub service's live checks (``timebound.net.live pubsub``):
 live publishers -> two replicated mergers behind reordering fault proxies -> one
 subscriber on each, over loopback UDP, read by the merge rows' live column
 (``claims._live_pubsub``).

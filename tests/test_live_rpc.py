@@ -1,4 +1,4 @@
-"""The live check ``rpc`` (issue 32, item 3): at-most-once RPC under loss, duplication
+"""The live check ``rpc``: at-most-once RPC under loss, duplication
 and a SIGKILL of the server, run once at the quick size (a server process, killed
 and restarted, behind a FaultProxy), and the two SCMP rows it checks."""
 

@@ -1,4 +1,4 @@
-"""Live slotted-FIFO channels on loopback (issue 13 items 1 and 4): the Python API
+"""Live slotted-FIFO channels on loopback: the Python API
 through the fault proxy, back-pressure, floods of malformed and unauthenticated
 datagrams. Each test is bounded (seconds) and closes what it opens."""
 

@@ -1,4 +1,4 @@
-"""``timebound channel recv|send`` as processes on loopback (issue 13 items 1, 4):
+"""``timebound channel recv|send`` as processes on loopback:
 through ``timebound net proxy`` with loss, duplication and reordering; a receiver
 killed with SIGKILL and restarted from its storage file refuses the replayed opening
 of the old session; bad input exits 2 with one line. Every process is killed."""
@@ -121,7 +121,7 @@ def test_killed_receiver_restarted_from_storage_refuses_the_old_opening(tmp_path
         procs.append(first)
         lines = Lines(first)
         # Stamped after the receiver started: one that creates its storage file
-        # refuses every opening stamped before its start (issue 26).
+        # refuses every opening stamped before its start.
         clock = Clock()
         core = ChannelSender("old", clock.now(), FrameCodec())
         frames = [core.send(b"old %d" % n, Kind.R, now=clock.now())[1] for n in range(5)]

@@ -1,4 +1,4 @@
-"""Slotted-FIFO channels on a hostile network (issue 26): no amplification, nothing
+"""Slotted-FIFO channels on a hostile network: no amplification, nothing
 one datagram can poison, secure by default.
 
 Live tests run on loopback only, each bounded in datagrams and seconds, and close
@@ -110,7 +110,7 @@ class Meter:
 
 @pytest.mark.parametrize("keyed", [False, True])
 def test_no_answer_exceeds_three_times_its_trigger(keyed: bool) -> None:
-    """Issue 26, no amplification: every answer of a listener to an unvalidated
+    """No amplification: every answer of a listener to an unvalidated
     source (and every answer of a channel's sending end) is at most 3x the datagram
     that triggered it, per message type, key or not."""
     key = KEY if keyed else None
@@ -235,7 +235,7 @@ def test_acks_fit_three_times_the_smallest_trigger_and_the_cum_still_advances() 
 
 
 def test_out_of_range_fields_are_dropped_and_counted() -> None:
-    """Issue 26, poison: a forged FR claiming 2^32 - 1 R messages (it would hold
+    """Poison: a forged FR claiming 2^32 - 1 R messages (it would hold
     slot 0 open for ever: the real FR would be dropped as its duplicate), an N of
     slot 2^64 - 1 (buffered for ever) and a timestamp >= 2^63 are dropped and
     counted at receipt; the real channel is delivered whole."""
@@ -288,7 +288,7 @@ def test_a_stamp_decodes_iff_fig3_can_give_it_that_sequence_number(
 
 
 def test_ack_of_unsent_numbers_is_dropped() -> None:
-    """Issue 26, poison at the sending end: an ACK whose cum is above the next
+    """Poison at the sending end: an ACK whose cum is above the next
     sequence number (or a selective number at or above it) would make the sender
     forget its outstanding reliable data; it is dropped and counted."""
     codec = FrameCodec()
@@ -385,7 +385,7 @@ FUZZ = 20_000
 
 def test_fuzz_at_live_listener_and_channel_then_correct_channels(
         capfd: pytest.CaptureFixture[str]) -> None:
-    """Issue 26, nothing one datagram can poison: 20,000 random and mutated frames
+    """Nothing one datagram can poison: 20,000 random and mutated frames
     (half at a live listener, half at a live channel's sending end while it has
     reliable data outstanding): no exception on the loop, nothing on stderr,
     sessions and queues bounded, memory bounded; afterwards the fuzzed listener
@@ -526,7 +526,7 @@ def _non_loopback_address() -> str:
 
 def test_listener_without_key_binds_only_loopback_unless_insecure(
         capfd: pytest.CaptureFixture[str]) -> None:
-    """Issue 26, secure by default: no key and a non-loopback address is a
+    """Secure by default: no key and a non-loopback address is a
     UsageError naming --host (and the socket is closed); with ``insecure`` it
     starts and warns once on stderr; with a key, or on loopback, it starts silently.
     No traffic is sent to the non-loopback address."""
@@ -553,7 +553,7 @@ def test_listener_without_key_binds_only_loopback_unless_insecure(
 
 
 def test_service_id_keeps_a_channel_to_its_own_listener() -> None:
-    """Issue 26: a channel sealed for service "a" is not acknowledged by a listener
+    """A channel sealed for service "a" is not acknowledged by a listener
     of service "b" sharing the key (counted unauthenticated); service "b" is."""
 
     async def main() -> None:

@@ -1,4 +1,4 @@
-"""Issue 26, the command line on a hostile network and for a careless operator:
+"""The command line on a hostile network and for a careless operator:
 ``timebound key new``; every server command refuses a non-loopback address without a
 key unless ``--insecure`` (then one warning line); ``--service`` reaches the frames;
 every bad input (a host that is not a name or does not resolve, a byte that is not

@@ -1,6 +1,5 @@
 """Every session of docs/net.md (a fenced block of ``$ timebound ...`` commands) prints
-what the doc shows (issue 31, item 4: every doc output matches what the command prints;
-the doc's ``rpc stats`` counts were once off by one).
+what the doc shows: every doc output matches what the command prints.
 
 The sessions start services in the background (``&``), which the runnable-examples test
 (tests/test_docs_examples.py) does not do, so they are run here, as a user at a terminal

@@ -1,4 +1,4 @@
-"""Fault tests on loopback (issue 10, item 4): lossy network, crash, clocks, floods.
+"""Fault tests on loopback: lossy network, crash, clocks, floods.
 
 Each test is bounded (a few seconds to ~25 s) and kills what it starts.
 """

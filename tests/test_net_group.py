@@ -1,4 +1,4 @@
-"""Live multicast groups on loopback (issue 13 items 2 and 4): members behind lossy,
+"""Live multicast groups on loopback: members behind lossy,
 duplicating, reordering proxies; at every ``Stable`` event every other member has
 delivered the message; buffers drain; floods are counted and dropped. Bounded."""
 
@@ -37,7 +37,7 @@ def test_lossy_group_never_releases_a_message_some_member_lacks(acks: str) -> No
 
     async def main() -> None:
         local = {n: ("127.0.0.1", 0) for n in names}
-        # check_sources=False: the proxies relay from their own sockets (issue 26: a
+        # check_sources=False: the proxies relay from their own sockets (a
         # NACK is otherwise answered only from its member's configured address)
         members = {n: Group("g", n, local, acks=acks, ack_every=0.01, nack_every=0.01,
                             on_event=on_event, check_sources=False) for n in names}

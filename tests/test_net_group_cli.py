@@ -1,4 +1,4 @@
-"""``timebound group join`` as processes on loopback (issue 13 items 2, 4): a member
+"""``timebound group join`` as processes on loopback: a member
 stopped with SIGSTOP holds every buffer (nothing it lacks is released) and the
 buffers drain once it resumes; a member killed with SIGKILL and restarted rejoins
 (section 6) and the group goes on. Every process is killed."""

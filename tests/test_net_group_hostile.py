@@ -1,4 +1,4 @@
-"""Groups on a hostile network (issue 26): forged frames without a key, spoofed
+"""Groups on a hostile network: forged frames without a key, spoofed
 NACKs, a fuzz of a live member, answers to unvalidated addresses, secure defaults.
 
 - One forged heartbeat claiming incarnation 2^64-1 used to make a member ignore the
@@ -332,7 +332,7 @@ def drain(member: Group) -> list[Event]:
 def test_nothing_goes_back_to_an_address_that_is_no_member(key: bytes | None) -> None:
     """Every message type (and junk), sent to a live member from a socket that is no
     member (a spoofed victim): the bytes that reach that socket, per type, over the
-    bytes it sent. Issue 26 bounds it by 3; a group sends to members only: 0."""
+    bytes it sent. The bound is 3; a group sends to members only: 0."""
 
     async def main() -> dict[str, float]:
         members = await started(["a", "b"], key=key)

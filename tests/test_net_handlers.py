@@ -1,4 +1,4 @@
-"""RPC handlers that cannot stall the server (issue 26, "Handlers"; ``net/_server.py``).
+"""RPC handlers that cannot stall the server ("Handlers"; ``net/_server.py``).
 
 - A sync handler that blocks runs in a worker thread (``RpcServer(workers=)``): other
   callers keep a p99 latency under 50 ms and ``timebound.stats`` answers meanwhile;
@@ -307,7 +307,7 @@ def run_scenario(name: str, build: str, timeout: float = 90.0) -> dict[str, Any]
 
 
 def test_blocking_sync_handler_leaves_other_callers_under_50ms_p99(build: str) -> None:
-    """Issue 26: "a sync handler that blocks freezes the whole server: 12/12 other
+    """A finding: "a sync handler that blocks freezes the whole server: 12/12 other
     callers timed out, and so was rpc stats"."""
     found = run_scenario("blocking", build)
     assert found["still_blocked"] and found["blocked_result"] == "released"
@@ -327,7 +327,7 @@ def test_busy_workers_queue_sync_calls_with_bounded_threads(build: str) -> None:
 
 
 def test_non_bytes_results_are_one_remote_error_in_both_builds(build: str) -> None:
-    """Issue 26: "a sync handler returning str, None or dict gets no reply in the
+    """A finding: "a sync handler returning str, None or dict gets no reply in the
     default (compiled) build ... the two builds differ"."""
     found = run_scenario("results", build)
     errors = sum(kind == "remote" for kind, _ in EXPECTED_RESULTS.values())
@@ -340,7 +340,7 @@ def test_non_bytes_results_are_one_remote_error_in_both_builds(build: str) -> No
 
 
 def test_oversized_result_is_one_remote_error_at_the_exact_limit(build: str) -> None:
-    """Issue 26: "a result over 65,507 bytes: the caller times out and the server
+    """A finding: "a result over 65,507 bytes: the caller times out and the server
     logs a traceback at every retransmission"."""
     found = run_scenario("oversized", build)
     for name, got in found.items():
@@ -435,7 +435,7 @@ def test_workers_out_of_range_is_a_usage_error(workers: int) -> None:
 @pytest.mark.parametrize("attr", ["NUMBER", "TEXT", "Own", "os"])
 def test_handlers_of_cli_is_one_line_and_exit_2(build: str, attr: str,
                                                 tmp_path: Path) -> None:
-    """Issue 26: "rpc serve MODULE:ATTR pointed at an int or a str serves its
+    """A finding: "rpc serve MODULE:ATTR pointed at an int or a str serves its
     built-in methods (bit_length, upper) as procedures"."""
     env = dict(os.environ)
     env.pop(_compiled.PURE_ENV, None)

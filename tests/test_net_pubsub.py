@@ -1,4 +1,4 @@
-"""Live causal pub-sub on loopback (issue 13 items 3 and 4): two publishers (one
+"""Live causal pub-sub on loopback: two publishers (one
 replying causally to the other), two replicated mergers behind lossy, duplicating,
 reordering proxies, a second-level merger over both, three subscribers. Every two
 subscribers see their common messages in the same order, causally consistent; merger

@@ -1,5 +1,5 @@
-"""``timebound pubsub publish|merge|subscribe`` as processes on loopback (issue 13
-items 3, 4): two publishers, two replicated mergers, a subscriber on each; the two
+"""``timebound pubsub publish|merge|subscribe`` as processes on loopback: two
+publishers, two replicated mergers, a subscriber on each; the two
 subscribers print their common messages in the same order (and the same running
 digest when they saw the same set); one replica killed with SIGKILL mid-stream does
 not disturb the other. The two-level hierarchy runs in tests/test_net_pubsub.py.

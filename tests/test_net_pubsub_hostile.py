@@ -1,4 +1,4 @@
-"""Pub-sub on a hostile network (issue 26).
+"""Pub-sub on a hostile network.
 
 - A PUB whose stamp counter is out of range used to be accepted, then raised when
   the merger forwarded it (3 such datagrams made 3 legitimate publications

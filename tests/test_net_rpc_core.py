@@ -1,5 +1,5 @@
 """The RPC core's hot path, its receiver option and its refusal extension point
-(issue 10 follow-up): ``parse`` agrees with the reference decoder, a server over a
+: ``parse`` agrees with the reference decoder, a server over a
 ``ClassifiedReceiver`` built from a ``ReceiverConfig`` (classes, recovery grace,
 reorder window) keeps every call at most once, ``on_refused`` sees what Fig. 3-1
 ignores, ``Client.abandon``, class storages across a change of ``--classes``, and

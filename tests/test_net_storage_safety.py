@@ -1,4 +1,4 @@
-"""Storage that cannot be rolled back by accident (issue 26, Deliver item 4).
+"""Storage that cannot be rolled back by accident (Deliver item 4).
 
 - A deleted storage file (or a restart without one) never lets a captured call, or a
   captured channel opening, run again: the new file (memory) holds ``latest = the
@@ -542,7 +542,7 @@ def test_stats_answers_while_a_full_disk_refuses_every_call(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The disk stays full past ``latest``: every call is refused ``early`` (nothing
     above the durable ``latest`` is accepted), yet ``timebound.stats`` answers, with
-    the failures counted (issue 26: "callers see early and rpc stats is refused")."""
+    the failures counted ("callers see early and rpc stats is refused")."""
     failing = _disk_fills(monkeypatch)
     config = ReceiverConfig("fixed", rho=2000 * MS, gc_every=50 * MS, resilient=True,
                             beta=100 * MS, latest_every=20 * MS)

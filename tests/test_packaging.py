@@ -1,4 +1,4 @@
-"""Issue 12, "packaging": the cores, the replay and the simulator need only the standard
+"""Packaging: the cores, the replay and the simulator need only the standard
 library and pyarrow; Spark and the report are extras, and a command whose extra is
 missing says which one to install, in one line, with exit status 2."""
 

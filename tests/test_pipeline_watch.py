@@ -1,4 +1,4 @@
-"""Progress inside a pipeline table (issue 31, item 5: an ETA on long pipeline runs):
+"""Progress inside a pipeline table (an ETA on long pipeline runs):
 while a table's decision action runs, ``timebound.pipeline._watch`` says the tasks
 done of Spark's running jobs, with an ETA, read from Spark's own status tracker.
 

@@ -1,5 +1,5 @@
 """Progress moves within a run, and long simulate / sweep / pipeline runs show an ETA
-measured from their rate (issue 31, items 2 and 5).
+measured from their rate.
 
 The within-run lines come from real simulator runs (``RunProgress`` with its interval
 set to 0, so a run of a second shows them; the command's interval is ~2 s). No

@@ -1,4 +1,4 @@
-"""What a newcomer reads first (issue 31, item 4): the README opens with what a person
+"""What a newcomer reads first: the README opens with what a person
 does with timebound, gives the two commands with how long they take, says once how to
 put the command on PATH, and every doc spells the command one way."""
 

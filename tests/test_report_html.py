@@ -115,7 +115,7 @@ def test_report_imports_no_core_and_no_spark() -> None:
 
 
 def test_reorder_window_plot_and_row(tmp_path: pathlib.Path) -> None:
-    """The scmp reorder runs (issue 16, ours) get one plot -- refused-genuine rate and
+    """The scmp reorder runs (ours) get one plot -- refused-genuine rate and
     table bytes against W on a log2 axis -- and their row of the claims table."""
     out = tmp_path / "scmp"
     assert main(["simulate", "scmp", "--out", str(out), "--seed", "1", "--quiet",

@@ -1,4 +1,4 @@
-"""The report reads at a glance (issue 31, item 3): a trend's verdict only from two or
+"""The report reads at a glance: a trend's verdict only from two or
 more values; a sweep's header and plots show its grid (x = the swept key, one line per
 setting not swept, the band over seeds); wide tables never wrap a number; no colour
 twice within a figure; legends outside the data; axis labels inside the figure.

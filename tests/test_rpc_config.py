@@ -1,6 +1,6 @@
 """``rpc serve --config FILE`` (TOML), ``rpc call``'s payload from stdin and ``@FILE``
 end to end, and the duration options of ``rpc serve|call|stats`` and ``net proxy``
-(issue 31, items 1 and 5)."""
+."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Latency histograms of ``rpc serve`` (issue 31, item 5): one per procedure (handler
+"""Latency histograms of ``rpc serve``: one per procedure (handler
 time) and one for the service (a call's start to its reply), measured by the driver
 and exposed at ``--metrics-port`` beside the counters."""
 

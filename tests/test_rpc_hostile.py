@@ -1,4 +1,4 @@
-"""The RPC on a hostile network (issue 26): no amplification, no reply redirected,
+"""The RPC on a hostile network: no amplification, no reply redirected,
 service ids, deadlines, refusals without a key, read-only built-ins, the loopback
 default, fuzzing.
 

@@ -1,4 +1,4 @@
-"""Issue 12, "data destroyed": an output is never an input, never inside an input
+"""No data destroyed: an output is never an input, never inside an input
 folder, never a folder of the user's own files; SIGTERM leaves no temporary file;
 outputs follow the umask."""
 

@@ -1,5 +1,5 @@
 """The SCMP section 2.3 rows (slow and fast clocks) check the paper's statement inside
-its hypotheses (issue 32, item 4).
+its hypotheses.
 
 Small real runs of the ``scmp`` scenario's skew experiment (five runs on the same
 traffic: ``clients-synced`` and the four skewed clocks), with more datagram loss than

@@ -1,5 +1,5 @@
 """``scripts/setup.sh`` installs headless Chromium for the report's screenshot tests
-where apt is usable (issue 31, item 3), through ``scripts/chromium.sh``.
+where apt is usable, through ``scripts/chromium.sh``.
 
 The script runs with a PATH of our own: a recording ``apt-get`` (a stand-in for the
 system's package manager, which a test may not run: it would change the machine) and,

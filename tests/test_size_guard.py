@@ -1,5 +1,5 @@
 """``simulate`` and ``sweep`` estimate a run's memory and time before they start and
-refuse what does not fit in one line, exit 2, nothing written (issue 31, item 2).
+refuse what does not fit in one line, exit 2, nothing written.
 
 The override is the limit itself: ``--max-memory SIZE`` / ``--max-time DURATION``. The
 tests make a small run too big with a low limit, rather than start a really large one.

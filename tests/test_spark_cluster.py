@@ -1,4 +1,4 @@
-"""``timebound.spark`` on a standalone Spark cluster (issue 28, item 5).
+"""``timebound.spark`` on a standalone Spark cluster.
 
 The test starts a standalone master and one worker from the pyspark package's own
 ``bin/spark-class`` (loopback only, ports chosen by Spark, a temporary work dir and

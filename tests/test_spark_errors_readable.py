@@ -1,4 +1,4 @@
-"""Errors a Spark user can read (issue 38, item 5).
+"""Errors a Spark user can read.
 
 A bad row stops ``at_most_once``'s job inside Spark; without ``typed_errors()`` the user
 reads Spark's exception, so its message is one sentence naming the column, the reason

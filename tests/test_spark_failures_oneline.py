@@ -1,4 +1,4 @@
-"""Issue 28 item 4, the pipeline / sweep / demo side: a Spark failure is one line
+"""The pipeline / sweep / demo side: a Spark failure is one line
 ``timebound: error: ...`` with exit status 2 (``--verbose`` shows the rest), Ctrl-C
 during ``pipeline`` is the one line ``timebound: interrupted`` with exit status 130, and
 nothing is left behind.

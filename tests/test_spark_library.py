@@ -1,4 +1,4 @@
-"""``timebound.spark.at_most_once`` (issue 28, item 1): the replay's verdicts on any
+"""``timebound.spark.at_most_once``: the replay's verdicts on any
 DataFrame under the caller's column names, batch and streaming, with options and
 columns checked before any Spark job.
 

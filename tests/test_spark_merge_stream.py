@@ -1,6 +1,6 @@
 """``causal_merge`` on a stream and ``timebound stream merge --timers``: Spark's
 processing-time timers deliver a buffered message once its deadline has passed, even
-when no new arrival comes (issue 28, item 2).
+when no new arrival comes.
 
 Without timers a stream's rows are the batch operator's (the replay's) minus the tail
 the batch flushes at its end; with timers that tail comes too, from micro-batches that

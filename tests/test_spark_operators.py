@@ -1,4 +1,4 @@
-"""``timebound.spark``'s batch operators for the other protocols (issue 28, item 2):
+"""``timebound.spark``'s batch operators for the other protocols:
 ``causal_merge``, ``causal_stamp``, ``slotted`` and ``stability`` give every input row, all its columns kept, the
 output ``timebound replay`` gives for those rows in decision order, under the caller's
 column names; options and columns are refused before any Spark job, a streaming

@@ -1,5 +1,5 @@
-"""``timebound.spark.at_most_once``'s default ``reorder_window`` (issue 38, item 6:
-reordered messages). The library keeps a window of timestamps per connection by
+"""``timebound.spark.at_most_once``'s default ``reorder_window``
+(reordered messages). The library keeps a window of timestamps per connection by
 default; the commands keep SCMP's rule (``--reorder-window 1``).
 
 - a genuine message overtaken by up to (default) later messages of its connection is

@@ -1,4 +1,4 @@
-"""The stability scenario's measured rows (issue 32): ack bytes as the live group
+"""The stability scenario's measured rows: ack bytes as the live group
 encodes them, and clock skew of an exact, controlled spread.
 
 - ``ack_wire_bytes_per_s`` is the number of acks times ``len(encode_ack(ack))``, the

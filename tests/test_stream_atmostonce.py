@@ -1,6 +1,6 @@
 """``timebound stream atmostonce``: the replay-equality contract, late arrivals, errors.
 
-Contract (issue 11 item 2): with the files named in trace order and
+Contract: with the files named in trace order and
 ``--max-files-per-trigger 1``, the streaming verdicts equal ``timebound replay
 atmostonce`` on the concatenated files, row for row -- for every estimator, with
 classes and with crash rows. One in-process query per configuration on the shared

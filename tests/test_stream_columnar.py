@@ -1,4 +1,4 @@
-"""``timebound stream atmostonce``'s column-wise processor (issue 29) decides as the row
+"""``timebound stream atmostonce``'s column-wise processor decides as the row
 processor does: the same verdict rows, the same state, the same errors.
 
 The differential part runs without Spark: each key's micro-batches go to both

@@ -1,4 +1,4 @@
-"""docs/stream.md's walk-through prints what the doc shows (issue 31, item 4).
+"""docs/stream.md's walk-through prints what the doc shows.
 
 The walk-through splits the bundled atmostonce example into 5 files of 10 lines and
 runs ``timebound stream atmostonce`` over them one file per micro-batch, then adds a

@@ -1,4 +1,4 @@
-"""Stream failures are one line (issue 28 item 4, stream side).
+"""Stream failures are one line (stream side).
 
 A query as a separate process: Ctrl-C (SIGINT to the whole process group, as a
 terminal sends it) inside micro-batch 1 exits 130 with one line on stderr -- not

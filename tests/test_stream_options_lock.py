@@ -1,5 +1,5 @@
 """A streaming checkpoint remembers its protocol, options, source and sink
-(``timebound.stream._lock``, issue 28 item 3b): a restart with another one is refused
+(``timebound.stream._lock``): a restart with another one is refused
 in one line, exit 2, before Spark starts; the same ones pass; a checkpoint that never
 planned a micro-batch takes new ones. No Spark here: the refusal must come first.
 """

@@ -1,4 +1,4 @@
-"""A streaming query's progress line names what each number is (issue 31): the
+"""A streaming query's progress line names what each number is: the
 state's rows, and the state store's memory -- which jumps after a restart with the
 same rows, so it is not called the state's size."""
 

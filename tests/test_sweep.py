@@ -24,12 +24,12 @@ def test_sweep_merges_runs_and_the_report_plots_the_spread(
     assert code == 0
     captured = capsys.readouterr()
     err = captured.err
-    # both counts, named: 4 scenario runs wrote 8 runs of the dataset (issue 31)
+    # both counts, named: 4 scenario runs wrote 8 runs of the dataset
     assert re.search(r"^sweep merge: 4 run\(s\) \(grid points x seeds\) in [\d.]+ s, 8 "
                      r"dataset run\(s\) \(what timebound pipeline counts\)$",
                      captured.out, re.M), captured.out
     assert "sweep [4/4]" in err and "grid point deltas=20,duration=150 seed 2" in err
-    assert re.search(r"^sweep \[1/4\] grid point .* ETA \d", err, re.M)  # issue 31
+    assert re.search(r"^sweep \[1/4\] grid point .* ETA \d", err, re.M)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["sweep"] == {"grid": {"deltas": ["5", "20"], "duration": ["150"]},
                                  "seeds": [1, 2]}

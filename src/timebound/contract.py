@@ -135,7 +135,7 @@ OPTIONS: dict[str, tuple[OptionColumn, ...]] = {
         OptionColumn("resilient", "bool"),
         _int("beta", 0), _int("latest_every", 1), _int("recovery_grace", 0),
         _int("classes", 1, 4096),
-        # Our extension beyond the paper (issue 16): timestamps kept per connection.
+        # Our extension beyond the paper: timestamps kept per connection.
         _int("reorder_window", 1, 4096),
     ),
     "causal": (
@@ -167,7 +167,7 @@ INPUT_TABLES: dict[str, Table] = {
             "run:string seq:int64 type:string receiver:string conn:string ts:int64 at:int64 "
             "down:int64? original:bool?"),
             "atmostonce", OPTIONS["atmostonce"], unsimulated=("classes",),
-            # Our extension beyond the paper (issue 27): the message was made after the
+            # Our extension beyond the paper: the message was made after the
             # deciding receiver's incarnation began (``Receiver.receive(marked=True)``).
             extensions=_spec("marked:bool?")),
         Table("events", _spec(
@@ -211,8 +211,8 @@ SIM_TABLES: dict[str, Table] = {
 }
 
 
-#: Columns that extend the papers' receivers -- issue 16's option column
-#: ``reorder_window`` and issue 27's row column ``marked`` (a table's ``extensions``):
+#: Columns that extend the papers' receivers -- option column
+#: ``reorder_window`` and row column ``marked`` (a table's ``extensions``):
 #: the simulator writes each only when some run of the dataset uses it, so datasets of
 #: the papers' receivers keep the columns they always had. Readers treat them as
 #: optional.
@@ -418,7 +418,7 @@ _MEASURES: list[tuple[str, Measure]] = [
     _m("atmostonce", "step_messages_to_settle", "messages",
        "adaptive step loads: messages sent between the step and the settling", SIM),
     _m("atmostonce", "reorder_window", "timestamps",
-       "scmp reorder (our extension, issue 16): the run's per-connection window W", SIM),
+       "scmp reorder (our extension): the run's per-connection window W", SIM),
     _m("atmostonce", "refused_genuine", "messages",
        "scmp reorder: distinct messages a running receiver judged but never accepted", SIM),
     _m("atmostonce", "refused_genuine_rate", "ratio",
@@ -428,7 +428,7 @@ _MEASURES: list[tuple[str, Measure]] = [
        "8 per remembered timestamp, 8 per floor when W > 1)", SIM),
     _m("atmostonce", "table_bytes_peak", "bytes", "scmp reorder: largest table_bytes", SIM),
     _m("atmostonce", "incarnation_marks", "flag",
-       "scmp restart (our extension, issue 27): 1 when the run's clients mark new messages "
+       "scmp restart (our extension): 1 when the run's clients mark new messages "
        "with the incarnation they heard of (restart-marked), 0 for the paper's rule", SIM),
     _m("atmostonce", "refused_unknown", "messages",
        "scmp restart: messages never accepted and refused at least once stale or early "

@@ -12,7 +12,7 @@ A process killed between creating it and the rename (SIGKILL, power loss) leaves
 behind; ``read()``, the recovery step every start goes through, removes the ones of
 this target, and only those: no other file in the folder is ever touched.
 
-What is read (issue 26: a careless operator's file must never start a server that
+What is read (a careless operator's file must never start a server that
 silently misbehaves). ``read()`` opens the path with ``O_NONBLOCK | O_NOFOLLOW``
 (a FIFO cannot hang the start, a symbolic link is refused: ``write`` would replace
 the link itself, not its target), takes only a regular file (``fstat`` on the

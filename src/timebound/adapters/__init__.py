@@ -1,4 +1,4 @@
-"""The shared layer between ``timebound.core`` and the drivers (issue 9).
+"""The shared layer between ``timebound.core`` and the drivers.
 
 Row adapters feed a core from table rows -- the same code for ``timebound replay``
 (files), the pipeline (Spark groups), the simulator's offline re-check and streaming --

@@ -261,7 +261,7 @@ class AtMostOnceAdapter:
                at: int, *, marked: bool = False) -> tuple[str, int | None, int | None]:
         """One well-formed message row: ``(verdict, rho, entries)`` per the contract
         (``source`` and ``line`` name the row in errors). ``marked``: the row's
-        ``marked`` column (our extension, issue 27), passed to the core as
+        ``marked`` column (our extension), passed to the core as
         ``receive(..., marked=)``. The decision is the core's ``decide_message``."""
         receiver = self.open_receiver(source, line, name, at).receiver_for(conn)
         code, rho, entries, up = decide_message(receiver, conn, ts, at, marked)

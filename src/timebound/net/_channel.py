@@ -22,7 +22,7 @@ refresh. ``async with`` ends with ``aclose()``, which awaits the last write; the
 synchronous ``close()`` waits for it in place (one write at most, on the loop's
 thread). Either way a clean stop leaves the newest ``latest`` in the file.
 
-On a hostile network (issue 26; ``docs/net.md``, threat model): a listener without a
+On a hostile network (``docs/net.md``, threat model): a listener without a
 key binds only loopback addresses unless ``insecure=True`` (``guard_exposure``, right
 after binding, on the bound address; the socket is closed if it refuses), and
 ``service`` (both ends) names the listener under the HMAC tag, so a frame sealed for

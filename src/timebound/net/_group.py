@@ -9,7 +9,7 @@ until ``next_deadline()``. Back-pressure: ``send`` waits while the send buffer i
 full (messages not yet stable); a member whose application stops reading drops
 incoming datagrams once ``max_queue`` events wait (the senders' NACK recovers them).
 
-On a real network (issue 26): without a key the member binds only a loopback
+On a real network: without a key the member binds only a loopback
 address unless ``insecure=True`` (``guard_exposure``, checked on the bound address);
 ``service`` (1..64 UTF-8 bytes, the same at every member) goes under the HMAC tag, so
 frames of one group do not verify at another sharing the key. The driver tells the

@@ -1,6 +1,6 @@
 """``timebound key new FILE``: a fresh shared key for the network services.
 
-Issue 26, "secure by default": a service without a key binds only loopback
+"Secure by default": a service without a key binds only loopback
 addresses, so an operator who wants to serve a network needs a key, and the command
 that makes one has to be obvious and hard to misuse. Choices:
 

@@ -9,10 +9,10 @@ seeded ``random.Random``: a run is reproducible up to the OS's timing.
 The proxy has no key and relays whatever reaches it to its upstream (to anyone on
 the network, an open relay that hides the sender): like every service without a key
 it binds only loopback addresses unless ``insecure=True`` (``--insecure``), and then
-prints one warning line (``guard_exposure``, issue 26; pinned by
+prints one warning line (``guard_exposure``; pinned by
 ``tests/test_net_cli_hostile.py::test_proxy_refuses_a_public_address_without_insecure``).
 
-No amplification (issue 26): the proxy duplicates on request, and its upstream
+No amplification: the proxy duplicates on request, and its upstream
 answers each copy, so a relayed address could get several times what it sent. It
 never sends a client address more than ``AMPLIFICATION`` (3) times the bytes it
 received from that address: a datagram that would pass the budget is dropped and

@@ -7,7 +7,7 @@ running digest. Times are milliseconds (``MsClock``: the system clock in ms with
 injectable offset, never backwards). Every rule is the core's; these only move
 datagrams and sleep until ``next_deadline()``.
 
-On a real network (issue 26): a ``MergerServer`` without a key binds only loopback
+On a real network: a ``MergerServer`` without a key binds only loopback
 addresses unless ``insecure=True`` (``guard_exposure`` on the bound address); it
 draws a random 32-byte secret for the core's address-validation tokens (a SUB takes
 a lease only with a token the merger sent to that address; ``SubscriberClient`` and

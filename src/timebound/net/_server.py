@@ -433,7 +433,7 @@ class RpcServer:
             self._pool.submit(run, fn, started)
             return
         # Held as returning ``object``: compiled code would check the union of
-        # ``Handler`` and raise on a handler returning ``str`` (issue 26).
+        # ``Handler`` and raise on a handler returning ``str``.
         call: Callable[[bytes], object] = fn
         try:
             result: object = call(run.args)

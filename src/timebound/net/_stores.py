@@ -1,8 +1,8 @@
 """Where a live server's ``latest`` lives: the class files, or memory, opened at a start.
 
 ``open_storages`` (``RpcServer``) and ``open_store`` (``ChannelListener``) give the
-receivers their stable storage before the receivers are built, and apply the rule of
-issue 26 ("storage that cannot be rolled back by accident"):
+receivers their stable storage before the receivers are built, and apply one rule,
+storage that cannot be rolled back by accident:
 
 - *A start never trusts a missing record.* A server whose storage file is missing
   (never made, or deleted by an operator to "fix" a refusing server) creates it

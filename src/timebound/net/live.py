@@ -1,6 +1,6 @@
 """Live checks: the papers' claims measured on the live services over loopback UDP.
 
-``simulate --reproduce`` fills the table's live column from these (issue 32): for
+``simulate --reproduce`` fills the table's live column from these: for
 each kind and seed it runs ``python -m timebound.net.live KIND --seed N [--quick]``
 in a process of its own (one event loop, its own sockets, nothing left behind) and
 reads the runs it prints, ``{run: {measure: value}}`` as one JSON object on stdout,

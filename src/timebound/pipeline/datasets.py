@@ -5,7 +5,7 @@ job runs: a missing required column, or a column of the wrong type, is a
 ``SchemaError`` naming the table, the column and the expected type (exit status 2).
 Optional columns a dataset leaves out are added as typed nulls, so every operator
 sees one shape. A table carrying a row extension column the pipeline does not decide
-(``contract.REFUSED_BY_DRIVERS``: ``marked``, issue 27's incarnation marks) is refused
+(``contract.REFUSED_BY_DRIVERS``: ``marked`` incarnation marks) is refused
 the same way, before Spark starts: deciding it without the column would give other
 verdicts than ``timebound replay``.
 """
@@ -91,7 +91,7 @@ def refuse_extensions(table: str, columns: Iterable[str]) -> None:
     decide (module docstring)."""
     for name in REFUSED.get(table, ()):
         if name in columns:
-            raise SchemaError(table, name, "incarnation marks (our extension, issue 27) are "
+            raise SchemaError(table, name, "incarnation marks (our extension) are "
                               "decided by `timebound replay atmostonce` only; the pipeline "
                               "refuses a table that carries them")
 

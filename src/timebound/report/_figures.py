@@ -201,7 +201,7 @@ def spread(points: pd.DataFrame, x: str, y: str, group: str | None, title: str,
 
 
 def reorder_window(points: pd.DataFrame) -> str | None:
-    """The reorder-window runs (issue 16, ours): refused-genuine rate (%) on the left
+    """The reorder-window runs (ours): refused-genuine rate (%) on the left
     axis and mean table bytes on the right, against the window W on a log2 axis.
     ``points`` has columns ``W``, ``refused_genuine_rate`` and ``table_bytes_mean``."""
     points = points.dropna(subset=["W", "refused_genuine_rate", "table_bytes_mean"])

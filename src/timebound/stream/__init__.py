@@ -1,6 +1,6 @@
 """``timebound stream``: the protocols' cores as Structured Streaming queries.
 
-A driver (issue 11, docs/stream.md). Trace files dropped into a folder are read in
+A driver (docs/stream.md). Trace files dropped into a folder are read in
 name order (``_source``), keyed, and fed by ``transformWithState`` processors
 (``timeMode="None"``) to the same row adapters ``timebound replay`` uses, one core
 per key kept in the RocksDB state store between micro-batches as a core snapshot

@@ -156,7 +156,7 @@ def _check(value: Any, kind: str) -> str | None:
     return None
 
 
-REFUSED_REASON = ("incarnation marks (our extension, issue 27) are decided by "
+REFUSED_REASON = ("incarnation marks (our extension) are decided by "
                   "`timebound replay atmostonce` only; the stream refuses them")
 
 

@@ -29,7 +29,7 @@ Choices:
   entries at every later GC; only the amount of heap work differs.
 - The table is a list of ``[conn, ts]`` pairs sorted by ``conn``, so equal receivers
   give equal snapshots, byte for byte once serialized with sorted keys.
-- A receiver with a reorder window (``reorder_window`` W > 1, issue 16) has
+- A receiver with a reorder window (``reorder_window`` W > 1) has
   ``"windows"``: ``[conn, [floor, s_1, ..., s_k]]`` pairs sorted by ``conn`` (and
   ``"held"``, the timestamps they hold); with W = 1 ``"windows"`` is ``None``.
   Restoring checks that the snapshot and the receiver agree on having a window (W

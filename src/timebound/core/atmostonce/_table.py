@@ -41,7 +41,7 @@ a forced pass: the entries it forgets plus the kept ones older than them, each a
 operation (so with many pinned entries at the old end of the heap, each pass pays
 for them again; the RPC pins only calls still computing).
 
-Reorder window (beyond the paper; issue 16)
+Reorder window (beyond the paper)
 -------------------------------------------
 Fig. 2-1 refuses every message whose timestamp is not above its connection's last
 accepted one, so a genuine message overtaken by a later one on the same connection is

@@ -29,7 +29,7 @@ A datagram goes through three layers, all here and all pure:
    are dropped (``out_of_window``), so memory per session is bounded. Every reliable
    datagram (and the OPEN) is acknowledged at once, duplicates too: ``cum`` plus the
    datagram's own number and the smallest other reliable numbers received above
-   ``cum``. Cost per datagram stays small whatever a sender names (issue 26: a
+   ``cum``. Cost per datagram stays small whatever a sender names (a
    forged hole below 60,000 reliable numbers, or a floor moved by one per datagram,
    cost 0.15 and 1.3 ms a datagram with sets rebuilt each time): the reliable
    numbers are a sorted list (an ACK reads the few it lists after a bisection) and
@@ -55,7 +55,7 @@ forged sessions without a key) do not cost the others their F. The total stays
 below ``max_held_bytes`` plus one datagram per session. Pinned by
 ``tests/test_net_channel_hostile.py::test_held_bytes_are_bounded_and_the_channel_lives``.
 
-No amplification (issue 26; RFC 9000 section 8's rule): to an address that has not
+No amplification (RFC 9000 section 8's rule): to an address that has not
 proved it receives our datagrams we never send more than 3x the bytes it sent us.
 The receiver keeps that rule per datagram, which implies it per address: it only
 ever *answers* (no timer sends anything), every answer goes to the address the
@@ -75,7 +75,7 @@ longer ACKs. Pinned by ``tests/test_net_channel_hostile.py::
 test_no_answer_exceeds_three_times_its_trigger`` (measured per message type, key or
 not).
 
-Nothing one datagram can poison (issue 26): every field is range-checked when the
+Nothing one datagram can poison: every field is range-checked when the
 datagram is decoded (``_wire.decode``: ``ts``, the stamp against ``seq``), counted
 ``malformed`` and dropped, never kept to raise or block later. ``seq`` and ``floor``
 are bounded by the window (``out_of_window``); a ``floor`` or ``seq`` jump within it

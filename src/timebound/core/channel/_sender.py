@@ -32,7 +32,7 @@ proposes for connection-based protocols:
   datagrams not acknowledged stay listed (``unacked_ids``): the refused opening's
   never arrived; after ``lost`` or ``timeout`` each may or may not have arrived.
   ``heard`` is when the receiver last answered this session.
-- Hostile input (issue 26): the sender sends nothing in answer to what it receives
+- Hostile input: the sender sends nothing in answer to what it receives
   (no amplification: retransmissions are driven by its timer alone), and an ACK
   acknowledging a sequence number it never sent (``cum`` above its next sequence
   number, a selective number at or above it) is counted ``malformed`` and dropped

@@ -28,7 +28,7 @@ does not fit its kind, ``ts = 0``, ``seq < floor``, an OPEN with ``seq != 0`` or
 ACK whose selective numbers are not increasing and above ``cum`` raise
 ``MalformedDatagram`` (the endpoint counts and drops it).
 
-Range checks (issue 26: nothing one datagram can poison). Every field is checked
+Range checks (nothing one datagram can poison). Every field is checked
 here, at receive time, against what Fig. 3's sender can produce, so no value a
 legitimate sender never sends reaches the cores' state (where it would be kept and
 could block a channel later):

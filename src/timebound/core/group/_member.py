@@ -47,7 +47,7 @@ member heard from again rejoins by the join steps. A receiver whose expected
 sequence number is below a sender's ``base`` skips to it (those messages were stable
 among R_s without it, so it was not owed them) -- never otherwise.
 
-*Range checks at receive time (issue 26: one datagram must not poison a member).*
+*Range checks at receive time (one datagram must not poison a member).*
 Every field of a decoded frame is checked before any state is touched; a frame with
 one out of range is dropped and counted (``out_of_range``), never stored and never
 raised later. Bounds (choices): an incarnation is a µs clock reading at the member's
@@ -64,7 +64,7 @@ who reads the traffic can still forge frames whose every field is in range: only
 key (``FrameCodec``) stops those (``docs/net.md``, threat model). Pinned by
 ``tests/test_net_group_hostile.py::test_forged_frames_never_break_stability``.
 
-*Answers to datagrams (issue 26, no amplification).* A member sends only to the
+*Answers to datagrams (no amplification).* A member sends only to the
 configured addresses of the members. A NACK is answered (up to ``MAX_NACK``
 retransmissions) only when the driver says the datagram came from the configured
 address of the member it names (``receive(..., source=name)``; ``check_sources=False``

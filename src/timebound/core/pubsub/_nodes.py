@@ -33,7 +33,7 @@ bounds in ms (G1, G2).
   lease every ``LEASE_RENEW`` ms until ``leave()``; ``next_deadline()`` is None when
   no renewal and no gap wait is pending.
 
-On a hostile network (issue 26):
+On a hostile network:
 
 - *Range checks.* Every decoded frame passes ``_wire.out_of_range`` (stamp counters
   ``c < eps`` and ``kn <= n``, message ids, FWD sequence numbers) before anything is

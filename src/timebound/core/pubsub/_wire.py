@@ -7,7 +7,7 @@
     SUB   3  role:u8 (1 subscriber, 2 merger)  name_len:u8 name  [token:16]  (a lease)
     CHAL  4  token:16                        a merger's answer to a SUB without a valid token
 
-Address validation (issue 26; QUIC's token, DTLS's cookie): a SUB takes or renews a
+Address validation (QUIC's token, DTLS's cookie): a SUB takes or renews a
 lease only with a token the merger issued to that very source address (``CHAL``),
 so a forged SUB cannot aim a merger's forwarding at a victim. ``token`` is
 ``issued:u32`` (the merger's ms clock mod 2^32) and the first 12 bytes of
@@ -22,7 +22,7 @@ Times are milliseconds. Decoding is strict (``MalformedDatagram``); ``out_of_ran
 then checks the decoded values (stamp counters ``0 <= c < eps`` and ``0 <= kn[i] <=
 n``, message ids below ``MSG_LIMIT``, FWD ``seq`` below ``SEQ_LIMIT``): a receiver
 drops and counts what it names, so nothing out of range is stored and later fails
-when forwarded (issue 26).
+when forwarded.
 """
 
 from __future__ import annotations

@@ -534,7 +534,7 @@ class Server(Generic[P]):
             return _NOTHING
         # The duplicate is answered where it came from, but ``entry.peer`` (where the
         # completion's REPLY goes) stays the address the call first came from: a
-        # forged duplicate must not redirect a reply (issue 26). The live service
+        # forged duplicate must not redirect a reply. The live service
         # bounds what an unvalidated address gets (``_live``, amplification).
         action = _ON_DUPLICATE[entry.state]
         if action is _SEND_ACK:

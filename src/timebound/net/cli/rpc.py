@@ -7,7 +7,7 @@ and exit status 2 (raised as ``UsageError`` for ``timebound.cli``); ``rpc call``
 and its own exit status (``timebound.exitcodes``: 3 a timeout, 4 a refusal that
 proves the call did not run, 5 one that does not, 6 a remote error).
 
-Issue 26 (safe on a real network), the command line's share:
+Safe on a real network, the command line's share:
 
 - Secure by default: every server command takes ``--insecure`` (the service binds a
   non-loopback address without a key only with it, and then warns once on stderr:
@@ -26,7 +26,7 @@ Issue 26 (safe on a real network), the command line's share:
   sizes the sync handlers' thread pool and ``--queue N`` the calls that may wait
   for it (one more is refused ``overloaded``).
 
-Issue 31 (one set of conventions), this module's share: every wall-clock option is a
+One set of conventions, this module's share: every wall-clock option is a
 duration with its unit (``timebound.durations``: ``250ms``, ``2s``, ``1h``; a bare
 number is refused, showing it with each unit), printed with its unit; ``rpc call`` and ``rpc stats`` print one timeout line (``timeout_line``);
 ``rpc serve --config FILE`` reads the same options from TOML (``_config``), and

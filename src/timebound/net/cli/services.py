@@ -5,7 +5,7 @@ Every bad input is one line ``timebound: error: ...`` and exit status 2. Readine
 lines (``listening on udp://HOST:PORT``) go to stderr so that stdout holds only the
 JSON lines the commands promise.
 
-Issue 26: every server command (``channel recv``, ``group join``, ``pubsub merge``)
+Every server command (``channel recv``, ``group join``, ``pubsub merge``)
 binds only loopback addresses without a key unless ``--insecure``; every command
 takes ``--service ID`` with ``--key-file``; ``--port`` is optional everywhere
 (default 0: the system picks one, announced in the listening line). Stdin is read as
