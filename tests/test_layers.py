@@ -12,6 +12,7 @@
   (nothing of ours: which build of the compiled core modules is imported),
   ``timebound.durations`` (errors: wall-clock durations with their unit),
   ``timebound.exitcodes`` (nothing of ours: every command's exit statuses),
+  ``timebound.protocols`` (nothing of ours: each protocol's pieces, named),
   ``timebound.arrowtypes`` (contract: the contract's column types as Arrow types);
 - ``timebound.columnar`` (the column-wise at-most-once decider the Spark drivers and
   the library share): adapters, contract, core, errors and the leaf helpers;
@@ -52,7 +53,7 @@ FORBIDDEN_IN_CORE = {
 }
 
 LEAF_HELPERS = {"storage", "sparkutil", "_safety", "claims", "_compiled", "durations",
-                "arrowtypes", "exitcodes"}
+                "arrowtypes", "exitcodes", "protocols"}
 DRIVERS = {"replay", "sim", "pipeline", "net", "stream"}
 TOP = {"cli", "demo", "sweep", "examples_cli", "__init__"}
 
@@ -66,12 +67,13 @@ ALLOWED: dict[str, set[str]] = {
     "sparkutil": {"errors"},
     "durations": {"errors"},
     "exitcodes": set(),
+    "protocols": set(),
     "arrowtypes": {"contract"},
     "_compiled": set(),
     "_safety": {"errors", "contract"},
     "claims": {"errors", "contract"},
     "examples": set(),
-    "report": {"errors", "contract", "claims", "_safety"},
+    "report": {"errors", "contract", "claims", "_safety", "protocols"},
     "columnar": {"adapters", "contract", "core", "errors", *LEAF_HELPERS},
     **{driver: {"adapters", "contract", "core", "errors", "columnar", *LEAF_HELPERS}
        for driver in DRIVERS},

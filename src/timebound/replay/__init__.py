@@ -10,16 +10,11 @@ from __future__ import annotations
 import importlib
 
 from timebound.adapters import Row
+from timebound.protocols import PROTOCOLS
 from timebound.replay._framework import ReplayCommand, replay_rows
 
-#: protocol name -> module that defines ``COMMAND``.
-REGISTRY: dict[str, str] = {
-    "atmostonce": "timebound.replay.atmostonce",
-    "slotted": "timebound.replay.slotted",
-    "stability": "timebound.replay.stability",
-    "causal": "timebound.replay.causal",
-    "merge": "timebound.replay.merge",
-}
+#: protocol name -> module that defines ``COMMAND`` (the protocols' registry's order).
+REGISTRY: dict[str, str] = {spec.name: spec.replay for spec in PROTOCOLS}
 
 
 def load_commands() -> list[ReplayCommand]:

@@ -13,18 +13,13 @@ import pyarrow.parquet as pq
 from timebound._safety import atomic_write_text, check_writable
 from timebound.contract import INPUT_TABLES, METRICS
 from timebound.errors import UsageError
+from timebound.protocols import PROTOCOLS
 from timebound.report import _figures as fig
 
 if TYPE_CHECKING:
     from timebound.claims import Row
 
-PROTOCOL_TITLES = {
-    "atmostonce": "At-most-once messages (SCMP; adaptive lifetime estimation)",
-    "causal": "Causal logical timestamps",
-    "merge": "Causal deterministic merge",
-    "slotted": "Slotted FIFO channels",
-    "stability": "Message stability by timestamp acknowledgments",
-}
+PROTOCOL_TITLES = {spec.name: spec.title for spec in PROTOCOLS}
 
 
 def find_outputs(folder: str) -> list[str]:
