@@ -12,7 +12,9 @@
   (nothing of ours: which build of the compiled core modules is imported),
   ``timebound.durations`` (errors: wall-clock durations with their unit),
   ``timebound.exitcodes`` (nothing of ours: every command's exit statuses),
-  ``timebound.protocols`` (nothing of ours: each protocol's pieces, named),
+  ``timebound.protocols`` (nothing of ours: each protocol's pieces, named);
+- ``timebound.arguments`` (adapters, contract, core, errors): command-line flags
+  several drivers' commands share (``replay``, ``net`` and ``stream`` may import it);
   ``timebound.arrowtypes`` (contract: the contract's column types as Arrow types);
 - ``timebound.columnar`` (the column-wise at-most-once decider the Spark drivers and
   the library share): adapters, contract, core, errors and the leaf helpers;
@@ -68,6 +70,7 @@ ALLOWED: dict[str, set[str]] = {
     "durations": {"errors"},
     "exitcodes": set(),
     "protocols": set(),
+    "arguments": {"adapters", "contract", "core", "errors"},
     "arrowtypes": {"contract"},
     "_compiled": set(),
     "_safety": {"errors", "contract"},
@@ -79,6 +82,10 @@ ALLOWED: dict[str, set[str]] = {
        for driver in DRIVERS},
     "spark": {"adapters", "contract", "core", "errors", "columnar", *LEAF_HELPERS},
 }
+# The command lines of the drivers that run an at-most-once receiver declare its flags
+# in one place.
+for _driver in ("replay", "net", "stream"):
+    ALLOWED[_driver] |= {"arguments"}
 # The Spark drivers are clients of the library: every operator they run is its own.
 ALLOWED["pipeline"] |= {"spark"}
 ALLOWED["stream"] |= {"spark"}
@@ -454,3 +461,49 @@ def test_the_operator_check_finds_one(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
     probe.write_text("def f(df, g, s):\n    return df.groupBy('run').applyInArrow(g, s)\n")
     assert _operator_calls(probe) == ["applyInArrow (line 2)"]
+
+
+#: The command layer: the modules that may build or read a command line (argparse).
+#: Everything else takes typed values, so a library caller never meets argparse.
+COMMAND_LAYER = {
+    "cli", "demo", "sweep", "examples_cli", "arguments", "durations", "_safety",
+    "net._bench", "net._config", "net._keygen", "net.live", "stream.bench",
+}
+
+
+def _in_command_layer(name: str) -> bool:
+    """Whether module ``timebound.<name>`` is of the command layer: a module or
+    package named ``cli`` or ``*_cli``, a replay command, or one of ``COMMAND_LAYER``."""
+    parts = name.split(".")
+    return (any(p == "cli" or p.endswith("_cli") for p in parts) or parts[0] == "replay"
+            or name in COMMAND_LAYER)
+
+
+def _imports_argparse(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import) and any(
+                a.name.split(".")[0] == "argparse" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "argparse":
+            return True
+    return False
+
+
+def _argparse_users(named: list[tuple[Path, str]]) -> list[str]:
+    """The modules of ``named`` (path, ``timebound.x.y``) outside the command layer
+    that import argparse."""
+    return [name for path, name in named
+            if not _in_command_layer(name.removeprefix("timebound."))
+            and _imports_argparse(path)]
+
+
+def test_argparse_only_in_the_command_layer() -> None:
+    assert _argparse_users([(m, _module_name(m)) for m in _modules()]) == []
+
+
+def test_the_argparse_check_finds_one(tmp_path: Path) -> None:
+    fake = tmp_path / "causal.py"
+    fake.write_text("def f():\n    from argparse import Namespace\n")
+    assert _argparse_users([(fake, "timebound.adapters.causal"),
+                            (fake, "timebound.net.cli.rpc"),
+                            (fake, "timebound.replay.causal")]) == ["timebound.adapters.causal"]

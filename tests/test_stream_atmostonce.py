@@ -95,11 +95,11 @@ def read_table(path: Path) -> list[dict[str, Any]]:
 def options(args: list[str]) -> AtMostOnceOptions:
     import argparse
 
-    from timebound.adapters.atmostonce import add_receiver_arguments
+    from timebound.arguments import add_receiver_arguments
 
     parser = argparse.ArgumentParser()
     add_receiver_arguments(parser)
-    return AtMostOnceOptions.from_args(parser.parse_args(args))
+    return AtMostOnceOptions.from_values(vars(parser.parse_args(args)))
 
 
 def run_stream(spark: Any, tmp: Path, args: list[str], *, max_files: int | None = 1

@@ -9,8 +9,9 @@ only ``timebound.core``, ``timebound.errors`` and ``timebound.contract``.
 - ``Row``, ``RowAdapter`` (``_rows``); ``require``/``forbid`` (``_options``);
 - ``AdapterSpec`` and ``ADAPTERS``: protocol -> (options, adapter);
 - per protocol: ``atmostonce`` (``AtMostOnceAdapter``, ``AtMostOnceOptions``,
-  ``add_receiver_arguments``, ``receiver_config_from_args``), ``causal``, ``merge``,
-  ``slotted``, ``stability``.
+  ``receiver_config``), ``causal``, ``merge``, ``slotted``, ``stability``. A command
+  line's flags become option values with ``vars(args)``; declaring them is the
+  command layer's (``timebound.arguments``).
 """
 
 from __future__ import annotations
@@ -23,9 +24,7 @@ from timebound.adapters._spec import AdapterSpec
 from timebound.adapters.atmostonce import (
     AtMostOnceAdapter,
     AtMostOnceOptions,
-    add_receiver_arguments,
     receiver_config,
-    receiver_config_from_args,
 )
 from timebound.adapters.causal import CausalAdapter, CausalOptions
 from timebound.adapters.merge import MergeAdapter, MergeOptions
@@ -52,6 +51,6 @@ __all__ = [
     "ADAPTERS", "ATMOSTONCE", "CAUSAL", "MERGE", "SLOTTED", "STABILITY", "AdapterSpec",
     "AtMostOnceAdapter", "AtMostOnceOptions", "CausalAdapter", "CausalOptions",
     "MergeAdapter", "MergeOptions", "Row", "RowAdapter", "SlottedAdapter", "SlottedOptions",
-    "StabilityAdapter", "StabilityOptions", "Values", "add_receiver_arguments", "flag",
-    "forbid", "receiver_config", "receiver_config_from_args", "require",
+    "StabilityAdapter", "StabilityOptions", "Values", "flag",
+    "forbid", "receiver_config", "require",
 ]

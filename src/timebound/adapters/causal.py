@@ -18,7 +18,6 @@ decides every check the same way without reading the input twice
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -47,9 +46,6 @@ class CausalOptions:
         n = None if values.get("n") is None else require(values, "n", minimum=1)
         return cls(epsilon, variant, n)
 
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> CausalOptions:
-        return cls.from_values(vars(args))
 
 
 class CausalAdapter:

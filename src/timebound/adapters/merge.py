@@ -16,7 +16,6 @@ merger's business (it is buffered to its deadline like any other, Theorem 4.6).
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,9 +38,6 @@ class MergeOptions:
         return cls(require(values, "epsilon", minimum=1), require(values, "delta", minimum=0),
                    choice(values, "variant", VARIANTS, "rckn"))
 
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> MergeOptions:
-        return cls.from_values(vars(args))
 
 
 class _Lane:

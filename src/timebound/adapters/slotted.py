@@ -10,7 +10,6 @@ core's actions of the last row from ``last_actions`` and the receiver's buffer f
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,9 +33,6 @@ class SlottedOptions:
     def from_values(cls, values: Values) -> SlottedOptions:
         return cls()
 
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> SlottedOptions:
-        return cls()
 
 
 class SlottedAdapter:

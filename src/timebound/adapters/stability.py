@@ -10,7 +10,6 @@ operator records its size).
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -53,9 +52,6 @@ class StabilityOptions:
         return cls(AckMode(acks), _names(values.get("senders"), "--senders"),
                    _names(values.get("receivers"), "--receivers"))
 
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> StabilityOptions:
-        return cls.from_values(vars(args))
 
 
 class StabilityAdapter:

@@ -14,10 +14,9 @@ from timebound.adapters.atmostonce import (
     ROW_TYPES,
     AtMostOnceAdapter,
     AtMostOnceOptions,
-    add_receiver_arguments,
-    receiver_config_from_args,
     well_formed,
 )
+from timebound.arguments import add_receiver_arguments, receiver_config_from_args
 from timebound.contract import REPLAY_OUTPUTS
 from timebound.core.atmostonce import ReceiverConfig
 from timebound.replay._framework import ReplayCommand, add_io_arguments
@@ -34,7 +33,7 @@ def receiver_config(args: argparse.Namespace) -> ReceiverConfig:
 
 
 def build(args: argparse.Namespace) -> AtMostOnceAdapter:
-    return AtMostOnceAdapter(AtMostOnceOptions.from_args(args))
+    return AtMostOnceAdapter(AtMostOnceOptions.from_values(vars(args)))
 
 
 COMMAND = ReplayCommand(

@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build(args: argparse.Namespace) -> CausalAdapter:
-    return CausalAdapter(CausalOptions.from_args(args))
+    return CausalAdapter(CausalOptions.from_values(vars(args)))
 
 
 COMMAND = ReplayCommand(

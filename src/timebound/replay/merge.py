@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build(args: argparse.Namespace) -> MergeAdapter:
-    return MergeAdapter(MergeOptions.from_args(args))
+    return MergeAdapter(MergeOptions.from_values(vars(args)))
 
 
 COMMAND = ReplayCommand(

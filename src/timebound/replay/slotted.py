@@ -21,7 +21,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _build(args: argparse.Namespace) -> SlottedAdapter:
-    return SlottedAdapter(SlottedOptions.from_args(args))
+    return SlottedAdapter(SlottedOptions.from_values(vars(args)))
 
 
 COMMAND = ReplayCommand(

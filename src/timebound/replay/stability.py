@@ -30,7 +30,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _build(args: argparse.Namespace) -> StabilityAdapter:
-    return StabilityAdapter(StabilityOptions.from_args(args))
+    return StabilityAdapter(StabilityOptions.from_values(vars(args)))
 
 
 COMMAND = ReplayCommand(

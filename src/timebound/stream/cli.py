@@ -21,8 +21,9 @@ import signal
 import sys
 from typing import Any, TextIO
 
-from timebound.adapters.atmostonce import AtMostOnceOptions, add_receiver_arguments
+from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.adapters.merge import MergeOptions
+from timebound.arguments import add_receiver_arguments
 from timebound.contract import VARIANTS
 from timebound.durations import METAVAR, duration_help, format_bytes, parse_duration
 from timebound.errors import MissingExtra
@@ -194,7 +195,7 @@ def run_stream_atmostonce(args: argparse.Namespace) -> int:
     from timebound.stream import stream_atmostonce
     from timebound.stream._run import parse_conf
 
-    options = AtMostOnceOptions.from_args(args)
+    options = AtMostOnceOptions.from_values(vars(args))
     conf = parse_conf(args.conf)
     with _progress_out(args) as out:
         result = stream_atmostonce(args.source, args.checkpoint, args.sink, options,
@@ -210,7 +211,7 @@ def run_stream_merge(args: argparse.Namespace) -> int:
     from timebound.stream import stream_merge
     from timebound.stream._run import parse_conf
 
-    options = MergeOptions.from_args(args)
+    options = MergeOptions.from_values(vars(args))
     tick_us = parse_duration(args.tick, "--tick")
     conf = parse_conf(args.conf)
     with _progress_out(args) as out:

@@ -42,7 +42,8 @@ import os
 import sys
 from typing import Any
 
-from timebound.adapters.atmostonce import AtMostOnceOptions, add_receiver_arguments
+from timebound.adapters.atmostonce import AtMostOnceOptions
+from timebound.arguments import add_receiver_arguments
 from timebound.core.atmostonce import ReceiverConfig
 from timebound.durations import (
     MAX_MICROS,
