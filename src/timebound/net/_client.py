@@ -51,6 +51,7 @@ from timebound.core.rpc import (
     Status,
 )
 from timebound.core.wire import FrameCodec
+from timebound.errors import ProtocolUsageError, UsageError
 from timebound.net._clock import Clock, seconds
 from timebound.net._endpoint import udp_socket
 from timebound.net._errors import CallRejected, CallTimeout, RemoteError
@@ -212,7 +213,7 @@ class RpcClient:
 
     async def open(self) -> None:
         if self._sock is not None:
-            raise RuntimeError("client is already open")
+            raise ProtocolUsageError("the client is already open")
         loop = self._loop = running_loop()
         numeric = _numeric(self.address) if self.local_addr is None else None
         if numeric is not None:
@@ -277,7 +278,7 @@ class RpcClient:
         if not retry_refused:
             return await self._call(proc, payload, timeout, new_connection)
         if not timeout > 0:
-            raise ValueError(f"timeout must be > 0 s, got {timeout}")
+            raise UsageError("timeout", f"must be > 0 s, got {timeout}")
         loop = running_loop()
         deadline = loop.time() + timeout
         delay, longest = self._retry
@@ -297,9 +298,9 @@ class RpcClient:
                     new_connection: bool) -> bytes:
         """One call (``call`` without retries)."""
         if self._sock is None:
-            raise RuntimeError("client is not open (use async with)")
+            raise ProtocolUsageError("the client is not open (use async with)")
         if not timeout > 0:
-            raise ValueError(f"timeout must be > 0 s, got {timeout}")
+            raise UsageError("timeout", f"must be > 0 s, got {timeout}")
         idle = self._idle
         conn = idle.pop() if idle and not new_connection else self._new_conn()
         now = self.clock.now()

@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from timebound.errors import MissingExtra
+
 
 def _uvloop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     try:
@@ -25,7 +27,7 @@ def new_event_loop(use_uvloop: bool | None = None) -> asyncio.AbstractEventLoop:
     """A new event loop: uvloop if installed (or if ``use_uvloop``), else asyncio's."""
     factory = _uvloop_factory() if use_uvloop is not False else None
     if use_uvloop and factory is None:
-        raise RuntimeError("uvloop is not installed (pip install 'timebound[uvloop]')")
+        raise MissingExtra("the uvloop event loop", "uvloop", "uvloop")
     return factory() if factory is not None else asyncio.new_event_loop()
 
 

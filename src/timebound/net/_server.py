@@ -70,7 +70,7 @@ from timebound.core.rpc import (
 )
 from timebound.core.rpc import STATS_PROCEDURE as STATS_PROCEDURE  # the servers' built-in
 from timebound.core.wire import HEADER_BYTES, MAX_DATAGRAM, TAG_BYTES, FrameCodec
-from timebound.errors import UsageError
+from timebound.errors import ProtocolUsageError, UsageError
 from timebound.net._clock import Clock, seconds
 from timebound.net._defaults import DEFAULT_BETA as DEFAULT_BETA
 from timebound.net._defaults import DEFAULT_CAPACITY as DEFAULT_CAPACITY
@@ -282,7 +282,7 @@ class RpcServer:
         if self._sock is not None:
             if sock is not None:
                 sock.close()
-            raise RuntimeError("server is already started")
+            raise ProtocolUsageError("the server is already started")
         if sock is None:
             try:
                 sock = await bind_udp(self.host, self.port)
