@@ -142,3 +142,18 @@ def test_live_a_listener_restarted_on_its_storage_ends_the_channel_lost(
     assert failure.reason == "lost" and took < 2.0
     assert failure.unacknowledged and set(failure.unacknowledged) <= set(range(5, 10))
     assert failure.heard_ago is not None and failure.heard_ago < 2.0
+
+
+def test_a_listener_creating_its_storage_speaks_of_channel_openings(
+        tmp_path: Path, capsys: object) -> None:
+    """The one line a new storage file gets names what it refuses: a channel
+    listener refuses openings, an RPC server calls."""
+    from timebound.net._server import RpcServer
+
+    ChannelListener(storage=str(tmp_path / "channel.json"))
+    RpcServer({}, storage=str(tmp_path / "rpc.json"))
+    err = capsys.readouterr().err  # type: ignore[attr-defined]
+    lines = err.splitlines()
+    assert len(lines) == 2, err
+    assert "channel.json: channel openings stamped before this start" in lines[0]
+    assert "rpc.json: calls stamped before this start" in lines[1]
