@@ -428,7 +428,7 @@ def test_rpc_call_says_when_a_refusal_could_be_forged(
         reason: str, authenticated: bool, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     from timebound.net._errors import CallRejected
-    from timebound.net.cli import rpc as cli
+    from timebound.net.cli import rpc_client as cli
 
     def refused(args: argparse.Namespace, proc: str, payload: bytes) -> bytes:
         exc = CallRejected(reason)

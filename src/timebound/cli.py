@@ -412,7 +412,7 @@ def _network_status(exc: TimeboundError) -> int | None:
     send``'s (``timebound.exitcodes``); None for any other error."""
     errors = sys.modules.get("timebound.net._errors")
     if errors is not None and isinstance(exc, errors.RpcError):
-        from timebound.net.cli.rpc import failure_status
+        from timebound.net.cli.rpc_client import failure_status
 
         return failure_status(exc)
     channel = sys.modules.get("timebound.net._channel")

@@ -11,16 +11,14 @@ stats``), 7 a failed channel (``channel send``).
 
 from timebound.net.cli.common import check_host, format_address, parse_target, resolve_targets
 from timebound.net.cli.rpc import (
-    MAX_PAYLOAD,
     SHOWN_RECEIVER_DEFAULTS,
     add_key_parser,
     add_net_parser,
     add_rpc_parser,
     add_service_parsers,
-    call_payload,
     receiver_options,
-    timeout_line,
 )
+from timebound.net.cli.rpc_client import MAX_PAYLOAD, call_payload, timeout_line
 from timebound.net.cli.services import StdinLines
 
 __all__ = [
