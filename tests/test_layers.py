@@ -507,3 +507,13 @@ def test_the_argparse_check_finds_one(tmp_path: Path) -> None:
     assert _argparse_users([(fake, "timebound.adapters.causal"),
                             (fake, "timebound.net.cli.rpc"),
                             (fake, "timebound.replay.causal")]) == ["timebound.adapters.causal"]
+
+
+#: The longest a module may be (CONTRIBUTING.md: small modules named for what they do).
+MAX_MODULE_LINES = 600
+
+
+def test_no_module_is_over_600_lines() -> None:
+    long = {module.relative_to(PACKAGE).as_posix(): n for module in _modules()
+            if (n := len(module.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}, f"modules over {MAX_MODULE_LINES} lines (split them): {long}"
