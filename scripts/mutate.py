@@ -34,6 +34,10 @@ would also fall back to them on the stale hash; this makes it explicit).
     .venv/bin/python scripts/mutate.py --jobs 2 --out /work/team/mutation-score.txt
 
 Prints one row per mutant and the score; exit status 0 when every mutant was caught.
+
+``ROW_MUTANTS`` (below) are named one-line breaks of the rules the rows of
+docs/reproduction.md check; this script does not run them: the reproduction's own jobs
+and verdicts do, in ``tests/test_reproduction_mutants.py``.
 """
 
 from __future__ import annotations
@@ -330,6 +334,8 @@ ROW_MUTANTS: dict[str, tuple[str, str, str]] = {
         "        if self.estimate > maxltime > 0:"),
     "est-raise-late": (EST, "        if maxltime > self.estimate:",
                        "        if maxltime > 2 * self.estimate:"),
+    "est-every-lifetime-a-spike": (EST, "        if len(top) <= self.spikes:",
+                                   "        if len(top) <= self.window:"),
     "est-chases-spikes": (EST, "        if len(top) <= self.spikes:", "        if len(top) <= 0:"),
     # slotted receiver
     "slot-fr-skips-r": (SLOT, "            if self._r_delivered < fr.stamp.order:",
@@ -338,6 +344,11 @@ ROW_MUTANTS: dict[str, tuple[str, str, str]] = {
                         "            for order in sorted(self._f_waiting, reverse=True):"),
     "slot-closed-kept": (SLOT, "        if stamp.slot < self._slot:",
                          "        if stamp.slot < self._slot - 1:"),
+    "slot-next-slot-taken": (SLOT, "        if stamp.slot > self._slot:",
+                             "        if stamp.slot > self._slot + 1:"),
+    "slot-fr-waits-f-gaps": (SLOT, "            if self._r_delivered < fr.stamp.order:",
+                             "            if self._r_delivered < fr.stamp.order or self._f_waiting:"),
+    "slot-r-not-counted": (SLOT, "            self._r_delivered += 1", "            pass"),
     # stability
     "stab-release-strict": (STAB,
         "        while buffer and (bound is None or buffer[0][0] <= bound):",

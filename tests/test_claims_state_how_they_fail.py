@@ -131,7 +131,7 @@ SAMPLES: list[tuple[str, dict[str, float], dict[str, float]]] = [
      {"delta=5 max": 17, "delta=5 bound": 17, "clock spread": 4, "epsilon": 4},
      {"delta=5 max": 12, "delta=5 bound": 17, "clock spread": 5, "epsilon": 4}),
     # "a larger delta loses a larger share of arrivals as late"
-    ("larger delta, fewer late losses", {"delta=5": 50, "delta=10": 30},
+    ("larger delta, fewer late losses", {"delta=5": 50, "delta=10": 20},
      {"delta=5": 30, "delta=10": 50}),
     # "resets or violations go on past that bound"
     ("state corrupted mid-run recovers",

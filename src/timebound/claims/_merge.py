@@ -179,7 +179,7 @@ def _live_why(seeds: Sequence[Sources]) -> str:
     return (f"of {of('arrived_within_delta')} messages that reached the merger within "
             f"delta, {of('undelivered')} were never delivered (dropped as late or never "
             f"due) and {of('send_to_delivery_over_bound')} were delivered later than "
-            f"delta + 3 eps after their send (the longest: {of('send_to_delivery_max')} "
+            f"the bound of Theorem 4.3 after their send (the longest: {of('send_to_delivery_max')} "
             f"ticks); clock spread {of('clock_spread')} against epsilon {of('epsilon')}")
 
 
@@ -226,7 +226,9 @@ CLAIMS: tuple[Claim, ...] = (
           "delta + 3 eps after its send, or the run leaves G1",
           ("merge-checks",), _mg_live, _mg_live_ok, _live_why),
     Claim("merge", "buffering <= delta + 3 eps (Lemma 4.2)", "<= bound",
-          "merge, all runs: longest buffering at any level-1 merger against delta + 3 eps, "
+          "merge, all runs: longest buffering at any level-1 merger (observed: from a "
+          "message's arrival to the merger clock's reading when it is handed out) against "
+          "delta + 3 eps, "
           "and G1 measured (the publishers' clock spread against epsilon: the largest over "
           "the runs); checked: max <= bound on every run and spread <= epsilon. It differs if a "
           "merger holds a message longer than delta + 3 eps, or a run's clocks spread "

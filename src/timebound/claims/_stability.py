@@ -301,7 +301,11 @@ CLAIMS: tuple[Claim, ...] = (
           "buffer over mean latency x send rate in [0.85, 1.1] (the average also covers "
           "the time before the first send), max buffer >= max latency / t_send. It differs if "
           "the mean buffer leaves that band around latency x send rate at some N, or the "
-          "largest buffer holds fewer messages than the largest latency spans sends",
+          "largest buffer holds fewer messages than the largest latency spans sends. No "
+          "break of the ack rules can make it differ (Little's law relates buffer and "
+          "latency under any rule; a break that changes the latency changes the buffer "
+          "with it): it checks the sender's buffer accounting, and the latency rows check "
+          "the rules",
           ("stability",), _st_buffer, _st_buffer_ok,
           "the buffer is not proportional to the latency"),
     Claim("stability", "ack bandwidth: timestamp O(N_r), vector O(N_r N_s)", "ratio N_s",

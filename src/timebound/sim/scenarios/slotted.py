@@ -250,7 +250,9 @@ class _Channel:
     def _split(self, act: Deliver[str]) -> None:
         """Split one delivered message's wait at the opening of its slot (D1, D2)."""
         slot = act.stamp.slot
-        opened = self.opened[slot]  # its slot is open: the FR before it was delivered
+        # its slot is open: the FR before it was delivered (unless the receiver broke
+        # Definition 4.2, which ``_definition`` counts; then no wait is put before)
+        opened = self.opened.get(slot, act.arrived)
         before = max(0, opened - act.arrived)
         self.wait_slot += before
         self.wait_order += act.delay - before
