@@ -26,7 +26,7 @@ SCRIPTS = sorted(BENCHMARKS.glob("*.py"))
 TIMEOUT = 300
 #: The Spark scripts, longest smoke first (the pipeline bench runs four sides).
 SPARK = ("bench_pipeline.py", "bench_end_to_end.py", "bench_operators.py",
-         "profile_pipeline.py", "bench_reorder.py")
+         "profile_pipeline.py", "bench_reorder.py", "bench_compare.py")
 Run = subprocess.CompletedProcess[str] | None  # None: timed out (the child was killed)
 
 

@@ -18,6 +18,7 @@ import errno
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import Any
 
 from timebound import __version__
 from timebound._safety import Terminated, float_range, int_range, sigterm_raises
@@ -103,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_stream_parser(commands)
     from timebound.examples_cli import add_parser as add_examples_parser
     add_examples_parser(commands)
+    from timebound.stream.compare_cli import add_compare_parser
+    add_compare_parser(commands, _write_compare_page)
 
     demo = commands.add_parser(
         "demo",
@@ -323,6 +326,14 @@ def _run_report(args: argparse.Namespace) -> int:
                                   "run timebound pipeline on it and report on its output")
     print(write_report(args.dir, out=args.out))
     return 0
+
+
+def _write_compare_page(table: Any, out: str, source: str) -> str:
+    """``timebound compare``'s page (the report layer's; the command is the stream
+    driver's, which does not import the report)."""
+    from timebound.report.compare import write_compare_report
+
+    return write_compare_report(table, out, source=source)
 
 
 def _run_replay(args: argparse.Namespace) -> int:

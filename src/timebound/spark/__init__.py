@@ -10,6 +10,10 @@ runs (``_batch``, over ``traces``' decider), a stream through the
 (``_stream``); both hand the rows to the shared row adapter, so no protocol rule lives
 here. Options and columns are checked on the driver before any job (``_check``).
 
+``compare(df, conn=..., ts=..., at=...)`` runs ``at_most_once`` (fixed and adaptive
+lifetimes) beside Spark's ``dropDuplicatesWithinWatermark`` on the caller's arrivals
+and returns what each did, counted from the rows (``_compare``).
+
 ``typed_errors()`` turns the error a bad row raises inside a Spark job back into the
 ``TimeboundError`` it is (Spark wraps it in its own exception).
 
@@ -35,12 +39,13 @@ except ImportError:  # pragma: no cover - the extra is missing
 from timebound.spark._check import columns, locked, options
 
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
+    import pandas as pd
     from pyspark.sql import DataFrame
 
 __all__ = ["SchemaError", "UsageError", "at_most_once", "causal_merge", "causal_stamp",
-           "slotted", "stability", "typed_errors"]
+           "compare", "slotted", "stability", "typed_errors"]
 
 
 def at_most_once(
@@ -295,3 +300,71 @@ def slotted(
         roles += (_groups.Role("group", group, "id"),)
     _groups.check_columns(df.schema, "slotted", roles, _slotted.ADDED)
     return _groups.run(df, _slotted.operator(roles), group)
+
+
+def compare(
+    df: DataFrame,
+    *,
+    conn: str,
+    ts: str,
+    at: str,
+    msg: str | None = None,
+    receiver: str | None = None,
+    rhos: Sequence[int] | None = None,
+    reorder_windows: Sequence[int] | None = None,
+    watermarks: Sequence[int] | None = None,
+    micro_batches: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> pd.DataFrame:
+    """What ``at_most_once`` and Spark's ``dropDuplicatesWithinWatermark`` each do to
+    the arrivals in ``df`` (a batch DataFrame), side by side (docs/spark.md, "Which
+    one, on your data").
+
+    ``conn``, ``ts``, ``at``, ``receiver``: as ``at_most_once``'s (checked alike).
+    ``msg``: a string or integer column naming each message (default: ``conn`` and
+    ``ts``). A message is one ``msg`` (per receiver, with ``receiver``); its first
+    arrival is genuine, every later one a copy.
+
+    Runs, on Spark: ``at_most_once`` at every ``rho`` in ``rhos`` and every
+    ``reorder_window`` in ``reorder_windows`` (``gc_every`` rho / 4, rounded up); the
+    adaptive estimators, ``estimator="unlimited"`` (``gc_every`` the 99th percentile
+    delay / 4, rounded up) and ``"limited"`` (``window`` S: 1000, or a tenth of the
+    rows if fewer; ``spikes`` S / 100; ``p`` 100), at every ``reorder_window``; Spark's ``withWatermark(...).dropDuplicatesWithinWatermark``
+    keyed on the message, replayed as a stream in arrival order (Spark's Parquet file
+    source, ``micro_batches`` files of consecutive rows in arrival order, one per
+    trigger, collected by ``foreachBatch``; default ``rows // 500`` between 4 and 40), at every watermark in
+    ``watermarks``, on the arrival time ``at`` and on the sender's time ``ts`` (1 tick
+    = 1 ms of event time). Arrival order: ``at``, then ``ts``, ``conn``, ``receiver``.
+
+    Defaults, from the delays ``at - ts`` of the rows: ``rhos`` and ``watermarks`` the
+    50th and 99th percentiles (the nearest delay at or above) and the maximum, each at
+    least 1; ``reorder_windows`` ``[8]``, the operator's default.
+
+    Returns a pandas DataFrame, one row per method and setting: ``method``
+    (``at_most_once``, ``adaptive_unlimited``, ``adaptive_limited``,
+    ``watermark_on_arrival``, ``watermark_on_send``), ``setting`` (the rho or the
+    watermark in ticks; null for the adaptive ones), ``reorder_window`` (null for the
+    watermarks), ``kept`` (rows let through: accepted, or output by Spark),
+    ``copies_let_through`` (rows kept beyond one per message), ``genuine_lost``
+    (messages none of whose rows was kept), ``state_max`` (``at_most_once``: the most
+    ``entries`` the receivers held together within one tick; the watermark: the most
+    state rows Spark's ``stateOperators.numRowsTotal`` reported after a micro-batch),
+    ``rho_final`` (the adaptive estimate on each receiver's last row, the largest over
+    receivers; null otherwise) and ``seconds`` (the run's wall time). Every count is
+    computed from the rows each method kept. ``attrs`` holds ``rows``, ``messages``,
+    ``copies``, ``micro_batches``, ``gc_every_adaptive``, ``limited`` (the limited
+    horizon's options), ``delays`` (``at`` and ``at - ts`` of up to 2,000 rows evenly
+    spread in arrival order) and ``estimates`` (per adaptive method, ``at`` and the
+    estimate ``rho`` on the same rows). ``progress``: called with one line before each
+    run.
+
+    The role columns are gathered on the driver and written to a private temporary
+    folder (removed on every exit path) that every run reads. Raises ``UsageError`` (a
+    keyword) or ``SchemaError`` (a column: missing, of a wrong type, with a null, an
+    empty ``conn``, ``msg`` or ``receiver``, ``ts < 1`` or ``at < 0``), naming it.
+    """
+    from timebound.spark._compare import compare as run
+
+    return run(df, conn=conn, ts=ts, at=at, msg=msg, receiver=receiver, rhos=rhos,
+               reorder_windows=reorder_windows, watermarks=watermarks,
+               micro_batches=micro_batches, progress=progress)
