@@ -86,6 +86,8 @@ ALLOWED: dict[str, set[str]] = {
 # in one place.
 for _driver in ("replay", "net", "stream"):
     ALLOWED[_driver] |= {"arguments"}
+# ``timebound.spark.compare(report=...)`` writes the report layer's page (lazily).
+ALLOWED["spark"] |= {"report"}
 # The Spark drivers are clients of the library: every operator they run is its own.
 ALLOWED["pipeline"] |= {"spark"}
 ALLOWED["stream"] |= {"spark"}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import tempfile
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -108,16 +109,39 @@ def watermark(column: int, delay: int) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def table(spark: Any) -> Any:
+def page(tmp_path_factory: Any) -> Path:
+    """Where the shared call writes its page (``report=``)."""
+    return Path(tmp_path_factory.mktemp("compare")) / "page.html"
+
+
+@pytest.fixture(scope="module")
+def table(spark: Any, page: Path) -> Any:
     from timebound.spark import compare
 
     df = spark.createDataFrame(ROWS, SCHEMA)
     lines: list[str] = []
     out = compare(df, conn="user", ts="sent", at="recv", msg="id", rhos=list(RHOS),
                   reorder_windows=[1], watermarks=list(WATERMARKS), micro_batches=BATCHES,
-                  progress=lines.append)
+                  progress=lines.append, report=str(page))
     assert len(lines) == len(out) + 1 and lines[0] == "compare: reading the arrivals"
     return out
+
+
+def test_report_writes_the_tables_page(table: Any, page: Path) -> None:
+    """``report=``: the page ``timebound compare --out`` writes, for this table."""
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>") and text.count("<img") >= 3
+    assert f"{int(table.attrs['rows']):,} arrivals" in text
+
+
+def test_report_is_checked_before_any_run(spark: Any, tmp_path: Path) -> None:
+    from timebound.spark import compare
+
+    df = spark.createDataFrame([("a", 1, 2)], "c string, s long, r long")
+    for bad in (str(tmp_path / "page.txt"), str(tmp_path / "missing" / "page.html")):
+        with pytest.raises(UsageError) as raised:
+            compare(df, conn="c", ts="s", at="r", report=bad)
+        assert raised.value.option == "report"
 
 
 def row_of(table: Any, method: str, setting: int | None) -> dict[str, Any]:

@@ -315,6 +315,7 @@ def compare(
     watermarks: Sequence[int] | None = None,
     micro_batches: int | None = None,
     progress: Callable[[str], None] | None = None,
+    report: str | None = None,
 ) -> pd.DataFrame:
     """What ``at_most_once`` and Spark's ``dropDuplicatesWithinWatermark`` each do to
     the arrivals in ``df`` (a batch DataFrame), side by side (docs/spark.md, "Which
@@ -356,7 +357,9 @@ def compare(
     horizon's options), ``delays`` (``at`` and ``at - ts`` of up to 2,000 rows evenly
     spread in arrival order) and ``estimates`` (per adaptive method, ``at`` and the
     estimate ``rho`` on the same rows). ``progress``: called with one line before each
-    run.
+    run. ``report``: also write the table's HTML page there (a ``.html`` file, replaced
+    whole; what ``timebound compare --out`` writes; needs ``timebound[report]``),
+    checked before any run.
 
     The role columns are gathered on the driver and written to a private temporary
     folder (removed on every exit path) that every run reads. Raises ``UsageError`` (a
@@ -365,6 +368,18 @@ def compare(
     """
     from timebound.spark._compare import compare as run
 
-    return run(df, conn=conn, ts=ts, at=at, msg=msg, receiver=receiver, rhos=rhos,
-               reorder_windows=reorder_windows, watermarks=watermarks,
-               micro_batches=micro_batches, progress=progress)
+    if report is not None:
+        from timebound._safety import check_writable, require_extra
+
+        require_extra("report", "matplotlib", "compare(report=...)")
+        if not isinstance(report, str) or not report.lower().endswith(".html"):
+            raise UsageError("report", f"expected a path to a .html file, got {report!r}")
+        check_writable(report, "report")
+    table = run(df, conn=conn, ts=ts, at=at, msg=msg, receiver=receiver, rhos=rhos,
+                reorder_windows=reorder_windows, watermarks=watermarks,
+                micro_batches=micro_batches, progress=progress)
+    if report is not None:
+        from timebound.report.compare import write_compare_report
+
+        write_compare_report(table, report)
+    return table
