@@ -12,7 +12,8 @@
   (nothing of ours: which build of the compiled core modules is imported),
   ``timebound.durations`` (errors: wall-clock durations with their unit),
   ``timebound.exitcodes`` (nothing of ours: every command's exit statuses),
-  ``timebound.protocols`` (nothing of ours: each protocol's pieces, named);
+  ``timebound.protocols`` (nothing of ours: each protocol's pieces, named),
+  ``timebound.measures`` (contract, errors: each measure once, as an aggregate);
 - ``timebound.arguments`` (adapters, contract, core, errors): command-line flags
   several drivers' commands share (``replay``, ``net`` and ``stream`` may import it);
   ``timebound.arrowtypes`` (contract: the contract's column types as Arrow types);
@@ -55,7 +56,7 @@ FORBIDDEN_IN_CORE = {
 }
 
 LEAF_HELPERS = {"storage", "sparkutil", "_safety", "claims", "_compiled", "durations",
-                "arrowtypes", "exitcodes", "protocols"}
+                "arrowtypes", "exitcodes", "protocols", "measures"}
 DRIVERS = {"replay", "sim", "pipeline", "net", "stream"}
 TOP = {"cli", "demo", "sweep", "examples_cli", "__init__"}
 
@@ -63,6 +64,7 @@ TOP = {"cli", "demo", "sweep", "examples_cli", "__init__"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "contract": {"errors"},
+    "measures": {"errors", "contract"},
     "core": {"errors"},
     "adapters": {"core", "errors", "contract"},
     "storage": {"errors", "core"},

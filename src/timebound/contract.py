@@ -33,6 +33,11 @@ a table rejection (ts <= CT[conn]: a later message of that connection was accept
 first, so the message is out of order, never lost), and a ``down`` row was not judged
 at all (the receiver was not running; the transport retransmits). ``A`` of L/A counts
 every accepted row: by at-most-once each is a distinct message, whichever copy it was.
+
+How each measure aggregates (its partial, merge and finish) is declared once in
+``timebound.measures``. A ratio (``unit`` ``ratio`` or ``percent``, a mean, ``x / y``
+below) over a zero or null denominator is null -- Spark's ``try_divide`` -- in the
+simulator as in the pipeline, and a null measure has no row in the metrics table.
 """
 
 from __future__ import annotations
@@ -287,9 +292,6 @@ DECISION_TABLES: dict[str, tuple[Column, ...]] = {
 }
 
 
-# -- measures ---------------------------------------------------------------------
-
-
 @dataclass(frozen=True, slots=True)
 class Measure:
     """A published measure: ``name`` (``<x>`` stands for a value, e.g.
@@ -310,9 +312,7 @@ class Measure:
         return re.fullmatch(pattern, name) is not None
 
 
-SIM = ("sim",)
-PIPE = ("pipeline",)
-BOTH = ("sim", "pipeline")
+SIM, PIPE, BOTH = ("sim",), ("pipeline",), ("sim", "pipeline")
 
 
 def _m(protocol: str, name: str, unit: str, definition: str, by: tuple[str, ...] = PIPE,

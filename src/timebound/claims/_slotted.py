@@ -285,16 +285,17 @@ def queue_c_cause(seeds: Sequence[Sources]) -> str:
     return "; ".join(parts)
 
 
-def _discard_parts(runs: Runs) -> dict[str, dict[int, tuple[float, float]]]:
+def _discard_parts(runs: Runs) -> dict[str, dict[int, tuple[float | None, float]]]:
     """Per scheme, per slot length, of one seed: (discard % of the unreliable
-    arrivals, unreliable arrivals)."""
-    out: dict[str, dict[int, tuple[float, float]]] = {}
+    arrivals -- None, no value, when nothing unreliable arrived --, unreliable
+    arrivals)."""
+    out: dict[str, dict[int, tuple[float | None, float]]] = {}
     for x in "abcde":
         try:
             slots = _slots(runs, x)
         except Missing:
             continue
-        out[x] = {t: (v["discard_pct_unreliable"], v["unreliable_arrived"])
+        out[x] = {t: (v.get("discard_pct_unreliable"), v["unreliable_arrived"])
                   for t, v in slots}
     if not out:
         raise Missing("slotted")
@@ -312,25 +313,26 @@ def discard_cause(seeds: Sequence[Sources]) -> str:
     schemes = [x for x in "abcde" if all(x in p for p in per)]
     none = [x for x in schemes if all(n == 0 for p in per for _, n in p[x].values())]
     over = [x for x in schemes if x not in none and any(
-        pct >= PAPER_DISCARD_PCT for p in per for pct, _ in p[x].values())]
+        pct is not None and pct >= PAPER_DISCARD_PCT for p in per for pct, _ in p[x].values())]
     under = [x for x in schemes if x not in none and x not in over]
 
     def names(xs: Sequence[str]) -> str:
         labels = [f"({x})" for x in xs]
         return labels[0] if len(labels) == 1 else f"{', '.join(labels[:-1])} and {labels[-1]}"
 
-    def peak(p: dict[str, dict[int, tuple[float, float]]], x: str) -> tuple[float, int]:
-        return max((pct, t) for t, (pct, _) in p[x].items())
+    def peak(p: dict[str, dict[int, tuple[float | None, float]]],
+             x: str) -> tuple[float, int]:
+        return max((pct, t) for t, (pct, _) in p[x].items() if pct is not None)
 
     parts = []
     if over:
         tops = [peak(p, x) for p in per for x in over]
         at = sorted({t for _, t in tops})
         slots = sorted(set().union(*(p[over[0]] for p in per)))
-        ends = [
-            f"{spread([p[x][t][0] for p in per for x in over if t in p[x]], '.0f')}% at "
-            f"{t / 1000:g} ms"
-            for t in (slots[0], slots[-1]) if t not in at]
+        at_end = {t: [q for p in per for x in over if t in p[x]
+                      if (q := p[x][t][0]) is not None] for t in (slots[0], slots[-1])}
+        ends = [f"{spread(pcts, '.0f')}% at {t / 1000:g} ms"
+                for t, pcts in at_end.items() if t not in at and pcts]
         parts.append(
             f"only {names(over)} exceed {PAPER_DISCARD_PCT:g}% (up to "
             f"{spread([pct for pct, _ in tops], '.0f')}% of their N/F arrivals, at "

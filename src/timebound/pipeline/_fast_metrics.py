@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from timebound.contract import LOST_VERDICTS, UNDECIDED_VERDICT
+from timebound.measures import Kind, aggregate
+from timebound.pipeline._measure_columns import ATMOSTONCE_WIDE as AMO_WIDE
+from timebound.pipeline._measure_columns import (
+    aggregate_column,
+    finish_column,
+    merge_column,
+    parts_of,
+)
 from timebound.spark.traces import BUCKETS, long_form
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,9 +44,6 @@ if TYPE_CHECKING:  # pragma: no cover
 def atmostonce(d: DataFrame) -> list[DataFrame]:
     p = "atmostonce"
     msgs = d.where(F.col("type") == "msg")
-    lost = F.col("verdict").isin(*LOST_VERDICTS) & F.col("original")
-    judged = F.col("original") & (F.col("verdict") != UNDECIDED_VERDICT)
-    known = F.col("original").isNotNull()
     # materialized once: read by several measures (see the module's docstring)
     span = msgs.groupBy("run").agg(F.min("at").alias("_lo"), F.max("at").alias("_hi")) \
         .localCheckpoint()
@@ -48,14 +52,11 @@ def atmostonce(d: DataFrame) -> list[DataFrame]:
         "t", F.col("_lo") + F.floor((F.col("at") - F.col("_lo")) / width) * width)
     by_entries = F.when(F.col("entries").isNotNull(), F.col("seq"))
     by_rho = F.when(F.col("rho").isNotNull(), F.col("seq"))
+    # each cell holds the partial of every declared run-wide measure (but the
+    # percentiles: from the histogram below), merged per run, then finished
+    parts = [m for m in parts_of(p, AMO_WIDE) if m.kind is not Kind.PERCENTILE]
     cells = bucketed.groupBy("run", "receiver", "cls", "t").agg(
-        F.count("*").alias("n"),
-        F.sum(F.when(judged, 1).when(known, 0)).alias("originals"),
-        F.sum(F.when(lost, 1).when(known, 0)).alias("lost"),
-        F.sum(F.when(F.col("verdict") == "accepted", 1).otherwise(0)).alias("accepted"),
-        F.max("entries").alias("entries_max"),
-        F.sum(F.col("entries").cast("double")).alias("entries_sum"),
-        F.count("entries").alias("entries_n"),
+        *[aggregate_column(m).alias(f"_p{i}") for i, m in enumerate(parts)],
         F.max_by("entries", by_entries).alias("size_last"),
         F.max_by("rho", by_entries).alias("size_rho"),
         F.max(by_rho).alias("rho_seq"),
@@ -70,22 +71,16 @@ def atmostonce(d: DataFrame) -> list[DataFrame]:
         "run", F.lit(p).alias("protocol"),
         F.concat(F.lit("verdict."), F.col("verdict")).alias("measure"),
         F.col("count").cast("double").alias("value"), F.lit(None).cast("long").alias("t"))
-    pct = hist.groupBy("run").agg(
-        F.percentile(F.col("lifetime"), F.lit(0.5), F.col("count")).alias("lifetime_p50"),
-        F.percentile(F.col("lifetime"), F.lit(0.99), F.col("count")).alias("lifetime_p99"))
-    wide = cells.groupBy("run").agg(
-        F.sum("n").alias("messages"),
-        F.sum("originals").alias("originals"),
-        F.sum("lost").alias("lost"),
-        F.sum("accepted").alias("_accepted"),
-        F.max("entries_max").alias("table_size_max"),
-        F.try_divide(F.sum("entries_sum"), F.sum("entries_n")).alias("table_mean"),
-    ).join(pct, "run", "left") \
-        .withColumn("lost_rate", F.try_divide("lost", "originals")) \
-        .withColumn("lost_per_accepted", F.try_divide("lost", "_accepted")).drop("_accepted")
-    wide = wide.select("run", "messages", "originals", "lost", "lifetime_p50",
-                       "lifetime_p99", "table_size_max", "table_mean", "lost_rate",
-                       "lost_per_accepted")
+    pct = hist.groupBy("run").agg(*[
+        F.percentile(F.col("lifetime"), F.lit(aggregate(p, name).p), F.col("count"))
+        .alias(name) for name in ("lifetime_p50", "lifetime_p99")])
+    merged = cells.groupBy("run").agg(
+        *[merge_column(m, F.col(f"_p{i}")).alias(f"_p{i}") for i, m in enumerate(parts)]
+    ).join(pct, "run", "left")
+    columns = {m.name: F.col(f"_p{i}") for i, m in enumerate(parts)}
+    columns.update({name: F.col(name) for name in ("lifetime_p50", "lifetime_p99")})
+    wide = merged.select("run", *[finish_column(aggregate(p, name), columns).alias(name)
+                                  for name in AMO_WIDE])
     final = cells.where(F.col("rho_seq").isNotNull()) \
         .groupBy("run", "receiver", "cls").agg(F.max_by("rho_last", "rho_seq").alias("_r")) \
         .groupBy("run").agg(F.max("_r").alias("estimate_final"))

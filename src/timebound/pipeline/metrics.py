@@ -2,7 +2,11 @@
 
 Columns: run, protocol, measure, value (double), t (int64; null unless the row is one
 point of a time series, then the start of its bucket of ``at``). One function per
-decision table; each returns a DataFrame of that shape. Measures:
+decision table; each returns a DataFrame of that shape. Every measure declared in
+``timebound.measures`` (the at-most-once run-wide ones, ``late_rate``, the stability
+counts, sums, ratios and latency statistics) is built from its declaration
+(``_measure_columns``); a ratio over zero is null, and a null measure has no row.
+Measures:
 
 - atmostonce: ``messages``, ``verdict.<v>``, ``lost`` / ``originals`` / ``lost_rate``
   / ``lost_per_accepted`` (the adaptive paper's L/A), where the dataset has ground
@@ -32,8 +36,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from timebound.contract import LOST_VERDICTS, UNDECIDED_VERDICT
-from timebound.pipeline import _fast_metrics
+from timebound.pipeline import _fast_metrics, _measure_columns
 from timebound.spark.traces import BUCKETS as BUCKETS
 from timebound.spark.traces import long_form as _long
 from timebound.spark.traces.schemas import METRICS
@@ -55,20 +58,8 @@ def _pct(column: str, p: float) -> Column:
 def atmostonce(d: DataFrame) -> list[DataFrame]:
     p = "atmostonce"
     msgs = d.where(F.col("type") == "msg")
-    lost = F.col("verdict").isin(*LOST_VERDICTS) & F.col("original")
-    judged = F.col("original") & (F.col("verdict") != UNDECIDED_VERDICT)
     lifetimes = msgs.withColumn("lifetime", F.col("at") - F.col("ts"))
-    wide = lifetimes.groupBy("run").agg(
-        F.count("*").alias("messages"),
-        F.sum(F.when(judged, 1).when(F.col("original").isNotNull(), 0)).alias("originals"),
-        F.sum(F.when(lost, 1).when(F.col("original").isNotNull(), 0)).alias("lost"),
-        F.sum(F.when(F.col("verdict") == "accepted", 1).otherwise(0)).alias("_accepted"),
-        _pct("lifetime", 0.5).alias("lifetime_p50"),
-        _pct("lifetime", 0.99).alias("lifetime_p99"),
-        F.max("entries").alias("table_size_max"),
-        F.avg("entries").alias("table_mean"),
-    ).withColumn("lost_rate", F.try_divide("lost", "originals")) \
-        .withColumn("lost_per_accepted", F.try_divide("lost", "_accepted")).drop("_accepted")
+    wide = _measure_columns.wide(lifetimes, p, _measure_columns.ATMOSTONCE_WIDE)
     # a copy of one message (receiver, conn, ts) accepted twice breaks at-most-once
     twice = msgs.where(F.col("verdict") == "accepted") \
         .groupBy("run", "receiver", "conn", "ts").count() \
@@ -107,11 +98,7 @@ def merge(d: DataFrame) -> list[DataFrame]:
     p = "merge"
     delivered = d.where(F.col("action") == "deliver") \
         .withColumn("buffering", F.col("time") - F.col("at"))
-    wide = d.groupBy("run").agg(
-        F.sum(F.when(F.col("action") == "late", 1).otherwise(0)).alias("_late"),
-        F.sum(F.when(F.col("action") == "deliver", 1).otherwise(0)).alias("_deliver"),
-    ).select("run", F.try_divide(F.col("_late"), F.col("_late") + F.col("_deliver"))
-             .alias("late_rate"))
+    wide = _measure_columns.wide(d, p, ("late_rate",))
     buffering = delivered.groupBy("run").agg(
         _pct("buffering", 0.5).alias("buffering_p50"),
         _pct("buffering", 0.9).alias("buffering_p90"),
@@ -150,18 +137,10 @@ def stability(d: DataFrame) -> list[DataFrame]:
         "run", "node", F.col("at").alias("stable_at"), F.explode("stable").alias("ts"))
     latency = made_stable.join(sends, ["run", "node", "ts"]) \
         .withColumn("latency", F.col("stable_at") - F.col("sent_at"))
-    lat = latency.groupBy("run").agg(
-        F.count("*").alias("stable"), F.avg("latency").alias("latency_mean"),
-        _pct("latency", 0.5).alias("latency_p50"), _pct("latency", 0.99).alias("latency_p99"),
-        F.max("latency").alias("latency_max"))
-    wide = d.groupBy("run").agg(
-        F.sum(F.when(F.col("type") == "send", 1).otherwise(0)).alias("sent"),
-        F.sum(F.when(F.col("type") == "ack", 1).otherwise(0)).alias("acks"),
-        F.sum("ack_bytes").alias("ack_bytes"),
-        F.sum(F.when(F.col("delivered"), 1).otherwise(0)).alias("recv.delivered"),
-        F.sum(F.when(F.col("delivered") == F.lit(False), 1).otherwise(0))
-        .alias("recv.ignored"),
-    ).withColumn("ack_bytes_per_ack", F.try_divide("ack_bytes", "acks"))
+    lat = _measure_columns.wide(latency, p, ("stable", "latency_mean", "latency_p50",
+                                              "latency_p99", "latency_max"))
+    wide = _measure_columns.wide(d, p, ("sent", "acks", "ack_bytes", "recv.delivered",
+                                        "recv.ignored", "ack_bytes_per_ack"))
     return [_long(wide, p), _long(lat, p)]
 
 

@@ -9,7 +9,8 @@ then decides), and recorded as a ``messages`` row (with ``original`` = first cop
 delivered) plus a ``sim_messages`` row with the core's verdict, estimate and table
 size. Crashes are ``crash`` rows fed to the same adapter. The loss measures are the
 contract's (``timebound.contract``: ``lost`` = original rows refused ``stale`` or
-``early``; ``lost_per_accepted`` = lost / accepted rows), the pipeline's definitions. The transport
+``early``; ``lost_per_accepted`` = lost / accepted rows), tallied and finished by their
+one declaration (``timebound.measures``), as the pipeline's are. The transport
 acknowledges every copy taken while the server is up, whatever the verdict (the
 acknowledgment is the transport's, not SCMP's), so the network trace does not depend
 on the receiver's decisions: runs that differ only in rho see identical traffic.
@@ -35,11 +36,18 @@ from timebound.adapters import Row
 from timebound.adapters.atmostonce import AtMostOnceAdapter, AtMostOnceOptions
 from timebound.contract import EXTENSION_COLUMNS, LOST_VERDICTS
 from timebound.core.atmostonce import ClassifiedReceiver, ReceiverConfig, crc32_classifier
+from timebound.measures import AMO, Tally, finish
 from timebound.sim._clocks import Clock
 from timebound.sim._dataset import DatasetWriter
 from timebound.sim._engine import URGENT, Engine
 from timebound.sim._links import Delay, Link
 from timebound.sim._transport import Packet, Reliable
+
+#: (measure, value, t) rows of one run's metrics: a null value is a measure without a
+#: value (a ratio over zero), written as no row.
+MetricRows = list[tuple[str, "float | None", "int | None"]]
+#: The declared measures each run tallies over its decided rows.
+TALLIED = ("originals", "lost", "accepted", "entries_sum", "entries_n")
 
 #: Traffic starts at this true time (10 s in microsecond ticks): every clock, even one
 #: set seconds slow, then reads well above 1 (the contract's ``ts >= 1``).
@@ -134,13 +142,10 @@ class AmoRun:
         self.seq = 0
         self.sample_every = sample_every
         self.series: dict[int, tuple[int, int, int, int]] = {}  # bucket -> (entries, rho, lost, acc)
-        self.lost = 0
-        self.accepted = 0
-        self.originals = 0
+        #: The declared measures' partials over the decided rows (``timebound.measures``).
+        self.tally = Tally(AMO, TALLIED)
         self.rows_by_verdict: dict[str, int] = {}
-        self.entries_sum = 0
         self.entries_peak = 0
-        self.entries_rows = 0
         self.msgs: list[Message] = []
         self.max_lifetime = 0
         self._columns = tuple(value for name, value in zip(OPTION_FIELDS, option_values(opts))
@@ -250,19 +255,23 @@ class AmoRun:
                 self.max_lifetime = at - msg.ts
         if verdict == "accepted":
             msg.accepted += 1
-            self.accepted += 1
         elif verdict in LOST_VERDICTS:
             msg.refused += 1
-        if original:
-            self.originals += 1
-            if verdict in LOST_VERDICTS:
-                self.lost += 1
-        self.entries_sum += entries
-        self.entries_rows += 1
+        self.tally.add({"verdict": verdict, "original": original, "entries": entries})
         if entries > self.entries_peak:
             self.entries_peak = entries
         self.series[at // self.sample_every] = (entries, rho, self.lost, self.accepted)
         return True
+
+    @property
+    def lost(self) -> int:
+        """Lost messages so far (the declared ``lost``)."""
+        return int(self.tally.value("lost"))
+
+    @property
+    def accepted(self) -> int:
+        """Accepted rows so far (the declared ``accepted``)."""
+        return int(self.tally.value("accepted"))
 
     def _count(self, verdict: str) -> None:
         self.rows_by_verdict[verdict] = self.rows_by_verdict.get(verdict, 0) + 1
@@ -273,22 +282,22 @@ class AmoRun:
         self.start()
         self.engine.run(tick=tick)
 
-    def metrics(self) -> list[tuple[str, float, int | None]]:
-        """(measure, value, t) rows for the metrics table."""
+    def metrics(self) -> MetricRows:
+        """(measure, value, t) rows for the metrics table (a null value: no row)."""
         sent = len(self.msgs)
         violations = sum(1 for m in self.msgs if m.accepted > 1)
         never = sum(1 for m in self.msgs if m.accepted == 0)
-        out: list[tuple[str, float, int | None]] = [
+        tally = self.tally
+        out: MetricRows = [
             ("messages_sent", float(sent), None),
             ("rows", float(self.seq), None),
-            ("originals", float(self.originals), None),
-            ("lost", float(self.lost), None),
-            ("lost_rate", self.lost / self.originals if self.originals else 0.0, None),
-            ("lost_per_accepted", self.lost / self.accepted if self.accepted else 0.0, None),
-            ("never_accepted_rate", never / sent if sent else 0.0, None),
+            ("originals", tally.finish("originals"), None),
+            ("lost", tally.finish("lost"), None),
+            ("lost_rate", tally.finish("lost_rate"), None),
+            ("lost_per_accepted", tally.finish("lost_per_accepted"), None),
+            ("never_accepted_rate", finish(AMO, "never_accepted_rate", never, sent), None),
             ("at_most_once_violations", float(violations), None),
-            ("table_mean", self.entries_sum / self.entries_rows if self.entries_rows else 0.0,
-             None),
+            ("table_mean", tally.finish("table_mean"), None),
             ("table_peak", float(self.entries_peak), None),
             ("retransmissions", float(self.transport.retransmissions), None),
             ("gave_up", float(self.transport.gave_up), None),
@@ -302,12 +311,20 @@ class AmoRun:
             t = bucket * self.sample_every
             out.append(("table_size", float(entries), t))
             out.append(("estimate", float(rho), t))
-            out.append(("lost_over_accepted", lost / acc if acc else 0.0, t))
+            out.append(("lost_over_accepted", finish(AMO, "lost_per_accepted", lost, acc), t))
         return out
 
 
+def shown(value: float | None, spec: str) -> str:
+    """A measure for a summary line: formatted, or ``-`` when null (no value)."""
+    return "-" if value is None else format(value, spec)
+
+
 def write_metrics(ds: DatasetWriter, run: str, protocol: str,
-                  rows: list[tuple[str, float, int | None]]) -> None:
+                  rows: Sequence[tuple[str, float | None, int | None]]) -> None:
+    """Write a run's metrics rows; a null value (a ratio over zero) has no row, as in
+    the pipeline's table (``timebound.measures``)."""
     table = ds.table("metrics")
     for measure, value, t in rows:
-        table.add((run, protocol, measure, float(value), t))
+        if value is not None:
+            table.add((run, protocol, measure, float(value), t))

@@ -40,10 +40,11 @@ from typing import Any
 
 from timebound.core.causal import CausalProcess, Timestamp, WireCodec
 from timebound.core.merge import Envelope, Merger, level_parameters
+from timebound.measures import MERGE, finish
 from timebound.sim._dataset import DatasetWriter
 from timebound.sim._engine import LATE, Engine
 from timebound.sim._scenario import Param, Progress, Scenario, clocked, in_run
-from timebound.sim.scenarios._amo import write_metrics
+from timebound.sim.scenarios._amo import MetricRows, shown, write_metrics
 
 PARAMS = (
     Param("publishers", "publishers (split in two groups)", "6", lo=2, hi=1000),
@@ -233,7 +234,7 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
             engine.at(start + int(net.expovariate(p["rate"])), publish, q)
         engine.run(tick=in_run(progress, clocked(start, end), end - start,
                                "ticks"))
-        metrics: list[tuple[str, float, int | None]] = []
+        metrics: MetricRows = []
         mismatches = 0
         for a, b in (("A1", "B1"), ("A2", "B2"), ("T1", "T2")):
             da = [(x, y) for x, y, _, act in nodes[a].out if act == "deliver"]
@@ -251,7 +252,7 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
             ("order_mismatches", float(mismatches), None),
             ("max_buffering", float(max_buf), None),
             ("buffering_bound", float(delta + 3 * eps), None),
-            ("late_pct", 100.0 * late / received if received else 0.0, None),
+            ("late_pct", finish(MERGE, "late_pct", late, received), None),
             ("published", float(count[0]), None),
             ("clock_spread", float(max(reads[1] - reads[0], 0)), None),
             ("resets", float(sum(pr.resets + pr.message_resets
@@ -265,7 +266,8 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
         runs.append({"run": name, "params": {"epsilon": eps, "delta": delta, "level": 1}})
         runs.append({"run": f"{name}/level2", "params": {"epsilon": eps, "delta": delta2,
                                                          "level": 2}})
-        summary[name] = (f"late {100.0 * late / max(received, 1):.2f}%, max buffering "
+        summary[name] = (f"late {shown(finish(MERGE, 'late_pct', late, received), '.2f')}%, "
+                         f"max buffering "
                          f"{max_buf} (bound {delta + 3 * eps}), order mismatches {mismatches}")
     for index, delta in enumerate(p["deltas"]):
         one(index, delta)

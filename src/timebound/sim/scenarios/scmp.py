@@ -94,6 +94,7 @@ import random
 from typing import Any
 
 from timebound.core.atmostonce import ReceiverConfig
+from timebound.measures import AMO, finish
 from timebound.sim._dataset import DatasetWriter
 from timebound.sim._engine import URGENT
 from timebound.sim._links import parse_delay
@@ -103,9 +104,11 @@ from timebound.sim.scenarios._amo import (
     START,
     AmoRun,
     Message,
+    MetricRows,
     NetConfig,
     open_messages,
     option_params,
+    shown,
     write_metrics,
 )
 
@@ -228,15 +231,16 @@ class ReorderRun(AmoRun):
 
         self.adapter.decide = counted  # type: ignore[method-assign]
 
-    def reorder_metrics(self) -> list[tuple[str, float, int | None]]:
+    def reorder_metrics(self) -> MetricRows:
         judged = [m for m in self.msgs if (m.conn, m.ts) in self.judged]
         refused = sum(1 for m in judged if m.accepted == 0)
         return [
             ("reorder_window", float(self.opts.reorder_window), None),
             ("refused_genuine", float(refused), None),
-            ("refused_genuine_rate", refused / len(judged) if judged else 0.0, None),
-            ("table_bytes_mean", self.bytes_sum / self.bytes_rows if self.bytes_rows else 0.0,
+            ("refused_genuine_rate", finish(AMO, "refused_genuine_rate", refused, len(judged)),
              None),
+            ("table_bytes_mean",
+             finish(AMO, "table_bytes_mean", self.bytes_sum, self.bytes_rows), None),
             ("table_bytes_peak", float(self.bytes_peak), None),
         ]
 
@@ -327,7 +331,7 @@ class RestartRun(AmoRun):
             self.served_at[msg.client] = self.engine.now
         return taken
 
-    def restart_metrics(self, round_trip: float) -> list[tuple[str, float, int | None]]:
+    def restart_metrics(self, round_trip: float) -> MetricRows:
         restart = self.restart_at if self.restart_at is not None else self.engine.now
         refused = [m for m in self.msgs if m.accepted == 0 and m.refused]
         heard = self.heard_new_at
@@ -340,7 +344,8 @@ class RestartRun(AmoRun):
         return [
             ("incarnation_marks", 1.0 if self.marks else 0.0, None),
             ("refused_unknown", float(len(refused)), None),
-            ("refused_unknown_rate", len(refused) / sent if sent else 0.0, None),
+            ("refused_unknown_rate", finish(AMO, "refused_unknown_rate", len(refused), sent),
+             None),
             ("refused_after_restart", float(sum(1 for m in refused if m.sent >= restart)),
              None),
             ("refused_after_heard", float(after_heard), None),
@@ -351,6 +356,11 @@ class RestartRun(AmoRun):
             ("not_served_again", float(self.served_at.count(None)), None),
             ("round_trip", round_trip, None),
         ]
+
+
+def _ms(ticks: float | None) -> str:
+    """Ticks shown in whole milliseconds (``-``: no value)."""
+    return shown(None if ticks is None else ticks / MS, ".0f")
 
 
 def _median(values: list[int]) -> float:
@@ -461,17 +471,19 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
                                              "client_offset": net.client_offset,
                                              "server_offset": net.server_offset}})
         got = {m: v for m, v, t in rows if t is None}
-        summary[name] = (f"lost {got['lost_rate']:.4f}, table mean {got['table_mean']:.1f} "
-                         f"peak {got['table_peak']:.0f}, violations "
-                         f"{got['at_most_once_violations']:.0f}")
+        summary[name] = (f"lost {shown(got['lost_rate'], '.4f')}, table mean "
+                         f"{shown(got['table_mean'], '.1f')} "
+                         f"peak {shown(got['table_peak'], '.0f')}, violations "
+                         f"{shown(got['at_most_once_violations'], '.0f')}")
         if "refused_unknown_rate" in got:
-            summary[name] += (f", refused (outcome unknown) {got['refused_unknown_rate']:.4f}"
-                              f", after hearing {got['refused_after_heard']:.0f}, served "
-                              f"again median {got['served_again_median'] / MS:.0f} ms max "
-                              f"{got['served_again_max'] / MS:.0f} ms")
+            summary[name] += (f", refused (outcome unknown) "
+                              f"{shown(got['refused_unknown_rate'], '.4f')}"
+                              f", after hearing {shown(got['refused_after_heard'], '.0f')}, "
+                              f"served again median {_ms(got['served_again_median'])} ms max "
+                              f"{_ms(got['served_again_max'])} ms")
         if "refused_genuine_rate" in got:
-            summary[name] += (f", refused genuine {got['refused_genuine_rate']:.4f}, "
-                              f"table bytes mean {got['table_bytes_mean']:.0f}")
+            summary[name] += (f", refused genuine {shown(got['refused_genuine_rate'], '.4f')}"
+                              f", table bytes mean {shown(got['table_bytes_mean'], '.0f')}")
     if progress:
         progress("scmp", len(plan), len(plan))
     claims = list(CLAIMS) + ([RESTART_CLAIM] if "restart" in exps else [])

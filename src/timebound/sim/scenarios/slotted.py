@@ -66,12 +66,13 @@ from timebound.core.slotted import (
     SlottedSender,
     Stamp,
 )
+from timebound.measures import SLOTTED, finish
 from timebound.sim._dataset import DatasetWriter
 from timebound.sim._engine import Engine
 from timebound.sim._links import Constant, Exponential, Link
 from timebound.sim._scenario import Param, Progress, Scenario, clocked, in_run
 from timebound.sim._transport import Geometric, Packet, Reliable
-from timebound.sim.scenarios._amo import write_metrics
+from timebound.sim.scenarios._amo import MetricRows, shown, write_metrics
 
 SCHEMES = {
     "a": ((Kind.FR, 1.0),),
@@ -263,12 +264,13 @@ class _Channel:
             self.fr_waited += before > 0
             self.opened[slot + 1] = act.delivered
 
-    def metrics(self) -> list[tuple[str, float, int | None]]:
+    def metrics(self) -> MetricRows:
         self._record(self.receiver.handle_timer(now=self.engine.now))
         st = self.receiver.statistics()
         now = st.now
-        queue = st.buffer_area / now if now else 0.0
-        little = (self.wait_slot + self.wait_order) / now if now else 0.0
+        queue = finish(SLOTTED, "queue_mean", st.buffer_area, now)
+        little = finish(SLOTTED, "little_mean", self.wait_slot + self.wait_order, now)
+        gap = None if queue is None or little is None else abs(queue - little)
         fr = Kind.FR.value
         others = [k.value for k in (Kind.R, Kind.F, Kind.N)]
         d_other = sum(st.delivered[k] for k in others)
@@ -279,21 +281,24 @@ class _Channel:
             ("arrived", float(arrived), None),
             ("delivered", float(self.delivered), None),
             ("discarded", float(self.discards), None),
-            ("discard_pct", 100.0 * self.discards / arrived if arrived else 0.0, None),
+            ("discard_pct", finish(SLOTTED, "discard_pct", self.discards, arrived), None),
             ("unreliable_arrived", float(self.unreliable_arrived), None),
-            ("discard_pct_unreliable", 100.0 * self.discards / self.unreliable_arrived
-             if self.unreliable_arrived else 0.0, None),
-            ("fr_delay_ms", st.delay_sum[fr] / st.delivered[fr] / 1000 if st.delivered[fr]
-             else 0.0, None),
-            ("inslot_delay_ms", delay_other / d_other / 1000 if d_other else 0.0, None),
+            ("discard_pct_unreliable", finish(SLOTTED, "discard_pct_unreliable",
+                                              self.discards, self.unreliable_arrived), None),
+            ("fr_delay_ms", finish(SLOTTED, "fr_delay_ms", st.delay_sum[fr],
+                                   st.delivered[fr]), None),
+            ("inslot_delay_ms", finish(SLOTTED, "inslot_delay_ms", delay_other, d_other),
+             None),
             ("queue_mean", queue, None),
             ("queue_max", float(st.max_buffered), None),
-            ("queue_slot_mean", self.wait_slot / now if now else 0.0, None),
-            ("queue_order_mean", self.wait_order / now if now else 0.0, None),
-            ("queue_f_mean", self.wait_f / now if now else 0.0, None),
-            ("little_gap_pct", 100.0 * abs(queue - little) / queue if queue else 0.0, None),
-            ("fr_waited_pct", 100.0 * self.fr_waited / self.fr_delivered
-             if self.fr_delivered else 0.0, None),
+            ("queue_slot_mean", finish(SLOTTED, "queue_slot_mean", self.wait_slot, now),
+             None),
+            ("queue_order_mean", finish(SLOTTED, "queue_order_mean", self.wait_order, now),
+             None),
+            ("queue_f_mean", finish(SLOTTED, "queue_f_mean", self.wait_f, now), None),
+            ("little_gap_pct", finish(SLOTTED, "little_gap_pct", gap, queue), None),
+            ("fr_waited_pct", finish(SLOTTED, "fr_waited_pct", self.fr_waited,
+                                     self.fr_delivered), None),
             ("retransmissions", float((self.geometric or self.transport).retransmissions),
              None),
             ("events", float(self.engine.events), None),
@@ -324,8 +329,8 @@ def run(ds: DatasetWriter, p: dict[str, Any], seed: int,
         runs.append({"run": name, "params": {"scheme": scheme, "slot": slot_len}})
         got = {m: v for m, v, _ in rows}
         table.setdefault(scheme, []).append(
-            f"{slot_len / 1000:g}ms: FR {got['fr_delay_ms']:.1f} q {got['queue_mean']:.1f} "
-            f"d {got['discard_pct']:.1f}%")
+            f"{slot_len / 1000:g}ms: FR {shown(got['fr_delay_ms'], '.1f')} q "
+            f"{shown(got['queue_mean'], '.1f')} d {shown(got['discard_pct'], '.1f')}%")
     if progress:
         progress("slotted", len(plan), len(plan))
     for scheme, cells in table.items():

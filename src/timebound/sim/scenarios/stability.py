@@ -58,12 +58,13 @@ from typing import Any
 
 from timebound.core.group import encode_ack
 from timebound.core.stability import AckMode, ClockMode, StabilityNode, TimestampAck
+from timebound.measures import STABILITY, finish
 from timebound.sim._clocks import Clock
 from timebound.sim._dataset import DatasetWriter
 from timebound.sim._engine import LATE, URGENT, Engine
 from timebound.sim._links import parse_delay
 from timebound.sim._scenario import Param, Progress, Scenario, clocked, in_run
-from timebound.sim.scenarios._amo import write_metrics
+from timebound.sim.scenarios._amo import MetricRows, shown, write_metrics
 
 #: the sweep's runs at every N (label, ack mode, clock mode, skewed clocks)
 SWEEP: tuple[tuple[str, AckMode, ClockMode, bool], ...] = (
@@ -201,12 +202,13 @@ class _Net:
 
         self.engine.at(first, fire, None, priority=priority)
 
-    def stats(self) -> dict[str, float]:
+    def stats(self) -> dict[str, float | None]:
         ss = [self.nodes[s].sender.statistics() for s in self.senders]  # type: ignore[union-attr]
         stable = sum(s.stable for s in ss)
         now = max(s.now for s in ss) or 1
         return {
-            "latency_mean": sum(s.latency_sum for s in ss) / stable if stable else 0.0,
+            "latency_mean": finish(STABILITY, "latency_mean",
+                                   sum(s.latency_sum for s in ss), stable),
             "latency_max": float(max(s.max_latency for s in ss)),
             "buffer_mean": sum(s.buffer_area for s in ss) / now / len(ss),
             "buffer_max": float(max(s.max_buffered for s in ss)),
@@ -256,18 +258,24 @@ def _fig2(ds: DatasetWriter, p: dict[str, Any], summary: dict[str, Any],
         for r in ("r1", "r2"):
             net.periodic(r, ticks + ack_phase, ticks, until, net.ack, ack_priority)
         net.engine.run()
-        rows: list[tuple[str, float, int | None]] = []
+        rows: MetricRows = []
         for s in ("s1", "s2"):
             st = net.nodes[s].sender.statistics()  # type: ignore[union-attr]
             rows.append((f"latency_max_{s}", float(st.max_latency), None))
-            rows.append((f"latency_mean_{s}", st.latency_sum / st.stable if st.stable else 0.0,
-                         None))
+            rows.append((f"latency_mean_{s}",
+                         finish(STABILITY, "latency_mean", st.latency_sum, st.stable), None))
         write_metrics(ds, name, "stability", rows)
         runs.append({"run": name, "params": {"acks": mode.value, "senders": "s1,s2",
                                              "receivers": "r1,r2"}})
         got = {m: v for m, v, _ in rows}
-        summary[name] = (f"max latency s1 {got['latency_max_s1'] / ticks:g}, "
-                         f"s2 {got['latency_max_s2'] / ticks:g}" + (" (time units)" if ticks > 1 else ""))
+        summary[name] = (f"max latency s1 {_per(got['latency_max_s1'], ticks, 'g')}, "
+                         f"s2 {_per(got['latency_max_s2'], ticks, 'g')}"
+                         + (" (time units)" if ticks > 1 else ""))
+
+
+def _per(value: float | None, unit: float, spec: str) -> str:
+    """``value / unit`` for a summary line (``-``: no value)."""
+    return shown(None if value is None else value / unit, spec)
 
 
 def skew_offsets(n: int, skew: int, rng: random.Random) -> list[int]:
@@ -320,7 +328,7 @@ def _sweep(ds: DatasetWriter, p: dict[str, Any], seed: int, summary: dict[str, A
         net.engine.run(tick=in_run(progress, clocked(0, until), until, "ticks"))
         st = net.stats()
         seconds = (until - start) / 1_000_000
-        rows: list[tuple[str, float, int | None]] = [(k, v, None) for k, v in st.items()]
+        rows: MetricRows = [(k, v, None) for k, v in st.items()]
         rows.append(("ack_bytes_per_s", net.ack_bytes / seconds, None))
         rows.append(("ack_wire_bytes_per_s", net.ack_wire_bytes / seconds, None))
         rows.append(("n", float(n), None))
@@ -336,7 +344,8 @@ def _sweep(ds: DatasetWriter, p: dict[str, Any], seed: int, summary: dict[str, A
         runs.append({"run": name, "params": {"acks": mode.value, "clock": clock.value,
                                              "n": n, "skewed": skewed, "uneven": uneven}})
         summary[name] = (f"ack B/s {net.ack_bytes / seconds:.0f}, latency mean "
-                         f"{st['latency_mean'] / 1000:.1f} ms, buffer {st['buffer_mean']:.1f}")
+                         f"{_per(st['latency_mean'], 1000, '.1f')} ms, buffer "
+                         f"{shown(st['buffer_mean'], '.1f')}")
 
 
 def run(ds: DatasetWriter, p: dict[str, Any], seed: int,

@@ -10,12 +10,16 @@ decisions: here each group sums its own share of those tables as it decides (num
 over the group's output columns, ``GroupGatherer``) and sends it to the driver through
 a Spark accumulator at the end of its partition; the driver turns the partials into
 the metrics rows (``Gathered.rows``: the same sums, maxima, "value at the largest
-seq" and Spark's exact percentile interpolation, in the same double arithmetic).
+seq" and Spark's exact percentile interpolation, in the same double arithmetic). The
+run-wide measures are the declared ones (``timebound.measures``): the rows a count
+counts are its declared ``where``, and the driver merges the cells' partials and
+finishes them with the declaration's own ``merge`` and ``finish``.
 
 Exactness: every cell key holds its group's key, so groups never merge with each
 other; within a group the batches merge by the aggregates' own rules. The null rules
 are the SQL ones (``originals``/``lost`` null without ground truth, ``entries`` and
-``rho`` null on ``down`` rows; a ratio over zero is null, as ``try_divide``). The
+``rho`` null on ``down`` rows; a ratio over zero is null, the one convention of
+``timebound.measures``). The
 buckets need each run's span of ``at`` before any group starts: the operator's survey
 of its input gives it (``spans``), and the driver checks every group against it.
 
@@ -35,10 +39,9 @@ tests/test_pipeline_partial_metrics.py checks these rows equal the definition
 """
 from __future__ import annotations
 
-import bisect
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +50,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.accumulators import AccumulatorParam
 
-from timebound.contract import LOST_VERDICTS, UNDECIDED_VERDICT
+from timebound.measures import Clause, aggregate, nullable_add, nullable_max
 from timebound.spark.traces._measures import BUCKETS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -66,12 +69,7 @@ N, ORIGINALS, LOST, ACCEPTED, ENTRIES_MAX, ENTRIES_SUM, ENTRIES_N, \
     SIZE_SEQ, SIZE_LAST, SIZE_RHO, RHO_SEQ, RHO_LAST = range(12)
 
 
-def _add(a: Any, b: Any) -> Any:
-    return b if a is None else a if b is None else a + b
-
-
-def _max(a: Any, b: Any) -> Any:
-    return b if a is None else a if b is None else max(a, b)
+_add, _max = nullable_add, nullable_max
 
 
 def merge_cell(a: list[Any], b: list[Any]) -> list[Any]:
@@ -156,16 +154,12 @@ class GroupGatherer:
         names = [*encoded.dictionary.to_pylist(), None]
         code = encoded.indices.fill_null(len(names) - 1).to_numpy(zero_copy_only=False)
 
-        def verdict_in(wanted: tuple[str, ...]) -> np.ndarray:
+        def verdict_in(wanted: tuple[Any, ...]) -> np.ndarray:
             return np.isin(code, [i for i, name in enumerate(names) if name in wanted])
 
-        accepted = verdict_in(("accepted",))
-        decided = ~verdict_in((UNDECIDED_VERDICT, None))  # type: ignore[arg-type]
-        lost = verdict_in(LOST_VERDICTS)
-        if "original" in table.column_names:
-            original, known = _nullable(table.column("original"))
-        else:
-            original = known = np.zeros(table.num_rows, dtype=bool)
+        # the rows each declared count counts (``timebound.measures``: its ``where``)
+        accepted = _holds(table, _ACCEPTED.where, verdict_in)
+        known = _known(table, _ORIGINALS.known)
         entries, has_entries = _nullable(table.column("entries"))
         rho, has_rho = _nullable(table.column("rho"))
 
@@ -180,8 +174,8 @@ class GroupGatherer:
 
         n = np.bincount(inv, minlength=m).tolist()
         known_n = count(known)
-        originals = count(known & original & decided)
-        lost_n = count(known & original & lost)
+        originals = count(known & _holds(table, _ORIGINALS.where, verdict_in))
+        lost_n = count(known & _holds(table, _LOST.where, verdict_in))
         accepted_n = count(accepted)
         entries_n = count(has_entries)
         entries_sum = np.bincount(inv[has_entries], weights=entries[has_entries]
@@ -228,6 +222,36 @@ class GroupGatherer:
         if not self.has_span and part.lo is not None:
             part.overflow = True  # message rows of a run without a span: not usable
         return part
+
+
+_ORIGINALS, _LOST, _ACCEPTED = (aggregate("atmostonce", name)
+                                for name in ("originals", "lost", "accepted"))
+
+
+def _known(table: pa.Table, column: str | None) -> np.ndarray:
+    """Rows where ``column`` is not null (none: the table has no such column)."""
+    if column is None or column not in table.column_names:
+        return np.zeros(table.num_rows, dtype=bool)
+    return pc.is_valid(table.column(column)).to_numpy(zero_copy_only=False)  # type: ignore[no-any-return]
+
+
+def _holds(table: pa.Table, where: tuple[Clause, ...],
+           verdict_in: Callable[[tuple[Any, ...]], np.ndarray]) -> np.ndarray:
+    """Rows where every clause holds (a null never does; ``verdict`` by its codes)."""
+    mask = np.ones(table.num_rows, dtype=bool)
+    for clause in where:
+        if clause.column == "verdict":
+            found, valid = verdict_in(clause.values), ~verdict_in((None,))
+        elif clause.column in table.column_names:
+            column = table.column(clause.column)
+            valid = _known(table, clause.column)
+            found = (pc.is_in(column, value_set=pa.array(clause.values, type=column.type))
+                     .to_numpy(zero_copy_only=False) if clause.values
+                     else np.zeros(table.num_rows, dtype=bool))
+        else:
+            return np.zeros(table.num_rows, dtype=bool)
+        mask &= valid & (~found if clause.negated else found)
+    return mask
 
 
 def _counts(lifetime: np.ndarray, code: np.ndarray, names: list[str | None],
@@ -330,9 +354,9 @@ class Gathered:
 
     def rows(self) -> list[MetricRow]:
         """The at-most-once rows of the metrics table (run, protocol, measure, value,
-        t), computed here from the partials: ``_fast_metrics.measures``'s sums, maxima
-        and exact percentiles in the same (double) arithmetic, no Spark job. A ratio
-        over zero is null and dropped, as ``try_divide`` gives it."""
+        t), computed here from the partials: the declared measures' merge and finish
+        (``timebound.measures``), no Spark job. A ratio over zero is null and dropped,
+        as in the pipeline's SQL."""
         out: list[MetricRow] = []
         runs: dict[str, list[GroupPartial]] = {}
         for (run, _, _), p in sorted(self.accumulator.value.items(), key=_order):
@@ -348,22 +372,14 @@ class Gathered:
                     hist[lifetime] += number
                     if verdict is not None:
                         verdicts[verdict] += number
-            originals = _total(c[ORIGINALS] for c in cells)
-            lost = _total(c[LOST] for c in cells)
-            accepted = sum(c[ACCEPTED] for c in cells)
-            entries_sum = _total(c[ENTRIES_SUM] for c in cells)
-            wide = {
-                "messages": sum(c[N] for c in cells),
-                "originals": originals,
-                "lost": lost,
-                "lifetime_p50": spark_percentile(hist, 0.5),
-                "lifetime_p99": spark_percentile(hist, 0.99),
-                "table_size_max": max((c[ENTRIES_MAX] for c in cells
-                                       if c[ENTRIES_MAX] is not None), default=None),
-                "table_mean": _ratio(entries_sum, sum(c[ENTRIES_N] for c in cells)),
-                "lost_rate": _ratio(lost, originals),
-                "lost_per_accepted": _ratio(lost, accepted),
-            }
+            # each declared measure's partial, merged over the cells (timebound.measures)
+            partials: dict[str, Any] = {"lifetime_p50": hist, "lifetime_p99": hist}
+            for name, index in _CELL_PARTS.items():
+                merge = aggregate(PROTOCOL, name).merge
+                partials[name] = _merged(merge, (c[index] for c in cells))
+            wide: dict[str, float | None] = {
+                name: _finish(name, partials) for name in _WIDE}
+            accepted = partials["accepted"]
             # the estimate in force on each group's last message with one
             lasts = [max((c for c in p.cells.values() if c[RHO_SEQ] is not None),
                          key=lambda c: c[RHO_SEQ], default=None) for p in parts]
@@ -390,42 +406,28 @@ class Gathered:
 
 
 PROTOCOL = "atmostonce"
+#: The declared measures (``timebound.measures``) a cell field is the partial of.
+_CELL_PARTS = {"messages": N, "originals": ORIGINALS, "lost": LOST, "accepted": ACCEPTED,
+               "table_size_max": ENTRIES_MAX, "entries_sum": ENTRIES_SUM,
+               "entries_n": ENTRIES_N}
+#: The run-wide rows, in the order ``_fast_metrics`` writes them.
+_WIDE = ("messages", "originals", "lost", "lifetime_p50", "lifetime_p99",
+         "table_size_max", "table_mean", "lost_rate", "lost_per_accepted")
 
 
-def _total(values: Any) -> Any:
-    """SQL ``sum``: null when every value is null."""
-    found = [v for v in values if v is not None]
-    return sum(found) if found else None
+def _merged(merge: Any, partials: Any) -> Any:
+    out = None
+    for partial in partials:
+        out = merge(out, partial)
+    return out
 
 
-def _ratio(a: Any, b: Any) -> float | None:
-    """SQL ``try_divide`` of two numbers as doubles: null over null or zero."""
-    if a is None or b is None or b == 0:
-        return None
-    return float(a) / float(b)
-
-
-def spark_percentile(hist: Mapping[int, int], p: float) -> float | None:
-    """Spark's exact ``percentile(value, p, frequency)`` of ``value -> count``
-    (Percentile.getPercentile: position (n - 1) p, linear interpolation between the
-    values at floor and ceil, in doubles)."""
-    keys = sorted(k for k, n in hist.items() if n > 0)
-    if not keys:
-        return None
-    accumulated = []
-    total = 0
-    for k in keys:
-        total += hist[k]
-        accumulated.append(total)
-    position = float(total - 1) * p
-    lower, higher = math.floor(position), math.ceil(position)
-    lower_key = keys[bisect.bisect_left(accumulated, lower + 1)]
-    if higher == lower:
-        return float(lower_key)
-    higher_key = keys[bisect.bisect_left(accumulated, higher + 1)]
-    if higher_key == lower_key:
-        return float(lower_key)
-    return (higher - position) * float(lower_key) + (position - lower) * float(higher_key)
+def _finish(name: str, partials: dict[str, Any]) -> float | None:
+    """The one finish of a declared measure over the merged partials."""
+    found = aggregate(PROTOCOL, name)
+    if found.of[0]:
+        return found.finish(tuple(partials[n] for n in found.of))
+    return found.finish(partials[name])
 
 
 def _order(item: tuple[Any, Any]) -> tuple[str, ...]:
