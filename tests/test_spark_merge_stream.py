@@ -238,3 +238,73 @@ def test_a_merge_stream_restarted_with_another_delta_is_refused(spark: Any,
                                          r"got 5"):
         run(delta=5)
     assert run()  # the same options: the new file's arrivals are decided
+
+
+def _same(value: Any) -> Any:
+    """A value compared as data: a NaN equals a NaN (nested ones too)."""
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    if hasattr(value, "asDict"):
+        return _same(value.asDict())
+    if isinstance(value, dict):
+        return {k: _same(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_same(v) for v in value]
+    return value
+
+
+@pytest.mark.spark
+def test_the_callers_columns_come_back_as_the_batch_gives_them(spark: Any,
+                                                               tmp_path: Path) -> None:
+    """Every column of the caller's rows, of many types (a top-level NaN and a null
+    double, timestamps, decimals, binary, arrays, a struct), integer ids, through the
+    stream's pandas frames and its state, equals the batch operator's row."""
+    import datetime
+    import decimal
+
+    import pyarrow.parquet as pq
+
+    from timebound.spark import causal_merge
+
+    rows = sorted(merge_trace(5, 120, int_ids=True, epsilon=3),
+                  key=lambda r: (r["arrived"], r["prio"]))
+    base = datetime.datetime(2024, 3, 31, 0, 30, tzinfo=datetime.UTC)
+    for i, row in enumerate(rows):
+        row.update(
+            f=float("nan") if i % 5 == 0 else None if i % 7 == 0 else i / 3,
+            ts=None if i % 6 == 0 else base + datetime.timedelta(minutes=17 * i,
+                                                                 microseconds=i),
+            dec=decimal.Decimal(i * 37) / 100, raw=bytes([i % 256, 0]),
+            tags=[f"t{i % 4}", None] if i % 3 else [],
+            nest={"x": i * 1.5, "y": None if i % 4 else "y"})
+    schema = MERGE_SCHEMA.format(id="long") + (
+        ", f double, ts timestamp, dec decimal(12,2), raw binary, tags array<string>, "
+        "nest struct<x:double,y:string>")
+    frame = spark.createDataFrame(rows, schema)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    table = frame.toArrow()
+    cuts = [0]
+    for k in (1, 2):  # three micro-batches, cut where ``arrived`` changes
+        i = k * len(rows) // 3
+        while rows[i]["arrived"] == rows[i - 1]["arrived"]:
+            i += 1
+        cuts.append(i)
+    cuts.append(len(rows))
+    for j, (a, b) in enumerate(zip(cuts, cuts[1:])):
+        pq.write_table(table.slice(a, b - a), folder / f"p{j}.parquet")
+    batch = {r["row"]: _same(r) for r in causal_merge(frame, **KW).collect()}
+    stream = spark.readStream.schema(frame.schema).option("maxFilesPerTrigger", 1) \
+        .parquet(str(folder))
+    out = causal_merge(stream, **KW, timers="none")
+    got: list[Any] = []
+    out.writeStream.foreachBatch(lambda df, _id: got.extend(df.collect())) \
+        .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True) \
+        .start().awaitTermination()
+    assert out.schema.names == [*frame.columns, "action", "time", "position", "late_arrival"]
+    assert len(got) > len(rows) // 2
+    for row in got:
+        mine = _same(row)
+        assert mine.pop("late_arrival") in (False, True)
+        assert mine == batch[row["row"]]
+    assert any(r["f"] != r["f"] for r in got) and any(r["f"] is None for r in got)

@@ -121,7 +121,7 @@ def stream_merge(source: str, checkpoint: str, sink: str, options: MergeOptions,
     """Run ``timebound stream merge`` (see the package docstring and ``quiet`` of
     ``stream_atmostonce``). ``timers``: ``none`` or ``processing`` (``_merge``), with
     ``tick_us`` the wall-clock length of one ``at`` tick."""
-    from timebound.spark.traces import TIMERS
+    from timebound.spark.traces import MERGE_ENGINE, TIMERS
     from timebound.spark.traces import stream_merge_order as merge_order
 
     if timers not in TIMERS:
@@ -130,7 +130,7 @@ def stream_merge(source: str, checkpoint: str, sink: str, options: MergeOptions,
     if timers != "none":  # a checkpoint from before --timers existed ran with none
         locked = {"--timers": timers, "--tick": format_duration(tick_us)}
     return _run("arrivals", lambda df, _: merge_order(df, options, timers, tick_us), source,
-                checkpoint, sink, locked=locked,
+                checkpoint, sink, locked=locked, engine=MERGE_ENGINE,
                 trigger=trigger, max_files=max_files, master=master, conf=conf or {},
                 spark=spark, out=out, stop=stop, main="order", derived=[],
                 count_column="action", protocol="merge", options=options, quiet=quiet)

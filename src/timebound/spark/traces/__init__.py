@@ -28,7 +28,8 @@ columns ``FILE_COLUMN``, ``LINE_COLUMN``):
 
 - ``stream_verdicts`` / ``stream_accepted``: the at-most-once verdict rows of
   ``messages`` and the accepted messages (engine ``GROUPED`` for a new query);
-- ``stream_merge_order``: each merger's output rows of ``arrivals`` (``TIMERS``);
+- ``stream_merge_order``: each merger's output rows of ``arrivals`` (``TIMERS``; engine
+  ``MERGE_ENGINE``, ``transformWithStateInPandas``, for a new query);
 - ``source_schema``: the schema a streamed table's files are read with;
 - ``ROCKSDB``: the state store provider those queries run on.
 
@@ -36,7 +37,8 @@ What the library's own operators (``timebound.spark``) run of these: the batch
 decider (``Decider``, ``answered``, ``VERDICTS``, ``arrow_schema``), the stream's
 per-key processor (``AtMostOnceProcessor``, ``decide_key_rows``, ``state_value``,
 ``STATE_SCHEMA``, ``grouping_key``, ``prefer_exact_integers``) and the merge
-processor (``MergeProcessor``, ``Arrival``, ``TIME_MODES``).
+processor (``MergeProcessor``, ``Arrival``, ``Produced``, ``TIME_MODES``,
+``MERGE_ENGINE``).
 
 Errors raised inside a task come back typed through ``translate_errors``.
 """
@@ -74,7 +76,14 @@ from timebound.spark.traces._stream_atmostonce import (
 from timebound.spark.traces._stream_atmostonce import accepted as stream_accepted
 from timebound.spark.traces._stream_atmostonce import decide_messages as decide_key_rows
 from timebound.spark.traces._stream_atmostonce import verdicts as stream_verdicts
-from timebound.spark.traces._stream_merge import TIME_MODES, TIMERS, Arrival, MergeProcessor
+from timebound.spark.traces._stream_merge import COLUMNAR as MERGE_ENGINE
+from timebound.spark.traces._stream_merge import (
+    TIME_MODES,
+    TIMERS,
+    Arrival,
+    MergeProcessor,
+    Produced,
+)
 from timebound.spark.traces._stream_merge import merge_order as stream_merge_order
 from timebound.spark.traces._stream_schemas import source_schema
 
@@ -85,7 +94,8 @@ OPERATORS: dict[str, Operator[Any]] = {
 MESSAGES = _MESSAGES.table
 
 __all__ = [
-    "BUCKETS", "ENGINE", "FILE_COLUMN", "GROUPED", "LINE_COLUMN", "MESSAGES", "OPERATORS",
+    "BUCKETS", "ENGINE", "FILE_COLUMN", "GROUPED", "LINE_COLUMN", "MERGE_ENGINE", "MESSAGES",
+    "OPERATORS", "Produced",
     "ROCKSDB", "STATE_SCHEMA", "TIMERS", "TIME_MODES", "VERDICTS", "Arrival",
     "AtMostOnceProcessor", "Decider", "Gathered", "MergeProcessor", "MetricRow", "Operator",
     "Survey", "answered", "arrow_schema", "decide_key_rows", "decide_messages",

@@ -1,30 +1,25 @@
 """What the streaming processors share with the file source and the runner.
 
-- ``OutRow``: an output row of a ``transformWithState`` processor;
 - ``grouping_key``: a processor's grouping values;
+- ``frames_of``, ``arrow_frame``: a key's pandas frames of a micro-batch as one frame,
+  and a frame as Arrow columns of their declared types (exact integers, nulls kept);
 - ``FILE_COLUMN``, ``LINE_COLUMN``: the provenance columns the file source
   (``timebound stream``'s) adds to every row, which the processors name in errors;
-- ``ROCKSDB``: the state store provider ``transformWithState`` needs.
+- ``ROCKSDB``: the state store provider the stateful streams need.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
+
+import pyarrow as pa
 
 from timebound.sparkutil import ROCKSDB as ROCKSDB
 
 #: The file source's provenance columns: the file's name and the row's line in it.
 FILE_COLUMN = "_file"
 LINE_COLUMN = "_line"
-
-
-class OutRow(dict[str, object]):
-    """An output row of a ``transformWithState`` processor: Spark's row-mode runner
-    only calls ``asDict(True)`` on what the processor yields, so a plain dict with that
-    method will do (``pyspark.sql.Row`` cannot hold a column named ``cls``)."""
-
-    def asDict(self, recursive: bool = False) -> dict[str, object]:  # noqa: N802 (Spark's name)
-        return self
 
 
 def grouping_key(key: Any) -> tuple[Any, ...]:
@@ -34,3 +29,37 @@ def grouping_key(key: Any) -> tuple[Any, ...]:
     if len(values) == 1 and isinstance(values[0], tuple):
         return values[0]
     return values
+
+
+def frames_of(frames: Iterable[Any]) -> Any:
+    """A key's pandas frames of one micro-batch as one frame (None: no row)."""
+    import warnings
+
+    import pandas as pd
+
+    parts = [frame for frame in frames if len(frame)]
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    with warnings.catch_warnings():
+        # pandas' notice that all-NA columns will count towards the dtype: the rows
+        # are typed by their declared schema afterwards (``arrow_frame``)
+        warnings.filterwarnings("ignore", category=FutureWarning,
+                                message="The behavior of DataFrame concatenation")
+        return pd.concat(parts, ignore_index=True)
+
+
+def arrow_frame(frame: Any, schema: pa.Schema) -> pa.Table:
+    """``frame``'s columns as Arrow, each of its type in ``schema`` (nulls kept). The
+    columns are taken by position: Spark rebuilds a ``transformWithStateInPandas``
+    frame from ``itertuples``, which renames the columns whose name starts with ``_``."""
+    if len(frame.columns) != len(schema):
+        raise AssertionError(f"{len(frame.columns)} columns, expected {schema.names}")
+    arrays = []
+    for index, field in enumerate(schema):
+        column = frame.iloc[:, index]
+        if column.dtype == object:
+            column = column.where(column.notna(), None)
+        arrays.append(pa.array(column, type=field.type, from_pandas=True))
+    return pa.Table.from_arrays(arrays, schema=schema)

@@ -1,14 +1,18 @@
 """Streaming causal deterministic merge: one merger per key, with or without timers.
 
-The query: arrival files -> ``groupBy(run, merger)`` -> ``transformWithState(
-TraceMergeProcessor)``. ``MergeProcessor`` holds no protocol rule: per key and
-micro-batch it restores the merger from the state store (``merger_snapshot``, its
-clock, the number of rows it has emitted and its timer anchor), hands it to the shared
-row adapter (``timebound.adapters.merge.MergeAdapter``, the replay's own), feeds it the
-key's arrivals in decision order and emits what the adapter produced -- exactly as the
-replay does: before the arrivals at time T the merger delivers every buffered message
-with deadline < T. An arrival whose ``at`` is behind its merger's clock (a late file)
-is taken at the clock (its deadline is then usually past: ``late``).
+The query: arrival files -> ``groupBy(run, merger)`` -> ``transformWithStateInPandas(
+TraceMergeProcessor)`` (the engine ``COLUMNAR``). Spark hands a key's rows of a
+micro-batch as pandas frames; ``MergeProcessor`` takes them whole: it restores the key's
+state once (``STATE_SCHEMA``: the merger's snapshot -- ``merger_snapshot``, its clock,
+the number of rows it has emitted and its timer anchor -- and what the buffered
+arrivals carry to their delivery), puts the rows in decision order with one Arrow sort
+(``arrivals``), hands the merger to the shared row adapter
+(``timebound.adapters.merge.MergeAdapter``, the replay's own), feeds it the key's
+arrivals in that order, builds the key's output frame column by column (``output``)
+and writes the state back once. No protocol rule lives here: exactly as the replay
+does, before the arrivals at time T the merger delivers every buffered message with
+deadline < T. An arrival whose ``at`` is behind its merger's clock (a late file) is
+taken at the clock (its deadline is then usually past: ``late``).
 
 What moves a merger's clock between arrivals (``timers``):
 
@@ -34,48 +38,70 @@ arrivals in ``seq`` order (files without ``seq``: file name, then line) and emit
 replay's rows plus ``run`` and ``seq`` (the row's position in that merger's output,
 kept in the state), so replicated mergers fed the same messages can be compared row
 for row. ``timebound.spark.causal_merge`` subclasses ``MergeProcessor`` for a caller's
-own rows (it keeps each buffered arrival's row in a ``MapState`` until delivered).
+own rows (``carries``: each buffered arrival's row waits in the key's state until
+delivered, one entry per buffered message: the state is bounded by the buffer).
+
+The engine before this one (``row``: ``transformWithState``, one Python call per row
+and one ``MapState`` entry per buffered row) is retired: Spark restarts state only
+under the operator that wrote it, so a checkpoint it started is refused in one line
+(the locks of ``timebound stream`` and ``timebound.spark``).
 """
 
 from __future__ import annotations
 
 import json
+import pickle
 import zlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
 from timebound.adapters import Row
 from timebound.adapters.merge import MergeAdapter, MergeOptions
 from timebound.core.merge import Merger, merger_snapshot, restore_merger
 from timebound.errors import TimeboundError, TraceError
-from timebound.spark.traces._rows import FILE_COLUMN, LINE_COLUMN, OutRow, grouping_key
-from timebound.spark.traces._stream_schemas import ORDER
+from timebound.spark.traces._rows import (
+    FILE_COLUMN,
+    LINE_COLUMN,
+    arrow_frame,
+    frames_of,
+    grouping_key,
+)
+from timebound.spark.traces._stream_schemas import ORDER, source_schema
 from timebound.sparkutil import marked
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
-    from pyspark.sql.types import StructType
 
-STATE_SCHEMA = "snapshot binary"
+#: A key's state: the merger's snapshot (zlib JSON) and the buffered arrivals' carried
+#: values (zlib pickle; empty when nothing is carried).
+STATE_SCHEMA = "snapshot binary, pending binary"
 TIMERS = ("none", "processing")
-#: ``transformWithState``'s time mode for each ``timers`` value.
+#: ``transformWithStateInPandas``' time mode for each ``timers`` value.
 TIME_MODES = {"none": "None", "processing": "ProcessingTime"}
+#: The merge streams' engine (``transformWithStateInPandas``), locked into a checkpoint;
+#: the retired ``row`` engine's checkpoints are refused.
+COLUMNAR = "columnar"
 #: A merger's arrival as the processor feeds it: the adapter's row fields, and what
 #: the subclass carries to the output row (None: nothing).
 Arrival = tuple[dict[str, Any], Any]
+#: One output row before the subclass shapes it: what the adapter produced, what the
+#: arrival carried, whether its ``at`` was behind the clock, its position.
+Produced = tuple[dict[str, Any], Any, bool, int]
+_Pair = tuple[str, str]
 
 
 class MergeProcessor(StatefulProcessor):
     """One merger per key (module docstring). A subclass says how a key names its
-    merger (``merger_name``), which arrivals a micro-batch brings in decision order
-    (``arrivals``) and what row each output is (``output``); with ``pending_schema`` it
-    carries something from a buffered arrival to its delivery."""
+    merger (``merger_name``), which arrivals a micro-batch's frame brings in decision
+    order (``arrivals``) and what frame a key's output rows are (``output``); with
+    ``carries`` it keeps what a buffered arrival carries until its delivery."""
 
-    #: The ``MapState`` value schema of a buffered arrival's carried value (None: the
-    #: output rows need nothing from the arrival a delivery came from).
-    pending_schema: StructType | None = None
+    #: Whether a buffered arrival's carried value is kept to its delivery.
+    carries = False
 
     def __init__(self, options: MergeOptions, timers: str = "none", tick_us: int = 1000
                  ) -> None:
@@ -86,20 +112,17 @@ class MergeProcessor(StatefulProcessor):
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
         self.state = handle.getValueState("merger", STATE_SCHEMA)
-        if self.pending_schema is not None:
-            self.pending = handle.getMapState("pending", "proc string, msg string",
-                                              self.pending_schema)
 
     # -- what a subclass says
 
     def merger_name(self, key: tuple[Any, ...]) -> str:
         raise NotImplementedError
 
-    def arrivals(self, key: tuple[Any, ...], rows: list[Any]) -> list[Arrival]:
+    def arrivals(self, key: tuple[Any, ...], frame: Any) -> list[Arrival]:
         raise NotImplementedError
 
-    def output(self, key: tuple[Any, ...], produced: dict[str, Any], carried: Any,
-               late: bool, position: int) -> dict[str, Any]:
+    def output(self, key: tuple[Any, ...], rows: list[Produced]) -> Any:
+        """The pandas frame of a key's output rows."""
         raise NotImplementedError
 
     def refused(self, exc: TraceError) -> TimeboundError:
@@ -108,9 +131,11 @@ class MergeProcessor(StatefulProcessor):
 
     # -- state
 
-    def _restore(self, name: str) -> tuple[MergeAdapter, dict[str, int]]:
+    def _restore(self, name: str) -> tuple[MergeAdapter, dict[str, int],
+                                           dict[_Pair, tuple[Any, bool]]]:
         adapter = MergeAdapter(self.options)
         meta = {"emitted": 0, "anchor_ms": 0, "anchor_at": 0}
+        pending: dict[_Pair, tuple[Any, bool]] = {}
         saved = self.state.get()
         if saved is not None:
             data = json.loads(zlib.decompress(saved[0]).decode("utf-8"))
@@ -118,17 +143,25 @@ class MergeProcessor(StatefulProcessor):
                                     data["merger"])
             adapter.adopt(name, merger, data["clock"])
             meta = {k: int(data.get(k, 0)) for k in meta}
-        return adapter, meta
+            if saved[1]:
+                pending = {(proc, msg): (carried, late) for proc, msg, carried, late
+                           in pickle.loads(zlib.decompress(saved[1]))}
+        return adapter, meta, pending
 
     def _save(self, name: str, adapter: MergeAdapter, meta: dict[str, int],
-              fired: int | None = None) -> None:
+              pending: dict[_Pair, tuple[Any, bool]], fired: int | None = None) -> None:
         merger = adapter.merger(name)
         if merger is None:
             return
         kept = meta if self.timers == "processing" else {"emitted": meta["emitted"]}
         blob = json.dumps({"merger": merger_snapshot(merger), "clock": adapter.clock(name),
                            **kept}, separators=(",", ":")).encode("utf-8")
-        self.state.update((zlib.compress(blob, 1),))
+        carried = b""
+        if pending:
+            carried = zlib.compress(pickle.dumps(
+                [(proc, msg, value, late) for (proc, msg), (value, late) in pending.items()],
+                protocol=4), 1)
+        self.state.update((zlib.compress(blob, 1), carried))
         if self.timers != "processing":
             return
         for old in list(self.handle.listTimers()):
@@ -145,29 +178,24 @@ class MergeProcessor(StatefulProcessor):
         elapsed_us = max(0, now_ms - meta["anchor_ms"]) * 1000
         return meta["anchor_at"] + elapsed_us // self.tick_us
 
-    def _emit(self, key: tuple[Any, ...], produced: list[dict[str, Any]],
-              meta: dict[str, int], held: dict[tuple[str, str], tuple[Any, bool]],
-              current: tuple[Any, bool] | None) -> Iterator[OutRow]:
+    @staticmethod
+    def _emit(produced: list[dict[str, Any]], meta: dict[str, int],
+              held: dict[_Pair, tuple[Any, bool]], pending: dict[_Pair, tuple[Any, bool]],
+              current: tuple[Any, bool] | None, out: list[Produced]) -> None:
         """The output rows of what a merger ``produced``: a delivery carries what its
-        buffered arrival carried (``held``: this micro-batch's; else the pending state),
-        a late or duplicate row what the ``current`` arrival carries."""
-        for out in produced:
-            if out["action"] == "deliver":
-                pair = (out["proc"], out["msg"])
-                if pair in held:
-                    carried, late = held.pop(pair)
-                elif self.pending_schema is not None:
-                    saved = self.pending.getValue(pair)
-                    if saved is None:  # pragma: no cover - a buffered pair is pending
-                        raise TraceError("state", 0, "pending", f"no buffered arrival {pair}")
-                    carried, late = saved
-                    self.pending.removeKey(pair)
-                else:
-                    carried, late = None, False
+        buffered arrival carried (``held``: this micro-batch's; else ``pending``, the
+        state's), a late or duplicate row what the ``current`` arrival carries."""
+        for row in produced:
+            if row["action"] == "deliver":
+                pair = (row["proc"], row["msg"])
+                found = held.pop(pair, None)
+                if found is None:
+                    found = pending.pop(pair, (None, False))
+                carried, late = found
             else:
                 assert current is not None
                 carried, late = current
-            yield OutRow(self.output(key, out, carried, late, meta["emitted"]))
+            out.append((row, carried, late, meta["emitted"]))
             meta["emitted"] += 1
 
     # -- Spark's calls
@@ -175,8 +203,14 @@ class MergeProcessor(StatefulProcessor):
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any
                         ) -> Iterator[Any]:
         try:
-            yield from self._arrive(grouping_key(key), list(rows),
-                                    int(timerValues.getCurrentProcessingTimeInMs()))
+            frame = frames_of(rows)
+            if frame is None:
+                return
+            values = grouping_key(key)
+            out = self._arrive(values, frame,
+                               int(timerValues.getCurrentProcessingTimeInMs()))
+            if out:
+                yield self.output(values, out)
         except TimeboundError as exc:
             raise marked(exc) from None
 
@@ -185,25 +219,29 @@ class MergeProcessor(StatefulProcessor):
         try:
             values = grouping_key(key)
             name = self.merger_name(values)
-            adapter, meta = self._restore(name)
+            adapter, meta, pending = self._restore(name)
             if adapter.merger(name) is None:
                 return
             now_ms = int(timerValues.getCurrentProcessingTimeInMs())
             adapter.advance(name, self._wall_clock(meta, now_ms))
-            yield from self._emit(values, adapter.drain(name), meta, {}, None)
-            self._save(name, adapter, meta, int(expiredTimerInfo.getExpiryTimeInMs()))
+            out: list[Produced] = []
+            self._emit(adapter.drain(name), meta, {}, pending, None, out)
+            self._save(name, adapter, meta, pending,
+                       int(expiredTimerInfo.getExpiryTimeInMs()))
+            if out:
+                yield self.output(values, out)
         except TimeboundError as exc:
             raise marked(exc) from None
 
-    def _arrive(self, key: tuple[Any, ...], rows: list[Any], now_ms: int
-                ) -> Iterator[OutRow]:
+    def _arrive(self, key: tuple[Any, ...], frame: Any, now_ms: int) -> list[Produced]:
         name = self.merger_name(key)
-        adapter, meta = self._restore(name)
+        adapter, meta, pending = self._restore(name)
+        out: list[Produced] = []
         if self.timers == "processing" and adapter.merger(name) is not None:
             adapter.advance(name, self._wall_clock(meta, now_ms))
-            yield from self._emit(key, adapter.drain(name), meta, {}, None)
-        held: dict[tuple[str, str], tuple[Any, bool]] = {}
-        for data, carried in self.arrivals(key, rows):
+            self._emit(adapter.drain(name), meta, {}, pending, None, out)
+        held: dict[_Pair, tuple[Any, bool]] = {}
+        for data, carried in self.arrivals(key, frame):
             data["merger"] = name
             clock = adapter.clock(name)
             late = isinstance(data.get("at"), int) and clock is not None and data["at"] < clock
@@ -218,49 +256,73 @@ class MergeProcessor(StatefulProcessor):
             own = bool(produced) and produced[-1]["action"] != "deliver"
             if not own:
                 held[(data["proc"], data["msg"])] = (carried, late)
-            yield from self._emit(key, produced, meta, held, (carried, late) if own else None)
-        if self.pending_schema is not None:
-            for pair, value in held.items():
-                self.pending.updateValue(pair, value)
+            self._emit(produced, meta, held, pending, (carried, late) if own else None, out)
+        if self.carries:
+            pending.update(held)
         if self.timers == "processing":
             meta["anchor_ms"] = now_ms
             meta["anchor_at"] = adapter.clock(name) or 0
-        self._save(name, adapter, meta)
+        self._save(name, adapter, meta, pending if self.carries else {})
+        return out
 
     def close(self) -> None:
         pass
 
 
-def _order(row: dict[str, Any]) -> tuple[Any, ...]:
-    seq = row.get("seq")
-    return (seq is None, seq if seq is not None else 0, row.get(FILE_COLUMN) or "",
-            row.get(LINE_COLUMN) or 0)
+def _source_arrow() -> pa.Schema:
+    """The arrivals source's columns as Arrow types (the frame's columns, in order)."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    return pa.schema([pa.field(f.name, to_arrow_type(f.dataType))
+                      for f in source_schema("arrivals").fields])
 
 
 class TraceMergeProcessor(MergeProcessor):
     """``timebound stream merge``: keys ``(run, merger)`` of the arrivals table, rows in
-    ``seq`` order, the replay's output rows plus ``run`` and ``seq``."""
+    ``seq`` order (then file name, line), the replay's output rows plus ``run`` and
+    ``seq``."""
+
+    def __init__(self, options: MergeOptions, timers: str = "none", tick_us: int = 1000
+                 ) -> None:
+        super().__init__(options, timers, tick_us)
+        self.schema = _source_arrow()
 
     def merger_name(self, key: tuple[Any, ...]) -> str:
         return key[1]  # type: ignore[no-any-return]
 
-    def arrivals(self, key: tuple[Any, ...], rows: list[Any]) -> list[Arrival]:
+    def arrivals(self, key: tuple[Any, ...], frame: Any) -> list[Arrival]:
+        table = arrow_frame(frame, self.schema)
+        seq = table.column("seq")
+        keys = pa.table({"a": pc.is_null(seq), "b": pc.fill_null(seq, 0),
+                         "c": pc.fill_null(table.column(FILE_COLUMN), ""),
+                         "d": pc.fill_null(table.column(LINE_COLUMN), 0)})
+        order = pc.sort_indices(keys, sort_keys=[(k, "ascending") for k in "abcd"])
         out: list[Arrival] = []
-        for row in sorted((row.asDict() for row in rows), key=_order):
+        for row in table.take(order).to_pylist():
             data = {k: v for k, v in row.items() if v is not None}
             data[FILE_COLUMN] = str(row.get(FILE_COLUMN))
             out.append((data, None))
         return out
 
-    def output(self, key: tuple[Any, ...], produced: dict[str, Any], carried: Any,
-               late: bool, position: int) -> dict[str, Any]:
-        return {"run": key[0], "merger": produced["merger"], "seq": position,
-                "msg": produced["msg"], "proc": produced["proc"],
-                "action": produced["action"], "time": produced["time"]}
+    def output(self, key: tuple[Any, ...], rows: list[Produced]) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame({
+            "run": [key[0]] * len(rows),
+            "merger": [produced["merger"] for produced, _, _, _ in rows],
+            "seq": pd.array([position for _, _, _, position in rows], dtype="int64"),
+            "msg": [produced["msg"] for produced, _, _, _ in rows],
+            "proc": [produced["proc"] for produced, _, _, _ in rows],
+            "action": [produced["action"] for produced, _, _, _ in rows],
+            "time": pd.array([produced["time"] for produced, _, _, _ in rows],
+                             dtype="int64")})
 
 
 def merge_order(arrivals: DataFrame, options: MergeOptions, timers: str = "none",
                 tick_us: int = 1000) -> DataFrame:
     """The streaming order table of an ``arrivals`` stream."""
-    return arrivals.groupBy("run", "merger").transformWithState(
+    from timebound.spark.traces._stream_atmostonce import prefer_exact_integers
+
+    prefer_exact_integers(arrivals)
+    return arrivals.groupBy("run", "merger").transformWithStateInPandas(
         TraceMergeProcessor(options, timers, tick_us), ORDER, "Append", TIME_MODES[timers])
