@@ -145,8 +145,11 @@ def test_the_table_has_the_live_columns(tmp_path: pathlib.Path,
                                          seeds=(1, 2, 3), workers=1)
     assert seen[-3:] == ["live-pubsub seed 1", "live-pubsub seed 2", "live-pubsub seed 3"]
     order = next(r for r in rows if "same order (Thm 4.4)" in r.claim)
-    assert order.live_seeds == 3 and order.live_verdict == "agrees", order
-    assert order.live_measured.startswith("mismatches: 0,")
+    # judged unless this machine ran the job's timers late (claims.machine_late)
+    late = order.live_verdict.startswith("not measured here (the machine was late by")
+    assert order.live_seeds == 3 and (late or order.live_verdict == "agrees"), order
+    assert order.live_measured.startswith("mismatches: " if late else "mismatches: 0,")
+    assert "timer late p99 ms: " in order.live_measured
     causal = next(r for r in rows if "causal delivery" in r.claim)
     assert causal.live_verdict == "not run live"
     text = target.read_text()

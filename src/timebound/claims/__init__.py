@@ -12,7 +12,9 @@ agree)`` followed by the cause, which the reproduction's own runs confirm. A cla
 whose figures come from a formula rather than from encoded or observed data has the
 verdict ``computed``; a claim without a measurement yet is ``not yet measured``; a
 claim whose runs are not in the given data is ``not measured here`` (the report of a
-dataset that lacks those runs).
+dataset that lacks those runs). A live row whose runs' own timers ran late against the
+time it checks is ``not measured here (the machine was late by ...)`` (``_live`` states
+the rule).
 
 One module per paper holds its measurements, checks and rows (``_scmp``, ``_rpc``,
 ``_adaptive``, ``_slotted``, ``_stability``, ``_merge``, ``_ours``); ``_base`` holds
@@ -28,7 +30,22 @@ import dataclasses
 from collections.abc import Sequence
 
 from . import _adaptive, _merge, _rpc, _scmp, _slotted, _stability
-from ._base import Claim, Live, Missing, Row, Runs, Sources, Values, Why, one_value, spread
+from ._base import (
+    LATENESS,
+    SLACK_SHARE,
+    Claim,
+    Lateness,
+    Live,
+    Missing,
+    Row,
+    Runs,
+    Sources,
+    Values,
+    Why,
+    machine_late,
+    one_value,
+    spread,
+)
 from ._live import LIVE, LIVE_JOBS, NO_LIVE
 from ._ours import OURS, REORDER, REORDER_WINDOWS, RESTART
 from ._rpc import (
@@ -42,8 +59,8 @@ from ._rpc import (
 )
 
 __all__ = [
-    "CLAIMS", "LIVE_JOBS", "OURS", "REORDER_WINDOWS", "RPC_BENCH", "SCENARIO_PAPERS", "Claim",
-    "Live", "Missing",
+    "CLAIMS", "LATENESS", "LIVE_JOBS", "OURS", "REORDER_WINDOWS", "RPC_BENCH",
+    "SCENARIO_PAPERS", "SLACK_SHARE", "Claim", "Lateness", "Live", "Missing", "machine_late",
     "Row", "Runs", "Sources", "Values", "Why", "evaluate", "one_value", "rpc_bench_ratios",
     "rpc_bench_runs", "rpc_core_cpu_us", "rpc_tcp_over_udp", "rpc_why", "spread",
 ]
@@ -90,8 +107,9 @@ def _measure(measure: object, needs: Sequence[str],
     """``measure`` on every seed, or why it cannot be (its runs are not in the data)."""
     per_seed: list[Values] = []
     for sources in seeds:
-        if any(src not in sources for src in needs):
-            return [], "runs not in this data"
+        absent = [src for src in needs if src not in sources]
+        if absent:
+            return [], f"runs of {', '.join(absent)} not in this data"
         try:
             assert callable(measure)
             per_seed.append(measure(sources))
@@ -109,7 +127,32 @@ def _live(claim: Claim, seeds: Sequence[Sources]) -> tuple[str, str, str, int]:
     if missing:
         return "-", live.where, f"not measured here ({missing})", 0
     measured, verdict, n = _judge(per_seed, live.check, live.why, seeds)
+    lateness = [_lateness(sources[live.job]) for sources in seeds]
+    if all(late is not None for late in lateness):
+        measured += (", timer late p99 ms: " + spread([x[0] for x in lateness if x], ".1f")
+                     + ", max ms: " + spread([x[1] for x in lateness if x], ".1f"))
+    if any(x is not None for x in lateness):
+        verdict = machine_late(lateness, _checks_ms(live, seeds), live.checks) or verdict
     return measured, live.where, verdict, n
+
+
+def _checks_ms(live: Live, seeds: Sequence[Sources]) -> float:
+    """The time ``live`` checks (ms): the smallest over the seeds' runs (0 when the
+    runs do not say it: no lateness is then small against it)."""
+    if not callable(live.checks_ms):
+        return live.checks_ms
+    try:
+        return min(live.checks_ms(sources[live.job]) for sources in seeds)
+    except (Missing, KeyError, ValueError):
+        return 0.0
+
+
+def _lateness(runs: Runs) -> tuple[float, float] | None:
+    """(p99, max) lateness (ms) of the live job's own timer, or None (not measured)."""
+    run = runs.get(LATENESS.run)
+    if run is None or LATENESS.p99 not in run or LATENESS.max not in run:
+        return None
+    return float(run[LATENESS.p99]), float(run[LATENESS.max])
 
 
 def evaluate(seeds: Sequence[Sources], *, root: str = "",

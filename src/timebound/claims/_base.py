@@ -31,13 +31,55 @@ class Live:
     UDP (``timebound.net``), run by ``simulate --reproduce`` on the same seeds.
     ``job``: the live job whose runs ``measure`` reads (a ``Sources`` key such as
     ``live-channel``); ``measure``/``check``/``why`` as a claim's; ``where``: what ran
-    live and what result would make it differ."""
+    live and what result would make it differ; ``checks_ms``, ``checks``: the time the
+    check depends on (ms, or a function of one seed's runs of ``job`` giving it) and
+    what it is (the shortest slot, the ack period, delta, beta), against which the
+    run's own lateness is weighed (``machine_late``)."""
 
     job: str
     measure: Callable[[Sources], Values]
     check: Callable[[dict[str, float]], bool]
     where: str
     why: Why = ""
+    checks_ms: float | Callable[[Runs], float] = 0.0
+    checks: str = ""
+
+
+@dataclass(frozen=True)
+class Lateness:
+    """The run in which a live job reports how late its own event loop fired a
+    periodic timer (``timebound.net.live``), and its measures (ms; firings)."""
+
+    run: str = "loop lateness"
+    max: str = "lateness_max_ms"
+    p99: str = "lateness_p99_ms"
+    firings: str = "lateness_firings"
+
+
+LATENESS = Lateness()
+
+#: A live row is judged only when its runs' timers were late (99th percentile) by at
+#: most this share of the time the row checks (``Live.checks_ms``).
+SLACK_SHARE = 0.1
+
+
+def machine_late(lateness: Sequence[tuple[float, float] | None], checks_ms: float,
+                 checks: str) -> str | None:
+    """The verdict of a live row whose runs' own lateness is not small against the time
+    it checks: ``not measured here (the machine was late by X ms ...)`` when on some
+    seed the 99th percentile of the timer's lateness exceeds ``SLACK_SHARE`` x
+    ``checks_ms``; None when every seed is within it (the row is judged). ``lateness``:
+    per seed, (p99, max) in ms, or None for runs that carry no such measure (written
+    before it existed: judged as they were)."""
+    known = [late for late in lateness if late is not None]
+    bound = SLACK_SHARE * checks_ms
+    if not known or not any(p99 > bound for p99, _ in known):
+        return None
+    late = [i for i, x in enumerate(lateness) if x is not None and x[0] > bound]
+    return (f"not measured here (the machine was late by {spread([p for p, _ in known], '.1f')}"
+            f" ms at the 99th percentile of this run's own timer, max "
+            f"{spread([m for _, m in known], '.1f')} ms, on {len(late)} of {len(lateness)} "
+            f"seeds more than {SLACK_SHARE:g}x the {checks_ms:g} ms {checks} this row checks)")
 
 
 @dataclass(frozen=True)

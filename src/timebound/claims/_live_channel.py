@@ -53,6 +53,11 @@ def _slots(runs: Runs, scheme: str) -> dict[int, Mapping[str, float]]:
     return dict(sorted(out.items()))
 
 
+def _shortest_slot_ms(runs: Runs) -> float:
+    """The shortest slot length of the runs (ms): the time the live rows check."""
+    return min(_num(k, "Ts") for k in runs if "/Ts=" in k) / 1000
+
+
 def _ms(t: int) -> str:
     return f"{t / 1000:g} ms"
 
@@ -276,21 +281,21 @@ LIVE: Mapping[str, Live] = {
         "the FRs behind it: one such episode moves one or two groups, not the median). "
         "Differs if a ratio is 1 or more at a slot length, or above 0.5 from 10 ms on, "
         "on any seed; not shown (differs too) if (a) or (d) had no FR delay to cut",
-        why=fr_cut_cause),
+        why=fr_cut_cause, checks_ms=_shortest_slot_ms, checks="shortest slot"),
     QUEUE_C_CLAIM: Live(
         JOB, _queue_c, _queue_c_ok,
         _SETUP + "; the resequencing buffer's time average from the Delivery records "
         "(Little's law, exact here: every buffered message is delivered), split into D1 "
         "and D2 as the simulated job splits it. It differs if (c)/(a) or (c)/(d) lies "
         "outside 1/3-1/2 (0.02 either side) at 10 or 40 ms on any seed",
-        why=queue_c_cause),
+        why=queue_c_cause, checks_ms=_shortest_slot_ms, checks="shortest slot"),
     "discards always below 10% (share of unreliable N/F arrivals)": Live(
         JOB, _discards, _discards_ok,
         _SETUP + "; discards (the listener's statistics) in percent of the N/F "
         "arrivals, max over the slot lengths. Differs if (b) or (c) discards 10% or "
         "more at a slot length on any seed; not shown (differs too) without N/F "
         "arrivals",
-        why=discard_cause),
+        why=discard_cause, checks_ms=_shortest_slot_ms, checks="shortest slot"),
 }
 
 #: claim text of a row this service could check live but does not -> why

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ._base import Live, Missing, Sources, Values, _get, _num, spread
+from ._base import Live, Missing, Runs, Sources, Values, _get, _num, spread
 from ._stability import FLAT, PER_SENDER, _st_bandwidth, _st_bandwidth_ok, _st_latency_ok
 
 JOB = "live-group"
@@ -34,6 +34,11 @@ def _sizes(s: Sources) -> list[int]:
     if not out:
         raise Missing(f"{JOB} N=*")
     return out
+
+
+def _ack_period_ms(runs: Runs) -> float:
+    """The members' ack period (ms): the time the live rows check."""
+    return min(v["ack_every"] for k, v in runs.items() if "ack_every" in v) / 1000
 
 
 def _bandwidth(s: Sources) -> Values:
@@ -98,14 +103,15 @@ LIVE: Mapping[str, Live] = {
         "the live timestamp ack grows with the members, the vector ack leaves members out "
         "or grows faster than its entries, or the members' ack rate changes with N",
         "the acks the live members sent do not scale as O(N_r) and O(N_r N_s) (or their "
-        "ack rate changed with N: the heartbeat timer ran late)"),
+        "ack rate changed with N: the heartbeat timer ran late)",
+        checks_ms=_ack_period_ms, checks="ack period"),
     "timestamp latency only slightly larger than vector": Live(
         JOB, _latency, _st_latency_ok,
         _WHERE + "stability latency from send to the sender's Stable event, mean and "
         "p99 (ms, wall clock: it includes this machine's scheduling); checked as the "
         "simulated row on the means: vector <= timestamp <= 1.5x vector at every N. It "
         "differs if timestamp acks make messages stable later than that",
-        _latency_why),
+        _latency_why, checks_ms=_ack_period_ms, checks="ack period"),
 }
 
 #: claim text of a row this service could check live but does not -> why

@@ -14,7 +14,7 @@ publish -> arrival delay against delta (G2).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ._base import Live, Missing, Runs, Sources, Values, _get, spread
 
@@ -45,6 +45,11 @@ def _run(s: Sources) -> Runs:
     if len(names) != 1:
         raise Missing(f"{JOB} publishers=*")
     return {"run": runs[names[0]]}
+
+
+def _ms_of(measure: str) -> Callable[[Runs], float]:
+    """The run's ``measure`` (ms): the time a live row checks."""
+    return lambda runs: _get(_run({JOB: runs}), "run", measure)
 
 
 def _order(s: Sources) -> Values:
@@ -183,7 +188,7 @@ LIVE: Mapping[str, Live] = {
         "differ, and some arrivals came out of deadline order). It differs if two "
         "subscribers see common messages in different orders, or if the run never put "
         "the order at stake",
-        _order_why),
+        _order_why, checks_ms=_ms_of("delta"), checks="delta"),
     BUFFER: Live(
         JOB, _buffer, _buffer_ok,
         _WHERE + "buffering: from a message's first arrival at a merger's handler to "
@@ -191,7 +196,8 @@ LIVE: Mapping[str, Live] = {
         "checked: within delta + 3 eps on every seed, with the clocks within epsilon. "
         "It differs if a merger holds a message longer than that (its deadline too far "
         "from the arrival, or its timer delivering late), or if the clocks leave G1",
-        _buffer_why),
+        _buffer_why, checks_ms=_ms_of("buffering_bound"),
+        checks="bound delta + 3 eps"),
 }
 
 #: claim text of a row this service could check live but does not -> why

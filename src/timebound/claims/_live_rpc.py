@@ -93,7 +93,8 @@ LIVE: Mapping[str, Live] = {
         f"nothing, the server caught no duplicate, or fewer than {MIN_CALLS} calls ran",
         why="a call ran twice (duplicates or answered not run once above), or the run "
             "could not show it (no duplicated datagram caught by the server, or too "
-            "few calls)"),
+            "few calls)",
+        checks_ms=lambda runs: _get(runs, "kill", "beta_s") * 1000, checks="beta"),
     "after a crash, all messages sent after t_cr + beta are accepted, if GC waits for "
     "pending messages after the restart (2.4)": Live(
         JOB, _crash, _crash_ok,
@@ -103,7 +104,8 @@ LIVE: Mapping[str, Live] = {
         "after t_cr + beta or none was refused down (no bound recovered)",
         why="calls sent after t_cr + beta were refused by the restarted server (refused "
             "after t_cr + beta above), or the run could not show it (none sent after "
-            "t_cr + beta, or none refused down)"),
+            "t_cr + beta, or none refused down)",
+        checks_ms=lambda runs: _get(runs, "kill", "beta_s") * 1000, checks="beta"),
 }
 
 #: claim text of a row this service could check live but does not -> why

@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from timebound._safety import Terminated, sigterm_raises
+from timebound.claims import LATENESS
+from timebound.net._lateness import probing
 
 #: kind -> the module whose ``measure(seed: int, quick: bool)`` runs it
 KINDS = {
@@ -43,7 +45,9 @@ def measure(kind: str, seed: int, quick: bool = False) -> Runs:
     if kind not in KINDS:
         raise ValueError(f"unknown live check {kind!r} (one of {', '.join(KINDS)})")
     module = importlib.import_module(KINDS[kind])
-    runs: Runs = module.measure(seed, quick)
+    with probing() as probe:  # how late this process's loops fire a timer (_lateness)
+        runs: Runs = module.measure(seed, quick)
+    runs[LATENESS.run] = probe.measures()
     return {run: {name: float(value) for name, value in values.items()}
             for run, values in runs.items()}
 

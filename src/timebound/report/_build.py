@@ -15,6 +15,7 @@ from timebound.contract import INPUT_TABLES, METRICS
 from timebound.errors import UsageError
 from timebound.protocols import PROTOCOLS
 from timebound.report import _figures as fig
+from timebound.report._committed import committed, differences
 
 if TYPE_CHECKING:
     from timebound.claims import Row
@@ -316,6 +317,7 @@ def _verdicts(output: str, manifest: dict[str, Any], scenario: str) -> str:
     if found is None:
         return "<p class='note'>No paper claims for this scenario.</p>"
     rows, note = found
+    line = differences(committed(REPO_ROOT), scenario, manifest, [r.claim for r in rows])
     body = []
     for row in rows:
         cells = "".join(f"<td>{html.escape(x)}</td>" for x in (
@@ -327,9 +329,8 @@ def _verdicts(output: str, manifest: dict[str, Any], scenario: str) -> str:
                     f"<td>{live}</td>{_verdict_cell(row.live_verdict)}</tr>")
     cols = "".join(f"<col class='c{i}'/>" for i in range(1, 9))
     return (f"<p class='note'>Verdicts from timebound.claims (the same code as "
-            f"docs/reproduction.md), on the {html.escape(note)}. The live columns check a "
-            "claim on the live service over loopback UDP; a dataset holds no live runs "
-            "(timebound simulate --reproduce runs them).</p>"
+            f"docs/reproduction.md), on the {html.escape(note)}.</p>"
+            f"<p class='note against'>{html.escape(line)}</p>"
             f"<table class='claims'>{cols}<tr><th>paper</th><th>claim</th><th>published</th>"
             "<th>measured</th><th>scenario / run</th><th>verdict</th><th>live: measured"
             "</th><th>live: verdict</th></tr>"
