@@ -71,3 +71,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG0
         terminalreporter.write_line(
             f"screenshot tests: {len(skipped)} skipped, {NO_CHROMIUM} (scripts/setup.sh "
             "installs it with apt where it can; or apt-get install chromium)")
+
+
+# -- parallel runs (pytest -n 2, as scripts/test.sh runs the suite) ----------------------
+
+#: The xdist group of every test that uses the shared Spark session: ``--dist loadgroup``
+#: runs them all on one worker, so the suite still starts one local session (and one
+#: JVM for them), while the other worker takes the tests that need none.
+SPARK_SESSION_GROUP = "spark-session"
+
+
+def pytest_collection_modifyitems(config, items):  # noqa: ARG001
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(SPARK_SESSION_GROUP))

@@ -9,8 +9,8 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -30,11 +30,13 @@ def test_a_bad_argument_is_one_line_and_exit_2(args: list[str], line: str) -> No
     assert (done.returncode, done.stderr, done.stdout) == (2, line + "\n", "")
 
 
-def test_sigterm_halfway_is_one_line_and_leaves_nothing() -> None:
-    pattern = f"{tempfile.gettempdir()}/timebound-live-rpc-*"
+def test_sigterm_halfway_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
+    # its temporary folder of its own, where no other test's run (another worker's) writes
+    pattern = f"{tmp_path}/timebound-live-rpc-*"
     before = set(glob.glob(pattern))
     proc = subprocess.Popen([sys.executable, "-m", "timebound.net.live", "rpc", "--quick"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, TMPDIR=str(tmp_path)))
     try:
         deadline = time.monotonic() + 30
         while not _servers(proc.pid):  # its server processes are up: it is running

@@ -271,8 +271,11 @@ def test_amplification_worst_ratio_per_message_type(tmp_path: Path, key: bytes |
     assert ratios, "no attack measured"
     worst = max(ratios.values())
     assert worst <= AMPLIFICATION, ratios
-    # The stored reply exists and is large: the bound is not vacuous.
-    assert ledger and ratios["CALL truncated (probe)"] > 0
+    # The stored reply exists and is large: the bound is not vacuous. A stored reply
+    # is re-sent at most 3 times, paced, to the replays and probes of its call
+    # together: on a slow machine the replays' own datagrams may take all 3 resends.
+    assert ledger
+    assert ratios["CALL truncated (probe)"] + ratios["CALL replayed (stored reply)"] > 0
 
 
 def ring_seal(ring: Keyring | None, message: bytes) -> bytes:

@@ -294,7 +294,8 @@ def test_bad_input_is_one_error_naming_it(spark: Any, kwargs: dict[str, Any], er
 
 @pytest.mark.spark
 @pytest.mark.parametrize("step", ["batch", "watermark"])
-def test_the_folder_goes_when_a_run_fails(spark: Any, monkeypatch: Any, step: str) -> None:
+def test_the_folder_goes_when_a_run_fails(spark: Any, monkeypatch: Any, step: str,
+                                         tmp_path: Path) -> None:
     from timebound.spark import _compare, compare
 
     def fail(*args: Any, **kwargs: Any) -> None:
@@ -303,6 +304,8 @@ def test_the_folder_goes_when_a_run_fails(spark: Any, monkeypatch: Any, step: st
     if step == "watermark":
         monkeypatch.setattr(_compare._Runner, "batch", lambda *a, **k: {})
     monkeypatch.setattr(_compare._Runner, step, fail)
+    # a folder of its own, which no other test's run (another worker's) writes into
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     before = leftovers()
     with pytest.raises(KeyboardInterrupt):
         compare(spark.createDataFrame([("a", 1, 2)], "c string, s long, r long"),
