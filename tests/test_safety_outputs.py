@@ -224,3 +224,42 @@ def test_a_failed_spark_stop_prints_no_warning_after_an_interruption() -> None:
             raise KeyboardInterrupt()
         stop_quietly(CutConnection(), owned=True)
     assert [str(w.message) for w in shown] == []
+
+
+@pytest.mark.parametrize("writer", ["rows-jsonl", "rows-parquet", "batches"])
+def test_an_interrupt_while_an_output_opens_leaves_no_temporary_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer: str) -> None:
+    """SIGTERM (or Ctrl-C) between the output's two temporary files, inside
+    ``__enter__``, where the ``with`` block's own clean-up does not run yet."""
+    import tempfile
+
+    import pyarrow as pa
+
+    from timebound.replay import _batch, _io
+
+    made: list[str] = []
+    real = tempfile.mkstemp
+
+    def mkstemp(*args: object, **kwargs: object) -> tuple[int, str]:
+        if made and writer != "rows-jsonl":
+            raise KeyboardInterrupt  # the second temporary file: interrupted
+        fd, path = real(*args, **kwargs)  # type: ignore[call-overload]
+        made.append(path)
+        return fd, path
+
+    def fdopen(*args: object, **kwargs: object) -> object:
+        raise KeyboardInterrupt  # the JSON Lines writer opens its one file: interrupted
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    if writer == "rows-jsonl":
+        monkeypatch.setattr(os, "fdopen", fdopen)
+        out = _io.OutputWriter(str(tmp_path / "out.jsonl"), {})
+    elif writer == "rows-parquet":
+        out = _io.OutputWriter(str(tmp_path / "out.parquet"), {})
+    else:
+        schema = pa.schema([pa.field("a", pa.int64())])
+        out = _batch._BatchOutput(str(tmp_path / "out.parquet"), schema, schema)
+    with pytest.raises(KeyboardInterrupt):
+        with out:
+            pass
+    assert made and os.listdir(tmp_path) == []

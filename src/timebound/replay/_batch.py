@@ -193,10 +193,15 @@ class _BatchOutput:
             fd, self._spool = tempfile.mkstemp(prefix=f".{base}.", suffix=".spool",
                                                dir=folder)
             os.close(fd)
+            self._sink = pa.OSFile(self._spool, "wb")
+            self._writer = pa.ipc.new_file(self._sink, self._wide)
         except OSError as exc:
+            self.__exit__()
             raise UsageError("--output", f"cannot write '{self._path}': {exc.strerror}") from None
-        self._sink = pa.OSFile(self._spool, "wb")
-        self._writer = pa.ipc.new_file(self._sink, self._wide)
+        except BaseException:
+            # ``__exit__`` does not run when ``__enter__`` raises (SIGTERM lands here too)
+            self.__exit__()
+            raise
         return self
 
     def write(self, batch: pa.RecordBatch) -> None:

@@ -129,14 +129,19 @@ class OutputWriter:
             )
         except OSError as exc:
             raise UsageError("--output", f"cannot write '{self._path}': {exc.strerror}") from None
-        if self._fmt == "jsonl":
-            self._handle = os.fdopen(fd, "w", encoding="utf-8")
-        else:
-            os.close(fd)
-            fd, self._spool = tempfile.mkstemp(
-                prefix=f".{os.path.basename(self._path)}.", suffix=".spool", dir=folder
-            )
-            self._handle = os.fdopen(fd, "w+", encoding="utf-8")
+        try:
+            if self._fmt == "jsonl":
+                self._handle = os.fdopen(fd, "w", encoding="utf-8")
+            else:
+                os.close(fd)
+                fd, self._spool = tempfile.mkstemp(
+                    prefix=f".{os.path.basename(self._path)}.", suffix=".spool", dir=folder
+                )
+                self._handle = os.fdopen(fd, "w+", encoding="utf-8")
+        except BaseException:
+            # ``__exit__`` does not run when ``__enter__`` raises (SIGTERM lands here too)
+            self.__exit__()
+            raise
         return self
 
     def write(self, row: Mapping[str, Any]) -> None:
