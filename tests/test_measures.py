@@ -32,6 +32,8 @@ ROWS = st.lists(st.fixed_dictionaries({
     "type": st.sampled_from(["send", "ack", "recv", None]),
     "delivered": st.sampled_from([True, False, None]),
     "accepted": st.integers(0, 2),
+    "receiver": st.sampled_from(["a", "b", None]), "cls": st.integers(0, 1),
+    "conn": st.sampled_from(["x", "y"]), "ts": st.integers(0, 3), "rho": _maybe_int,
 }), max_size=40)
 
 
@@ -44,6 +46,9 @@ def _uses_last(measure: Aggregate) -> bool:
 @given(rows=ROWS, cuts=st.lists(st.integers(0, 40), max_size=6), seed=st.integers(0, 99))
 def test_every_measure_merges_the_same_in_any_split(rows: list[dict[str, Any]],
                                                     cuts: list[int], seed: int) -> None:
+    order = list(range(len(rows)))  # ``seq``: unique, in any order (LAST_BY's ``by``)
+    random.Random(seed + 1).shuffle(order)
+    rows = [{**row, "seq": n} for row, n in zip(rows, order)]
     bounds = [0, *sorted(min(c, len(rows)) for c in cuts), len(rows)]
     chunks = [rows[a:b] for a, b in zip(bounds, bounds[1:])]
     for measure in AGGREGATES:
@@ -71,6 +76,24 @@ def test_every_measure_merges_the_same_in_any_split(rows: list[dict[str, Any]],
 FINISHED_AS = {"lost_over_accepted": "lost_per_accepted",
                "lost_per_accepted_at_<pct>pct": "lost_per_accepted"}
 UNDECLARED = {"step_estimate_over_2x2", "step_final_over_2x2"}
+
+
+def test_last_by_and_repeated_finish_what_they_declare() -> None:
+    rows = [{"receiver": "a", "cls": 0, "seq": 3, "entries": 5, "rho": 7},
+            {"receiver": "a", "cls": 0, "seq": 9, "entries": None, "rho": 8},
+            {"receiver": "b", "cls": 0, "seq": 4, "entries": 2, "rho": None}]
+    assert measures.aggregate("atmostonce", "estimate_final").finish(
+        measures.aggregate("atmostonce", "estimate_final").partial(rows)) == 8.0
+    assert measures.aggregate("atmostonce", "table_size").finish(
+        measures.aggregate("atmostonce", "table_size").partial(rows)) == 7.0
+    assert measures.aggregate("atmostonce", "estimate").finish(
+        measures.aggregate("atmostonce", "estimate").partial(rows)) == 7.0
+    twice = measures.aggregate("atmostonce", "at_most_once_violations")
+    copy = {"verdict": "accepted", "receiver": "a", "conn": "x", "ts": 1}
+    assert twice.finish(twice.partial([])) is None
+    assert twice.finish(twice.partial([copy, {**copy, "ts": 2}])) == 0.0
+    assert twice.finish(twice.partial([copy, {**copy, "verdict": "stale"}, copy])) == 1.0
+    assert Tally("atmostonce", ("at_most_once_violations",)).finish(twice.name) == 0.0
 
 
 def test_published_measures_are_the_contracts() -> None:

@@ -98,14 +98,15 @@ def test_a_duplicate_accepted_twice_is_counted(spark: Any, tmp_path: Any) -> Non
     assert sorted(part.joint) == [(5, "accepted", 1), (6, "accepted", 1),
                                   (7, "accepted", 1), (7, "stale", 1)]
     assert bucket_width(10, 13) == 1  # a bucket per `at`
-    assert part.cells[12] == [1, 1, 0, 1, None, None, 0, None, None, None, None, None]
-    assert part.cells[13] == [1, 1, 1, 0, 2, 2.0, 1, 4, 2, 3, 4, 3]
+    # then the (seq, value) pairs of table_size, estimate, estimate_final
+    assert part.cells[12] == [1, 1, 0, 1, None, None, 0, None, None, None]
+    assert part.cells[13] == [1, 1, 1, 0, 2, 2.0, 1, (4, 2), (4, 3), (4, 3)]
 
 
 def test_merge_cell_keeps_the_value_at_the_largest_seq() -> None:
-    a = [2, None, None, 1, 5, 9.0, 2, 7, 5, 30, 7, 30]
-    b = [1, 1, 0, 0, None, None, 0, None, None, None, 3, 20]
-    assert merge_cell(a, b) == [3, 1, 0, 1, 5, 9.0, 2, 7, 5, 30, 7, 30]
+    a = [2, None, None, 1, 5, 9.0, 2, (7, 5), (7, 30), (7, 30)]
+    b = [1, 1, 0, 0, None, None, 0, None, None, (3, 20)]
+    assert merge_cell(a, b) == [3, 1, 0, 1, 5, 9.0, 2, (7, 5), (7, 30), (7, 30)]
     assert merge_cell(b, a) == merge_cell(a, b)
 
 

@@ -18,7 +18,21 @@ Null rules, the SQL ones: a ``COUNT`` with a ``known`` column is null when no ro
 that column (no ground truth), else the rows where ``where`` holds (a clause over a
 null value does not hold); a ``SUM`` / ``MAX`` skips nulls and is null over none;
 a ``PERCENTILE`` is Spark's exact ``percentile`` (null over no rows); ``LAST`` is the
-last non-null value in row order (a reading the simulator hands over). A ``Tally``'s
+last non-null value in row order (a reading the simulator hands over).
+
+Two kinds read the row order or the row keys themselves:
+
+- ``LAST_BY``: in each group (the values of ``within``), ``column`` on the row with
+  the largest ``by`` among the rows where ``among`` (default ``column``) is not null
+  (that value may be null); the groups' values are combined by ``across`` (``SUM`` or
+  ``MAX``, nulls skipped, null over none). Partial: ``group -> (by, value)``; merge:
+  per group the pair of larger ``by`` (``by`` is unique: any order). A ``series``
+  measure is one value per time bucket ``t`` of ``at``: its partial is per bucket.
+- ``REPEATED``: the keys (values of ``within``) of the rows where ``where`` holds that
+  occur more than once. Partial: ``key -> rows`` (null over no such row); merge: the
+  counts added. Partials over disjoint key sets finish to the sum of their finishes
+  (``finish_disjoint``), which lets a worker whose group holds every row of its keys
+  send one number. A ``Tally``'s
 counts start at 0: the simulator knows the ground truth of every row it tallies.
 
 **Empty denominator, decided once here**: a ``RATIO`` whose denominator is zero or
@@ -51,6 +65,8 @@ class Kind(enum.Enum):
     RATIO = "ratio"            # ``of[0] / of[1]`` (null over zero: module docstring)
     PERCENTILE = "percentile"  # Spark's exact percentile ``p`` of ``column``
     LAST = "last"              # ``column`` of the last row (in row order) that has one
+    LAST_BY = "last_by"        # per group: ``column`` at the largest ``by``; groups: ``across``
+    REPEATED = "repeated"      # keys (``within``) of ``where`` rows seen more than once
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +108,11 @@ class Aggregate:
     per: float = 1.0
     p: float = 0.0
     published: bool = True
+    within: tuple[str, ...] = ()
+    by: str = ""
+    among: str | None = None
+    across: Kind = Kind.MAX
+    series: bool = False
 
     def holds(self, row: Mapping[str, Any]) -> bool:
         """``row`` is one the ``COUNT`` counts."""
@@ -107,6 +128,12 @@ class Aggregate:
             if self.known is not None and all(r.get(self.known) is None for r in rows):
                 return None
             return sum(1 for r in rows if self.holds(r))
+        if self.kind is Kind.LAST_BY or self.kind is Kind.REPEATED:
+            out: Any = None
+            add = self.adder()
+            for r in rows:
+                out = add(out, r)
+            return out
         values = [r.get(self.column or "") for r in rows]
         found = [v for v in values if v is not None]
         if self.kind is Kind.PERCENTILE:
@@ -140,6 +167,28 @@ class Aggregate:
             return count
         if kind is Kind.RATIO or kind is Kind.PERCENTILE:
             return lambda partial, row: self.merge(partial, self.partial((row,)))
+        within = self.within
+        if kind is Kind.REPEATED:
+            def repeat(partial: Any, row: Mapping[str, Any]) -> Any:
+                if not self.holds(row):
+                    return partial
+                out = {} if partial is None else partial
+                key = tuple(row.get(c) for c in within)
+                out[key] = out.get(key, 0) + 1
+                return out
+            return repeat
+        if kind is Kind.LAST_BY:
+            by, among = self.by, self.among or column
+
+            def last(partial: Any, row: Mapping[str, Any]) -> Any:
+                order = row.get(by)
+                if row.get(among) is None or order is None:
+                    return partial
+                out = {} if partial is None else partial
+                key = tuple(row.get(c) for c in within)
+                out[key] = self.later(out.get(key), (order, row.get(column)))
+                return out
+            return last
 
         def fold(partial: Any, row: Mapping[str, Any]) -> Any:
             value = row.get(column)
@@ -164,7 +213,36 @@ class Aggregate:
             return nullable_max(a, b)
         if self.kind is Kind.LAST:
             return a if b is None else b
+        if self.kind is Kind.LAST_BY or self.kind is Kind.REPEATED:
+            if a is None or b is None:
+                return b if a is None else a
+            one = self.later if self.kind is Kind.LAST_BY else nullable_add
+            return {k: one(a.get(k), b.get(k)) for k in a.keys() | b.keys()}
         return nullable_add(a, b)
+
+    @staticmethod
+    def later(a: tuple[Any, Any] | None, b: tuple[Any, Any] | None) -> Any:
+        """A ``LAST_BY`` group's merge: of two ``(by, value)`` pairs (None: no row),
+        the one of larger ``by``."""
+        if a is None or b is None:
+            return b if a is None else a
+        return b if b[0] > a[0] else a
+
+    def combine(self, values: Iterable[Any]) -> Any:
+        """A ``LAST_BY``'s groups' values combined by ``across`` (nulls skipped; null
+        over none)."""
+        out = None
+        for value in values:
+            out = (nullable_add if self.across is Kind.SUM else nullable_max)(out, value)
+        return out
+
+    def finish_disjoint(self, finished: Iterable[float | None]) -> float | None:
+        """A ``REPEATED``'s finish of the merge of partials over disjoint key sets,
+        from their own finishes (a key repeated in one is repeated in the merge)."""
+        out = None
+        for value in finished:
+            out = nullable_add(out, value)
+        return out
 
     def finish(self, partial: Any) -> float | None:
         """The measure's value from its partial (None: null, no row)."""
@@ -174,7 +252,14 @@ class Aggregate:
                          self.per)
         if self.kind is Kind.PERCENTILE:
             return spark_percentile(partial, self.p)
-        return None if partial is None else float(partial)
+        if partial is None:
+            return None
+        if self.kind is Kind.REPEATED:
+            return float(sum(1 for n in partial.values() if n > 1))
+        if self.kind is Kind.LAST_BY:
+            found = self.combine(value for _, value in partial.values())
+            return None if found is None else float(found)
+        return float(partial)
 
     @property
     def parts(self) -> tuple[Aggregate, Aggregate]:
@@ -240,6 +325,14 @@ def _part(protocol: str, name: str, kind: Kind = Kind.SUM) -> Aggregate:
     return Aggregate(protocol, name, kind, column="value", published=False)
 
 
+def _last_by(protocol: str, name: str, column: str, across: Kind, *,
+             among: str | None = None, series: bool = False) -> Aggregate:
+    """A ``LAST_BY`` of a receiver's decided messages: per (receiver, class) group, by
+    ``seq`` (unique within a run)."""
+    return Aggregate(protocol, name, Kind.LAST_BY, column=column, within=_RECEIVER,
+                     by="seq", among=among, across=across, series=series)
+
+
 def _ratio(protocol: str, name: str, numerator: str, denominator: str, *,
            times: float = 1.0, per: float = 1.0, published: bool = True) -> Aggregate:
     return Aggregate(protocol, name, Kind.RATIO, of=(numerator, denominator),
@@ -249,6 +342,7 @@ def _ratio(protocol: str, name: str, numerator: str, denominator: str, *,
 AMO, MERGE, SLOTTED, STABILITY = "atmostonce", "merge", "slotted", "stability"
 _ORIGINAL = one_of("original", True)
 _AREAS = ("queue", "queue_slot", "queue_order", "queue_f")
+_RECEIVER = ("receiver", "cls")
 
 #: Every declared measure (names and meanings: ``timebound.contract.MEASURES``).
 #: Counts without ``where`` count every row given (the pipeline: the rows of the
@@ -268,6 +362,15 @@ AGGREGATES: tuple[Aggregate, ...] = (
     _ratio(AMO, "lost_rate", "lost", "originals"),
     _ratio(AMO, "lost_per_accepted", "lost", "accepted"),
     _ratio(AMO, "table_mean", "entries_sum", "entries_n"),
+    # the estimate in force on each receiver's last message, the largest of them
+    _last_by(AMO, "estimate_final", "rho", Kind.MAX),
+    # a copy of one message (receiver, conn, ts) accepted twice breaks at-most-once
+    Aggregate(AMO, "at_most_once_violations", Kind.REPEATED,
+              (one_of("verdict", "accepted"),), within=("receiver", "conn", "ts")),
+    # series: per bucket, the tables' sizes on their last row with one, summed over
+    # the receivers, and the largest estimate in force on those rows
+    _last_by(AMO, "table_size", "entries", Kind.SUM, series=True),
+    _last_by(AMO, "estimate", "rho", Kind.MAX, among="entries", series=True),
     # at-most-once, the simulator's: over the messages the clients sent
     _count(AMO, "messages_sent"),
     _count(AMO, "never_accepted", one_of("accepted", 0), published=False),
@@ -349,17 +452,19 @@ def finish(protocol: str, name: str, *parts: Any) -> float | None:
 
 
 class Tally:
-    """Running partials of some declared ``COUNT`` / ``SUM`` / ``MAX`` measures of one
-    protocol, added row by row (the simulator's counters); ``finish`` any declared
+    """Running partials of some declared ``COUNT`` / ``SUM`` / ``MAX`` / ``REPEATED``
+    measures of one protocol, added row by row (the simulator's counters); ``finish`` any declared
     measure over them."""
 
     def __init__(self, protocol: str, names: Iterable[str]) -> None:
         self.protocol = protocol
         self.aggregates = [aggregate(protocol, n) for n in names]
         self._adders = [(a.name, a.adder()) for a in self.aggregates]
-        # a tally's counts start at 0 (its owner knows its rows' ground truth)
+        # a tally's counts start at 0 and its repeats at none (its owner knows its
+        # rows' ground truth)
         self.partials: dict[str, Any] = {
-            a.name: 0 if a.kind is Kind.COUNT else None for a in self.aggregates}
+            a.name: 0 if a.kind is Kind.COUNT else {} if a.kind is Kind.REPEATED else None
+            for a in self.aggregates}
 
     def add(self, row: Mapping[str, Any]) -> None:
         """Merge one row's partial into each aggregate's."""

@@ -5,15 +5,16 @@ decision tables: tests/test_pipeline_fastpath_metrics.py). It sorts the whole ta
 twice (two windows ``row_number() over (... order by seq desc)``) and runs exact
 percentiles over every row. Here the same numbers come from:
 
-- one aggregate per cell (run, receiver, cls, time bucket ``t``): counts and sums, the
-  largest ``entries``, and the *last* row's ``entries``/``rho`` by ``seq`` with
-  ``max_by`` (seq is unique within a run, so "last" is the same row the windows pick);
-  the run-wide measures, the final estimate and the series are sums and maxima of the
-  cells (a few thousand rows);
+- one aggregate per cell (run, receiver, cls, time bucket ``t``): the partial of every
+  declared run-wide measure, and of the ``LAST_BY`` ones (``estimate_final``, the
+  series) the *last* row's values by ``seq`` with ``max_by`` (seq is unique within a
+  run, so "last" is the same row the windows pick); the run-wide measures, the final
+  estimate and the series are their declared merges of the cells (a few thousand
+  rows);
 - the lifetime percentiles from a histogram ``(run, at - ts) -> count`` (summed from
   one ``(run, at - ts, verdict) -> count`` table, which gives the verdict counts too), with
   ``percentile(value, p, frequency)`` (exact; the same interpolation);
-- the at-most-once violations exactly as the definition.
+- the at-most-once violations (``REPEATED``) exactly as the definition.
 
 The per-run span of ``at``, the cells and the (lifetime, verdict) counts are each
 read by several measures; the optimizer would prune each reader's copy differently and
@@ -28,12 +29,17 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from timebound.measures import Kind, aggregate
+from timebound.pipeline._measure_columns import ATMOSTONCE_SERIES as SERIES
 from timebound.pipeline._measure_columns import ATMOSTONCE_WIDE as AMO_WIDE
 from timebound.pipeline._measure_columns import (
     aggregate_column,
     finish_column,
+    last_by_finish,
+    last_by_merge,
+    last_by_partial,
     merge_column,
     parts_of,
+    repeated,
 )
 from timebound.spark.traces import BUCKETS, long_form
 
@@ -50,17 +56,15 @@ def atmostonce(d: DataFrame) -> list[DataFrame]:
     width = F.greatest(F.lit(1), F.ceil((F.col("_hi") - F.col("_lo") + 1) / BUCKETS))
     bucketed = msgs.join(F.broadcast(span), "run").withColumn(
         "t", F.col("_lo") + F.floor((F.col("at") - F.col("_lo")) / width) * width)
-    by_entries = F.when(F.col("entries").isNotNull(), F.col("seq"))
-    by_rho = F.when(F.col("rho").isNotNull(), F.col("seq"))
+    series = [aggregate(p, m) for m in SERIES]
+    final_m = [aggregate(p, "estimate_final")]
     # each cell holds the partial of every declared run-wide measure (but the
     # percentiles: from the histogram below), merged per run, then finished
     parts = [m for m in parts_of(p, AMO_WIDE) if m.kind is not Kind.PERCENTILE]
     cells = bucketed.groupBy("run", "receiver", "cls", "t").agg(
         *[aggregate_column(m).alias(f"_p{i}") for i, m in enumerate(parts)],
-        F.max_by("entries", by_entries).alias("size_last"),
-        F.max_by("rho", by_entries).alias("size_rho"),
-        F.max(by_rho).alias("rho_seq"),
-        F.max_by("rho", by_rho).alias("rho_last"),
+        *last_by_partial(series, "_series_by"),
+        *last_by_partial(final_m, "_final_by"),
     ).localCheckpoint()
     # one scan for the lifetime histogram and the verdict counts (both sums of this)
     joint = msgs.groupBy("run", (F.col("at") - F.col("ts")).alias("lifetime"), "verdict") \
@@ -81,18 +85,15 @@ def atmostonce(d: DataFrame) -> list[DataFrame]:
     columns.update({name: F.col(name) for name in ("lifetime_p50", "lifetime_p99")})
     wide = merged.select("run", *[finish_column(aggregate(p, name), columns).alias(name)
                                   for name in AMO_WIDE])
-    final = cells.where(F.col("rho_seq").isNotNull()) \
-        .groupBy("run", "receiver", "cls").agg(F.max_by("rho_last", "rho_seq").alias("_r")) \
-        .groupBy("run").agg(F.max("_r").alias("estimate_final"))
-    twice = msgs.where(F.col("verdict") == "accepted") \
-        .groupBy("run", "receiver", "conn", "ts").count() \
-        .groupBy("run").agg(F.sum(F.when(F.col("count") > 1, 1).otherwise(0))
-                            .alias("at_most_once_violations"))
-    sizes = cells.where(F.col("size_last").isNotNull()).groupBy("run", "t").agg(
-        F.sum("size_last").alias("table_size"), F.max("size_rho").alias("estimate"))
-    series = sizes.unpivot(["run", "t"], ["table_size", "estimate"], "measure", "value") \
+    # a cell is one group's rows in one bucket: the series' group partials as they are
+    groups = cells.groupBy("run", *final_m[0].within).agg(
+        *last_by_merge(final_m, "_final_by"))
+    final = last_by_finish(groups, final_m, "_final_by", ("run",))
+    twice = repeated(msgs, aggregate(p, "at_most_once_violations"), ("run",))
+    sizes = last_by_finish(cells, series, "_series_by", ("run", "t"))
+    rows = sizes.unpivot(["run", "t"], list(SERIES), "measure", "value") \
         .select("run", F.lit(p).alias("protocol"), "measure",
                 F.col("value").cast("double").alias("value"), F.col("t").cast("long"))
     return [long_form(wide, p), long_form(final, p),
             long_form(twice, p), verdicts,
-            series]
+            rows]

@@ -8,7 +8,11 @@ SQL for a measure is built from its declaration, never written by hand.
 - ``finish_column``: a ratio's ``try_divide`` of its two parts (null over zero: the
   one convention, ``timebound.measures``);
 - ``wide``: ``run`` + one column per named measure of a table, each from its
-  declaration (the shape ``long_form`` takes).
+  declaration (the shape ``long_form`` takes);
+- ``last_by`` / ``repeated``: the ``LAST_BY`` and ``REPEATED`` measures over a
+  table's rows, grouped by given keys (the definition: a window per group ordered by
+  ``by``); ``last_by_partial`` / ``last_by_merge`` / ``last_by_finish``: the same
+  from per-cell partials with hash aggregates (``max_by``, no sort).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
+from pyspark.sql.window import Window
 
 from timebound.measures import Aggregate, Clause, Kind, aggregate
 
@@ -27,6 +32,8 @@ if TYPE_CHECKING:  # pragma: no cover
 #: The run-wide at-most-once measures of the pipeline, in the order of the table.
 ATMOSTONCE_WIDE = ("messages", "originals", "lost", "lifetime_p50", "lifetime_p99",
                    "table_size_max", "table_mean", "lost_rate", "lost_per_accepted")
+#: The at-most-once series (declared ``LAST_BY`` measures of one row choice).
+ATMOSTONCE_SERIES = ("table_size", "estimate")
 
 
 def _col(name: str) -> Column:
@@ -104,3 +111,57 @@ def wide(df: DataFrame, protocol: str, names: Sequence[str]) -> DataFrame:
     columns = {p.name: F.col(f"_p{i}") for i, p in enumerate(parts)}
     return grouped.select("run", *[finish_column(aggregate(protocol, name), columns)
                                    .alias(name) for name in names])
+
+
+def _shared(measures: Sequence[Aggregate]) -> tuple[tuple[str, ...], str, str]:
+    """The (within, by, among) every given ``LAST_BY`` measure shares."""
+    found = {(m.within, m.by, m.among or m.column or "") for m in measures}
+    if len(found) != 1 or any(m.kind is not Kind.LAST_BY for m in measures):
+        raise ValueError(f"not LAST_BY measures of one row choice: {found}")
+    return found.pop()
+
+
+def _across(measure: Aggregate, column: Column) -> Column:
+    return F.sum(column) if measure.across is Kind.SUM else F.max(column)
+
+
+def last_by(df: DataFrame, measures: Sequence[Aggregate], keys: Sequence[str]) -> DataFrame:
+    """``keys`` + one column per ``LAST_BY`` measure (sharing their row choice): each
+    group's last row by ``by`` among the rows with ``among``, combined by ``across``."""
+    within, by, among = _shared(measures)
+    last = Window.partitionBy(*keys, *within).orderBy(_col(by).desc())
+    return df.where(_col(among).isNotNull() & _col(by).isNotNull()) \
+        .withColumn("_n", F.row_number().over(last)).where(F.col("_n") == 1) \
+        .groupBy(*keys).agg(*[_across(m, _col(m.column or "")).alias(m.name)
+                              for m in measures])
+
+
+def last_by_partial(measures: Sequence[Aggregate], name: str) -> list[Column]:
+    """A cell's partial of ``LAST_BY`` measures sharing their row choice (the cell's
+    rows are of one group): ``name`` (the largest ``by`` among the rows with
+    ``among``) and one column per measure (its ``column`` on that row)."""
+    _, by, among = _shared(measures)
+    order = F.when(_col(among).isNotNull(), _col(by))
+    return [F.max(order).alias(name),
+            *[F.max_by(_col(m.column or ""), order).alias(m.name) for m in measures]]
+
+
+def last_by_merge(measures: Sequence[Aggregate], name: str) -> list[Column]:
+    """Cells' partials (``last_by_partial``) of one group -> the group's."""
+    return [F.max(F.col(name)).alias(name),
+            *[F.max_by(F.col(m.name), F.col(name)).alias(m.name) for m in measures]]
+
+
+def last_by_finish(cells: DataFrame, measures: Sequence[Aggregate], name: str,
+                   keys: Sequence[str]) -> DataFrame:
+    """Groups' partials (one per group and ``keys``) -> ``keys`` + each measure."""
+    return cells.where(F.col(name).isNotNull()).groupBy(*keys).agg(
+        *[_across(m, F.col(m.name)).alias(m.name) for m in measures])
+
+
+def repeated(df: DataFrame, measure: Aggregate, keys: Sequence[str]) -> DataFrame:
+    """``keys`` + the ``REPEATED`` measure: the keys (``within``) of its rows that
+    occur more than once (no row for ``keys`` without any of its rows)."""
+    return df.where(condition(measure.where)).groupBy(*keys, *measure.within).count() \
+        .groupBy(*keys).agg(F.sum(F.when(F.col("count") > 1, 1).otherwise(0))
+                            .alias(measure.name))

@@ -16,8 +16,11 @@ Measures:
   seen by messages), ``at_most_once_violations`` (copies of one (receiver, conn, ts)
   accepted more than once: must be 0),
   ``lifetime_p50/p99`` (at - ts), ``estimate_final`` (largest estimate in force on a
-  receiver's last message), ``table_size_max``; series ``table_size`` (largest table
-  in the bucket) and ``estimate`` (largest estimate in force in the bucket).
+  receiver's last message), ``table_size_max``; series ``table_size`` (the tables'
+  sizes on their last row in the bucket, summed over the receivers) and ``estimate``
+  (the largest estimate in force on those rows). ``estimate_final``,
+  ``at_most_once_violations`` and the series are declared too (``LAST_BY``,
+  ``REPEATED``).
 - causal: ``events``, ``events.<type>``, ``c_max``, ``c_mean``.
 - merge: ``action.<a>``, ``late_rate``, ``buffering_p50/p90/p99/max/mean`` (deliver
   time - first arrival).
@@ -34,8 +37,8 @@ from functools import reduce
 from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
-from pyspark.sql.window import Window
 
+from timebound.measures import aggregate
 from timebound.pipeline import _fast_metrics, _measure_columns
 from timebound.spark.traces import BUCKETS as BUCKETS
 from timebound.spark.traces import long_form as _long
@@ -43,6 +46,8 @@ from timebound.spark.traces.schemas import METRICS
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
+
+
 
 def _counts(df: DataFrame, column: str, prefix: str, protocol: str) -> DataFrame:
     return df.where(F.col(column).isNotNull()).groupBy("run", column).count().select(
@@ -60,27 +65,16 @@ def atmostonce(d: DataFrame) -> list[DataFrame]:
     msgs = d.where(F.col("type") == "msg")
     lifetimes = msgs.withColumn("lifetime", F.col("at") - F.col("ts"))
     wide = _measure_columns.wide(lifetimes, p, _measure_columns.ATMOSTONCE_WIDE)
-    # a copy of one message (receiver, conn, ts) accepted twice breaks at-most-once
-    twice = msgs.where(F.col("verdict") == "accepted") \
-        .groupBy("run", "receiver", "conn", "ts").count() \
-        .groupBy("run").agg(F.sum(F.when(F.col("count") > 1, 1).otherwise(0))
-                            .alias("at_most_once_violations"))
-    last = Window.partitionBy("run", "receiver", "cls").orderBy(F.col("seq").desc())
-    final = msgs.where(F.col("rho").isNotNull()) \
-        .withColumn("_n", F.row_number().over(last)).where(F.col("_n") == 1) \
-        .groupBy("run").agg(F.max("rho").alias("estimate_final"))
+    twice = _measure_columns.repeated(msgs, aggregate(p, "at_most_once_violations"),
+                                      ("run",))
+    final = _measure_columns.last_by(msgs, [aggregate(p, "estimate_final")], ("run",))
     span = msgs.groupBy("run").agg(F.min("at").alias("_lo"), F.max("at").alias("_hi"))
     width = F.greatest(F.lit(1), F.ceil((F.col("_hi") - F.col("_lo") + 1) / BUCKETS))
     bucketed = msgs.join(F.broadcast(span), "run").withColumn(
         "t", F.col("_lo") + F.floor((F.col("at") - F.col("_lo")) / width) * width)
-    # table size over time: per receiver class, the last size in the bucket, summed
-    # over the run's receivers (the memory the run's tables hold at the bucket's end)
-    in_bucket = Window.partitionBy("run", "receiver", "cls", "t").orderBy(F.col("seq").desc())
-    sizes = bucketed.where(F.col("entries").isNotNull()) \
-        .withColumn("_n", F.row_number().over(in_bucket)).where(F.col("_n") == 1) \
-        .groupBy("run", "t").agg(F.sum("entries").alias("table_size"),
-                                 F.max("rho").alias("estimate"))
-    series = sizes.unpivot(["run", "t"], ["table_size", "estimate"], "measure", "value") \
+    names = _measure_columns.ATMOSTONCE_SERIES
+    sizes = _measure_columns.last_by(bucketed, [aggregate(p, m) for m in names], ("run", "t"))
+    series = sizes.unpivot(["run", "t"], list(names), "measure", "value") \
         .select("run", F.lit(p).alias("protocol"), "measure",
                 F.col("value").cast("double").alias("value"), F.col("t").cast("long"))
     return [_long(wide, p), _long(final, p), _long(twice, p),

@@ -50,7 +50,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.accumulators import AccumulatorParam
 
-from timebound.measures import Clause, aggregate, nullable_add, nullable_max
+from timebound.measures import Aggregate, Clause, aggregate, nullable_add, nullable_max
 from timebound.spark.traces._measures import BUCKETS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -65,8 +65,12 @@ Key = tuple[Any, ...]  # (run, receiver, cls)
 MetricRow = tuple[str, str, str, "float | None", "int | None"]  # a metrics table row
 
 # cell fields, in the order ``_fast_metrics`` names them
-N, ORIGINALS, LOST, ACCEPTED, ENTRIES_MAX, ENTRIES_SUM, ENTRIES_N, \
-    SIZE_SEQ, SIZE_LAST, SIZE_RHO, RHO_SEQ, RHO_LAST = range(12)
+N, ORIGINALS, LOST, ACCEPTED, ENTRIES_MAX, ENTRIES_SUM, ENTRIES_N = range(7)
+#: then one ``(by, value)`` pair (None: no row) per declared ``LAST_BY`` measure
+_LAST_BY = tuple(aggregate("atmostonce", name)
+                 for name in ("table_size", "estimate", "estimate_final"))
+LAST = {m.name: ENTRIES_N + 1 + i for i, m in enumerate(_LAST_BY)}
+_SERIES = tuple(m for m in _LAST_BY if m.series)
 
 
 _add, _max = nullable_add, nullable_max
@@ -77,12 +81,7 @@ def merge_cell(a: list[Any], b: list[Any]) -> list[Any]:
     out = [a[N] + b[N], _add(a[ORIGINALS], b[ORIGINALS]), _add(a[LOST], b[LOST]),
            a[ACCEPTED] + b[ACCEPTED], _max(a[ENTRIES_MAX], b[ENTRIES_MAX]),
            _add(a[ENTRIES_SUM], b[ENTRIES_SUM]), a[ENTRIES_N] + b[ENTRIES_N]]
-    later = b if a[SIZE_SEQ] is None or (b[SIZE_SEQ] is not None
-                                          and b[SIZE_SEQ] > a[SIZE_SEQ]) else a
-    out += [later[SIZE_SEQ], later[SIZE_LAST], later[SIZE_RHO]]
-    later = b if a[RHO_SEQ] is None or (b[RHO_SEQ] is not None
-                                         and b[RHO_SEQ] > a[RHO_SEQ]) else a
-    return out + [later[RHO_SEQ], later[RHO_LAST]]
+    return out + [m.later(a[LAST[m.name]], b[LAST[m.name]]) for m in _LAST_BY]
 
 
 def bucket_width(lo: int, hi: int) -> int:
@@ -99,7 +98,7 @@ class GroupPartial:
     lo: int | None = None  # span of the group's message rows' ``at``
     hi: int | None = None
     joint: list[tuple[int, str | None, int]] = field(default_factory=list)
-    violations: int = 0
+    violations: float | None = None  # the declared REPEATED's finish (None: no row)
     accepted: int = 0
     overflow: bool = False
 
@@ -145,7 +144,6 @@ class GroupGatherer:
                 return
         at = table.column("at").to_numpy()
         ts = table.column("ts").to_numpy()
-        seq = table.column("seq").to_numpy()
         lo, hi = int(at.min()), int(at.max())
         part.lo = lo if part.lo is None else min(part.lo, lo)
         part.hi = hi if part.hi is None else max(part.hi, hi)
@@ -159,9 +157,9 @@ class GroupGatherer:
 
         # the rows each declared count counts (``timebound.measures``: its ``where``)
         accepted = _holds(table, _ACCEPTED.where, verdict_in)
+        repeats = _holds(table, _REPEATED.where, verdict_in)
         known = _known(table, _ORIGINALS.known)
         entries, has_entries = _nullable(table.column("entries"))
-        rho, has_rho = _nullable(table.column("rho"))
 
         # Spark: floor(double(at - lo) / double(width)) * width + lo
         t = (np.floor((at - self.lo).astype(np.float64) / float(self.width))
@@ -182,24 +180,20 @@ class GroupGatherer:
                                   .astype(np.float64), minlength=m).tolist()
         entries_max = np.full(m, np.iinfo(np.int64).min, dtype=np.int64)
         np.maximum.at(entries_max, inv[has_entries], entries[has_entries])
-        size_at = _last_by_seq(inv, seq, has_entries, m)
-        rho_at = _last_by_seq(inv, seq, has_rho, m)
+        lasts = [_last_pairs(table, measure, inv, m) for measure in _LAST_BY]
         for i, key in enumerate(keys.tolist()):
-            s, r = size_at[i], rho_at[i]
             cell = [n[i], originals[i] if known_n[i] else None,
                     lost_n[i] if known_n[i] else None, accepted_n[i],
                     int(entries_max[i]) if entries_n[i] else None,
                     entries_sum[i] if entries_n[i] else None, entries_n[i],
-                    None if s < 0 else int(seq[s]), None if s < 0 else int(entries[s]),
-                    None if s < 0 or not has_rho[s] else int(rho[s]),
-                    None if r < 0 else int(seq[r]), None if r < 0 else int(rho[r])]
+                    *(pairs[i] for pairs in lasts)]
             old = part.cells.get(key)
             part.cells[key] = cell if old is None else merge_cell(old, cell)
 
         self.joints.append(_counts(at - ts, code.astype(np.int64), names))
         part.accepted += int(accepted.sum())
-        if accepted.any():
-            self.accepted_keys.append(table.select(["conn", "ts"]).filter(pa.array(accepted)))
+        if repeats.any():
+            self.accepted_keys.append(table.select(list(_REPEAT_KEYS)).filter(pa.array(repeats)))
 
     def finish(self) -> GroupPartial:
         part = self.partial
@@ -214,18 +208,44 @@ class GroupGatherer:
                 part.joint = [(lifetime, verdict, number)
                               for (lifetime, verdict), number in joint.items()]
         if self.accepted_keys:
+            # the REPEATED partial (key -> rows) as counts; its finish: keys seen twice
             keys = pa.concat_tables(self.accepted_keys)
-            conn = pc.dictionary_encode(keys.column("conn").combine_chunks()).indices
-            codes = conn.to_numpy(zero_copy_only=False).astype(np.int64)
-            _, _, copies = _pair_counts(codes, keys.column("ts").to_numpy())
-            part.violations = int(np.count_nonzero(copies > 1))
+            codes = [_codes(keys.column(c)) for c in _REPEAT_KEYS]
+            if len(codes) == 2:
+                _, _, copies = _pair_counts(*codes)
+            else:
+                _, copies = np.unique(np.stack(codes, axis=1), axis=0, return_counts=True)
+            part.violations = float(np.count_nonzero(copies > 1))
         if not self.has_span and part.lo is not None:
             part.overflow = True  # message rows of a run without a span: not usable
         return part
 
 
-_ORIGINALS, _LOST, _ACCEPTED = (aggregate("atmostonce", name)
-                                for name in ("originals", "lost", "accepted"))
+_ORIGINALS, _LOST, _ACCEPTED, _REPEATED = (
+    aggregate("atmostonce", name)
+    for name in ("originals", "lost", "accepted", "at_most_once_violations"))
+#: The group key's columns; a group holds every row of each of its REPEATED keys
+#: (``cls`` is a function of ``conn``), so groups' partials have disjoint keys.
+_GROUP = ("run", "receiver", "cls")
+_REPEAT_KEYS = tuple(c for c in _REPEATED.within if c not in _GROUP)
+
+
+def _codes(column: pa.ChunkedArray) -> np.ndarray:
+    """An integer or string column as int64 codes (strings: dictionary indices)."""
+    if pa.types.is_integer(column.type):
+        return column.to_numpy().astype(np.int64)  # type: ignore[no-any-return]
+    encoded = pc.dictionary_encode(column.combine_chunks()).indices
+    return encoded.to_numpy(zero_copy_only=False).astype(np.int64)  # type: ignore[no-any-return]
+
+
+def _last_pairs(table: pa.Table, measure: Aggregate, inv: np.ndarray, m: int,
+                ) -> list[tuple[int, Any] | None]:
+    """Per cell, a ``LAST_BY`` measure's ``(by, value)`` pair (None: no row)."""
+    by, has_by = _nullable(table.column(measure.by))
+    values, has_value = _nullable(table.column(measure.column or ""))
+    at = _last_by_seq(inv, by, has_by & _known(table, measure.among or measure.column), m)
+    return [None if r < 0 else (int(by[r]), int(values[r]) if has_value[r] else None)
+            for r in at.tolist()]
 
 
 def _known(table: pa.Table, column: str | None) -> np.ndarray:
@@ -358,10 +378,11 @@ class Gathered:
         (``timebound.measures``), no Spark job. A ratio over zero is null and dropped,
         as in the pipeline's SQL."""
         out: list[MetricRow] = []
-        runs: dict[str, list[GroupPartial]] = {}
-        for (run, _, _), p in sorted(self.accumulator.value.items(), key=_order):
-            runs.setdefault(run, []).append(p)
-        for run, parts in runs.items():
+        runs: dict[str, list[tuple[Key, GroupPartial]]] = {}
+        for (run, *group), p in sorted(self.accumulator.value.items(), key=_order):
+            runs.setdefault(run, []).append((tuple(group), p))
+        for run, groups in runs.items():
+            parts = [p for _, p in groups]
             cells = [c for p in parts for c in p.cells.values()]
             if not cells:
                 continue
@@ -379,29 +400,28 @@ class Gathered:
                 partials[name] = _merged(merge, (c[index] for c in cells))
             wide: dict[str, float | None] = {
                 name: _finish(name, partials) for name in _WIDE}
-            accepted = partials["accepted"]
-            # the estimate in force on each group's last message with one
-            lasts = [max((c for c in p.cells.values() if c[RHO_SEQ] is not None),
-                         key=lambda c: c[RHO_SEQ], default=None) for p in parts]
-            wide["estimate_final"] = max((c[RHO_LAST] for c in lasts
-                                          if c is not None and c[RHO_LAST] is not None),
-                                         default=None)
-            if accepted:
-                wide["at_most_once_violations"] = sum(p.violations for p in parts)
+            # LAST_BY: each group's pair merged over its cells, then finished
+            final = aggregate(PROTOCOL, "estimate_final")
+            wide["estimate_final"] = final.finish(
+                {key: _merged(final.later, (c[LAST[final.name]] for c in p.cells.values()))
+                 for key, p in groups})
+            wide["at_most_once_violations"] = _REPEATED.finish_disjoint(
+                p.violations for p in parts)
             out += [(run, PROTOCOL, m, float(v), None) for m, v in wide.items()
                     if v is not None]
             out += [(run, PROTOCOL, f"verdict.{v}", float(n), None)
                     for v, n in sorted(verdicts.items())]
-            sizes: dict[int, tuple[int, int | None]] = {}
-            for p in parts:
+            # series: a cell is one group's rows in one bucket (its pair is the group's)
+            buckets: dict[int, list[tuple[Key, list[Any]]]] = {}
+            for key, p in groups:
                 for t, c in p.cells.items():
-                    if c[SIZE_LAST] is None:
-                        continue
-                    size, rho = sizes.get(t, (0, None))
-                    sizes[t] = (size + c[SIZE_LAST], _max(rho, c[SIZE_RHO]))
-            for t, (size, rho) in sorted(sizes.items()):
-                out.append((run, PROTOCOL, "table_size", float(size), t))
-                out.append((run, PROTOCOL, "estimate", None if rho is None else float(rho), t))
+                    buckets.setdefault(t, []).append((key, c))
+            for t, found in sorted(buckets.items()):
+                if all(c[LAST[m.name]] is None for m in _SERIES for _, c in found):
+                    continue  # no row with the series' ``among`` in the bucket
+                out += [(run, PROTOCOL, m.name, m.finish(
+                    {key: c[LAST[m.name]] for key, c in found if c[LAST[m.name]] is not None}),
+                    t) for m in _SERIES]
         return out
 
 
