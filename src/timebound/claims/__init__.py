@@ -8,7 +8,9 @@ scenario name, or a reproduction job label such as ``adaptive-horizon``) to that
 source's scalar metrics, ``{run: {measure: value}}``. Every claim names the sources
 it needs; it measures named values on each seed and checks them. A claim's verdict is
 ``agrees`` only when the check holds on every seed; otherwise ``differs (k of n seeds
-agree)`` followed by the cause, which the reproduction's own runs confirm. A claim
+agree)`` followed by the cause, which the reproduction's own runs confirm (a row on
+the seeds together, ``Claim.across``, such as a spread across seeds, is judged once on
+every seed's values: ``differs (on the n seeds together)``). A claim
 whose figures come from a formula rather than from encoded or observed data has the
 verdict ``computed``; a claim without a measurement yet is ``not yet measured``; a
 claim whose runs are not in the given data is ``not measured here`` (the report of a
@@ -102,6 +104,23 @@ def _judge(per_seed: list[Values], check: object, why: Why,
     return measured, f"differs ({sum(oks)} of {n} seeds agree): {cause}", n
 
 
+def _judge_across(per_seed: list[Values], claim: Claim,
+                  seeds: Sequence[Sources]) -> tuple[str, str, int]:
+    """The measured text and the verdict of a row on the seeds together
+    (``Claim.across``): its values come from every seed's at once and are judged once;
+    one seed has no spread, so its verdict is ``not measured here``."""
+    n = len(per_seed)
+    if n < 2:
+        return "-", "not measured here (a spread across seeds needs two seeds or more)", 0
+    assert claim.across is not None and callable(claim.check)
+    values = claim.across(per_seed)
+    measured = ", ".join(f"{k}: {format(x, f)}" for k, x, f in values)
+    if claim.check({k: x for k, x, _ in values}):
+        return measured, "agrees", n
+    cause = claim.why(seeds) if callable(claim.why) else claim.why
+    return measured, f"differs (on the {n} seeds together): {cause}", n
+
+
 def _measure(measure: object, needs: Sequence[str],
              seeds: Sequence[Sources]) -> tuple[list[Values], str]:
     """``measure`` on every seed, or why it cannot be (its runs are not in the data)."""
@@ -176,7 +195,10 @@ def evaluate(seeds: Sequence[Sources], *, root: str = "",
                             f"not measured here ({missing})", 0, lm, lw, lv, ln))
             continue
         check = None if claim.kind == "computed" else claim.check
-        measured, verdict, n = _judge(per_seed, check, claim.why, seeds)
+        if claim.across is not None:
+            measured, verdict, n = _judge_across(per_seed, claim, seeds)
+        else:
+            measured, verdict, n = _judge(per_seed, check, claim.why, seeds)
         verdict = one_value(claim, per_seed) or verdict
         rows.append(Row(claim.paper, claim.claim, claim.published, measured, claim.where,
                         verdict, n, lm, lw, lv, ln))

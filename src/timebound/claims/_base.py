@@ -100,6 +100,10 @@ class Claim:
     #: The live column (None: the claim has no live check; ``no_live`` says why).
     live: Live | None = None
     no_live: str = ""
+    #: A row on the seeds together (a spread across seeds): ``measure`` reads each seed,
+    #: ``across`` turns every seed's values into the row's values, judged once by
+    #: ``check`` (None: each seed is judged on its own).
+    across: Callable[[Sequence[Values]], Values] | None = None
 
 
 def one_value(claim: Claim, per_seed: Sequence[Values]) -> str | None:
