@@ -82,6 +82,14 @@ SPARK_SESSION_GROUP = "spark-session"
 
 
 def pytest_collection_modifyitems(config, items):  # noqa: ARG001
+    """The Spark session's tests in one group; the tests of a module that share a
+    module- or class-scoped fixture in a group per module, so the fixture's work (a
+    JVM start, simulator runs) is done once, not once per worker."""
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group(SPARK_SESSION_GROUP))
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.values() if info is not None else ()
+        if any(d[-1].scope in ("module", "class", "package") for d in defs if d):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
