@@ -1,9 +1,10 @@
 """``timebound stream``: the protocols' cores as Structured Streaming queries.
 
 A driver (docs/stream.md). Trace files dropped into a folder are read in
-name order (``_source``), keyed, and fed by ``transformWithState`` processors
-(``timeMode="None"``) to the same row adapters ``timebound replay`` uses, one core
-per key kept in the RocksDB state store between micro-batches as a core snapshot
+name order (``_source``), keyed, and fed by stateful operators (at-most-once:
+``applyInPandasWithState``; merge: ``transformWithStateInPandas``, with its timers)
+to the same cores ``timebound replay`` uses, one core per key kept in the RocksDB
+state store between micro-batches as a core snapshot
 (``timebound.core.atmostonce.classified_snapshot``,
 ``timebound.core.merge.merger_snapshot``). Each micro-batch's output is written once,
 whole, under its batch id (``_sink``), so a query killed at any moment and restarted

@@ -18,9 +18,8 @@ shuffle partitions are frozen by Spark itself, see ``_run.prepare_session``).
 A checkpoint with no planned micro-batch (no ``offsets/`` folder: Spark never ran a
 batch from it, the sink holds nothing of it) takes the new options: the lock is
 rewritten. A checkpoint with batches and no lock (written before this file existed)
-adopts the options of the start that finds it, except at-most-once's: such a
-checkpoint ran the retired row engine and is refused, as is one whose lock names a
-retired engine (``_retired``). tests/test_stream_options_lock.py and
+ran a retired row engine (at-most-once's and merge's alike) and is refused, as is
+one whose lock names a retired engine (``_retired``). tests/test_stream_options_lock.py and
 tests/test_stream_engine.py pin each case.
 """
 

@@ -2,7 +2,7 @@
 
 - Session: ``local[*]`` unless ``--master``; every ``--conf k=v`` passed through; UI
   off unless a ``--conf`` turns it on; the state store is RocksDB
-  (``transformWithState`` needs it) and the Python workers run this interpreter
+  (``transformWithStateInPandas`` needs it) and the Python workers run this interpreter
   (``PYSPARK_PYTHON``), which has ``pandas``, ``pyarrow`` and ``protobuf``.
 - Shuffle partitions: a stateful query's partitions are frozen into its checkpoint
   at the first start (a key's state lives in one partition for ever). On a fresh

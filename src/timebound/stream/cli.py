@@ -90,8 +90,8 @@ def add_stream_parser(commands: Any) -> None:
         help="run a protocol as a Structured Streaming query over a folder of trace files",
         description=(
             "Structured Streaming on Spark: trace files dropped into --source are fed, "
-            "per key, to the same cores as timebound replay (transformWithState, RocksDB "
-            "state). Output is written once per micro-batch into --sink; a killed query "
+            "per key, to the same cores as timebound replay (Spark's stateful pandas "
+            "operators, RocksDB state). Output is written once per micro-batch into --sink; a killed query "
             "restarted with the same --checkpoint emits nothing twice. See docs/stream.md."
         ),
     )
