@@ -32,6 +32,8 @@ def test_demo_without_simulator_fails_clearly(tmp_path: pathlib.Path, capsys: An
                                               monkeypatch: Any) -> None:
     import sys
 
+    import timebound.sim.cli  # noqa: F401  the command line's parsers, built first
+    # (whichever test ran before in this process); then the demo's own import fails
     monkeypatch.setitem(sys.modules, "timebound.sim", None)
     assert main(["demo", "--out", str(tmp_path / "d")]) == 2
     err = capsys.readouterr().err
