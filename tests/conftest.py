@@ -81,6 +81,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG0
 SPARK_SESSION_GROUP = "spark-session"
 
 
+# first: xdist's own hook (on each worker) reads the groups to suffix the node ids the
+# scheduler groups by, so the markers must be on the items before it runs
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):  # noqa: ARG001
     """The Spark session's tests in one group; the tests of a module that share a
     module- or class-scoped fixture in a group per module, so the fixture's work (a
@@ -93,3 +96,18 @@ def pytest_collection_modifyitems(config, items):  # noqa: ARG001
         defs = info.name2fixturedefs.values() if info is not None else ()
         if any(d[-1].scope in ("module", "class", "package") for d in defs if d):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    """On a worker of ``--dist loadgroup``: every grouped test's node id carries its group
+    (xdist's suffix), or the groups are silently ignored -- two Spark sessions, module
+    fixtures built twice. pytest 9.2 broke that with pytest-xdist 3.8 (pyproject pins)."""
+    if not session.config.getvalue("loadgroup"):
+        return
+    lost = [item.nodeid for item in session.items
+            if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
+    if lost:
+        raise pytest.UsageError(
+            f"--dist loadgroup does not group the tests here (e.g. {lost[0]}): this "
+            "pytest and pytest-xdist do not work together; install pyproject's versions")

@@ -1,5 +1,5 @@
 """The causes of the reproduction table's "differs" rows quote only figures measured on
-the same runs (issue 32, item 1).
+the same runs.
 
 - The slotted causes (``queue_c_cause``, ``discard_cause``) are evaluated on small real
   runs of the slotted scenario (three seeds); each figure they quote is the min-max over

@@ -1,6 +1,5 @@
 """Every row of the reproduction table says what result would make it differ, and that
-sentence agrees with its check (issue 32, item 4: "every check able to fail (say for
-each row what result would make it differ)").
+sentence agrees with its check: every check is able to fail.
 
 - Every measured row's ``where`` (or ``note``) holds a sentence "It differs if ...".
 - For a sample of rows of every paper, values built to match that sentence make the

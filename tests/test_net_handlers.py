@@ -12,8 +12,8 @@
 
 The live scenarios run in a subprocess twice (``build`` fixture): once forced to the
 pure Python (``TIMEBOUND_PURE_PYTHON=1``), once with the default build, which is the
-mypyc-compiled one when it is current (``timebound._compiled``): the issue found the
-two builds answering differently. ``python -m tests.test_net_handlers SCENARIO``
+mypyc-compiled one when it is current (``timebound._compiled``): the two builds must
+answer alike. ``python -m tests.test_net_handlers SCENARIO``
 runs one scenario and prints its findings as JSON on its last line.
 """
 
@@ -44,7 +44,7 @@ from timebound.net._handlers import DEFAULT_WORKERS, handlers_of
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = b"k" * 32
-#: The issue's bar for other callers while a sync handler blocks.
+#: The bar for other callers' p99 while a sync handler blocks.
 P99_BAR_S = 0.050
 
 

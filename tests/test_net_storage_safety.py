@@ -354,7 +354,7 @@ BAD_RECORDS: dict[str, Callable[[], str]] = {
 KINDS = [*BAD_RECORDS, "fifo", "directory", "symlink to a fifo", "symlink to a record",
          "large file",
          "nested 10^5", "nested 2000"]
-#: The files of the issue's findings, through the command line (each a process).
+#: The hostile storage files, through the command line (each a process).
 CLI_KINDS = ["true", "-1", "0", "2**63", "far future", "fifo", "directory",
              "symlink to a fifo", "large file", "nested 10^5", "nested 2000"]
 

@@ -1,6 +1,5 @@
 """The report's claim rows and docs/reproduction.md's rows come from one evaluation
-(``timebound.claims.evaluate``), so on the same runs they never disagree (issue 32,
-item 5): the same scenario on seeds 1-3, once as a ``timebound sweep`` dataset read by
+(``timebound.claims.evaluate``), so on the same runs they never disagree: the same scenario on seeds 1-3, once as a ``timebound sweep`` dataset read by
 ``timebound report``, once as the reproduction's jobs; every row the page shows --
 measured text and verdict included -- equals the table's row for that claim."""
 

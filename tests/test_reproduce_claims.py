@@ -157,7 +157,7 @@ def _reorder_runs(rates: list[float], sizes: list[float] | None = None,
 
 
 def test_reorder_window_row_is_ours_and_can_fail() -> None:
-    """The reorder window row (issue 16, beyond the papers): agrees only with no
+    """The reorder window row (beyond the papers): agrees only with no
     violation, a refused-genuine rate that never rises with W and is lower at W=8 than
     at W=1, and table bytes that never fall."""
     good = {"scmp-reorder": _reorder_runs([0.09, 0.02, 0.001, 0.0, 0.0])}

@@ -1,5 +1,5 @@
 """``timebound simulate --reproduce FILE --seeds 7,8,9``: the seeds every reproduction
-job runs on (issue 32, "Done when": the same verdicts on seeds 1-3 and 7-9). A verdict
+job runs on (the table must give the same verdicts on seeds 1-3 and 7-9). A verdict
 needs at least 3 runs, so fewer seeds are refused in one line before any job runs."""
 
 from __future__ import annotations

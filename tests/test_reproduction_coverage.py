@@ -1,5 +1,5 @@
 """docs/reproduction-coverage.md, the inventory of the five papers' claims, cannot go
-stale silently (issue 32, item 4).
+stale silently.
 
 The doc has one table per paper (and one for the rows beyond the papers). Each entry's
 last column is either ``row:`` followed by the claim texts of rows of
@@ -47,8 +47,8 @@ NUMBERED = {
         "Theorem 4.6"],
 }
 
-#: The items issue 32 names as having no row: each must be in the inventory.
-NAMED_BY_THE_ISSUE = {
+#: Claims that once had no row: each must be in the inventory.
+ONCE_WITHOUT_A_ROW = {
     "Timestamp acknowledgments": ["Theorem 1 (a)", "Theorem 1 (b)", "Theorem 2 (a), (b)",
                                   "3 and 4, ack loss and reordering"],
     "Adaptive timeouts": ["Theorem 11"],
@@ -139,9 +139,9 @@ def test_every_numbered_item_of_the_papers_is_listed(
         assert set(names) <= listed, (section, sorted(set(names) - listed))
 
 
-def test_the_items_the_issue_names_are_listed(
+def test_the_items_once_without_a_row_are_listed(
         doc: dict[str, list[tuple[str, str]]]) -> None:
-    for section, items in NAMED_BY_THE_ISSUE.items():
+    for section, items in ONCE_WITHOUT_A_ROW.items():
         listed = {item for item, _ in doc[section]}
         assert set(items) <= listed, (section, sorted(set(items) - listed))
 

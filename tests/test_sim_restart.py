@@ -1,4 +1,4 @@
-"""The ``scmp`` restart experiment (issue 27, our extension): an immediate restart
+"""The ``scmp`` restart experiment (our extension): an immediate restart
 decided by the paper's rule (run ``restart``) and with incarnation marks (run
 ``restart-marked``) on the same traffic; the ``marked`` column the simulator writes,
 decided identically by ``timebound replay atmostonce``; the mark a message carries is

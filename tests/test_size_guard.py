@@ -22,7 +22,7 @@ from timebound.sim import (
     parse_size,
 )
 
-#: The issue's example: 7 runs of a million clients x a million calls.
+#: A run far too large: 7 runs of a million clients x a million calls.
 HUGE = ["simulate", "scmp", "--set", "clients=1000000", "--set", "calls=1000000",
         "--set", "experiments=sweep"]
 SMALL_MERGE = ["simulate", "merge", "--set", "duration=150", "--set", "deltas=5"]
@@ -36,7 +36,7 @@ def one_error_line(capsys: Any) -> str:
     return str(lines[0])
 
 
-def test_the_issues_example_is_refused_in_one_line_before_anything_is_written(
+def test_a_huge_run_is_refused_in_one_line_before_anything_is_written(
         tmp_path: pathlib.Path, capsys: Any) -> None:
     assert main([*HUGE, "--out", str(tmp_path / "big")]) == 2
     line = one_error_line(capsys)

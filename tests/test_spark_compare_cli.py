@@ -89,6 +89,11 @@ def test_the_command_prints_the_table_and_writes_the_page(page: tuple[Path, str]
     (["missing.parquet"], "INPUT: 'missing.parquet' does not exist"),
     ([EXAMPLE, "--out", "page.txt"], "--out: expected a .html file, got 'page.txt'"),
     ([EXAMPLE], "table 'DataFrame', column 'conn': conn must not be null (1 rows)"),
+    ([EXAMPLE, "--rhos", "0,5"], "--rhos: every value must be an integer >= 1, got 0"),
+    ([EXAMPLE, "--watermarks", "-3"], "--watermarks: every value must be an integer >= 1, got -3"),
+    ([EXAMPLE, "--reorder-windows", "0"],
+     "--reorder-windows: every value must be an integer >= 1, got 0"),
+    ([EXAMPLE, "--micro-batches", "0"], "--micro-batches: expected an integer >= 1, got 0"),
 ])
 def test_the_command_refuses_in_one_line(args: list[str], reason: str, tmp_path: Path,
                                          capsys: Any, spark: Any,
@@ -106,6 +111,22 @@ def test_the_command_refuses_in_one_line(args: list[str], reason: str, tmp_path:
         argv += ["--out", "page.html"]
     assert main([*argv, "--quiet"]) == 2
     assert capsys.readouterr().err == f"timebound: error: {reason}\n"
+
+
+def test_an_unwritable_page_is_refused_before_spark_starts(capsys: Any,
+                                                          monkeypatch: Any) -> None:
+    import timebound.stream._run
+    from timebound.cli import main
+
+    def no_spark(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("Spark started")
+
+    monkeypatch.setattr(timebound.stream._run, "build_session", no_spark)
+    assert main(["compare", EXAMPLE, "--conn", "conn", "--ts", "ts", "--at", "at",
+                 "--out", "/proc/page.html", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("timebound: error: --out: cannot write '/proc/page.html': ")
+    assert err.count("\n") == 1
 
 
 #: appended to a copy of the page: each image's alt text, natural width and shown width.

@@ -385,6 +385,36 @@ def _jvm_output(target: int | None) -> Iterator[None]:
             os.close(fd)
 
 
+@contextlib.contextmanager
+def _jvm_ignores_sigterm() -> Iterator[None]:
+    """While inside, a JVM PySpark starts ignores SIGTERM, as PySpark has it ignore
+    SIGINT. A SIGTERM sent to the whole process group (``timeout``, a supervisor) then
+    reaches the driver alone, which stops its query and then Spark, and exits 143 with
+    one line, instead of finding its JVM gone. The JVM still ends with its driver: it
+    exits when the driver's end of its stdin closes, SIGKILL included."""
+    from pyspark import java_gateway
+
+    gateway: Any = java_gateway  # its ``Popen`` (subprocess's), replaced while inside
+    original = gateway.Popen
+
+    def popen(*args: Any, **kwargs: Any) -> Any:
+        given = kwargs.get("preexec_fn")
+
+        def preexec() -> None:
+            if given is not None:
+                given()
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+        kwargs["preexec_fn"] = preexec
+        return original(*args, **kwargs)
+
+    gateway.Popen = popen
+    try:
+        yield
+    finally:
+        gateway.Popen = original
+
+
 def _plain_interrupts() -> None:
     """Ctrl-C raises KeyboardInterrupt in the main thread, nothing else (PySpark's handler
     re-enters the Py4J connection the main thread is using and prints tracebacks)."""
@@ -422,7 +452,7 @@ def start_session(builder: Any, *, master: str | None, conf: Mapping[str, str],
         target = None
     try:
         try:
-            with _jvm_output(target):
+            with _jvm_output(target), _jvm_ignores_sigterm():
                 spark = builder.getOrCreate()
         except Exception as exc:
             printed = _read(target) if target is not None else ""

@@ -1,7 +1,6 @@
 """Ours (beyond the papers): rows that check what this project adds to SCMP, not a
-paper's claim. ``RESTART`` (issue 27): incarnation marks against the paper's rule
-after an immediate restart, shown after the SCMP crash row it answers; ``REORDER``
-(issue 16): a per-connection reorder window W (W = 1 is SCMP), shown last.
+paper's claim. ``RESTART``: incarnation marks against the paper's rule
+after an immediate restart, shown after the SCMP crash row it answers; ``REORDER``: a per-connection reorder window W (W = 1 is SCMP), shown last.
 
 Sources: the ``scmp-restart`` and ``scmp-reorder`` jobs (or the same runs in an
 ``scmp`` dataset).
@@ -94,7 +93,7 @@ RESTART = Claim(
     OURS,
     "with incarnation marks, an immediate restart refuses only the messages "
     "sent before their client heard of the new incarnation, and every client is "
-    "served again within about one round trip of hearing (issue 27; the paper's rule, "
+    "served again within about one round trip of hearing (the paper's rule, "
     "the row above, refuses every message stamped below the recovered bound)",
     "not a paper claim",
     "scmp --set experiments=restart (job scmp-restart; 50 clients of 2 callers each "
@@ -119,7 +118,7 @@ REORDER = Claim(
     OURS,
     "a per-connection reorder window W keeps genuine reordered messages: the "
     "refused-genuine rate falls as W grows, never a duplicate, at the cost of table "
-    "bytes (issue 16; W = 1 is SCMP)", "not a paper claim",
+    "bytes (W = 1 is SCMP)", "not a paper claim",
     "scmp --set experiments=reorder (job scmp-reorder; 50 clients, one connection "
     "each; 5% of datagrams delayed up to "
     "50 ms more), runs reorder W=1,2,4,8,32: refused-genuine rate (%), "

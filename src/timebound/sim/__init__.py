@@ -1,4 +1,4 @@
-"""``timebound.sim``: the discrete-event simulator (issue 5).
+"""``timebound.sim``: the discrete-event simulator.
 
 A seeded, reproducible network of clocks, links and nodes that drives the one core
 copy of each protocol and writes trace datasets (CONTRIBUTING.md contract) that the

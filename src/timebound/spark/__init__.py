@@ -1,4 +1,4 @@
-"""``timebound.spark``: the protocols as DataFrame operators (issue 28; docs/spark.md).
+"""``timebound.spark``: the protocols as DataFrame operators (docs/spark.md).
 
 ``at_most_once(df, conn=..., ts=..., at=...)`` deduplicates any DataFrame, batch or
 streaming, under the caller's column names: every input row comes back with all its

@@ -30,11 +30,13 @@ import os
 import re
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from timebound._safety import check_writable_folder
 from timebound.durations import format_bytes
 from timebound.errors import TimeboundError, UsageError
 from timebound.sparkutil import ROCKSDB
@@ -81,13 +83,22 @@ def parse_trigger(text: str) -> Trigger:
 
 
 def check_folders(source: str, checkpoint: str, sink: str) -> tuple[str, str, str]:
-    """Absolute paths; the source must be a folder; none may contain another."""
+    """Absolute paths; the source must be a folder; none may contain another; the
+    checkpoint and the sink must be folders we can create or write in."""
     paths = [os.path.abspath(p) for p in (source, checkpoint, sink)]
     if not os.path.isdir(paths[0]):
         raise UsageError("--source", f"not a folder: {source}")
     for flag, path in zip(("--checkpoint", "--sink"), paths[1:]):
         if os.path.exists(path) and not os.path.isdir(path):
             raise UsageError(flag, f"not a folder: {path}")
+        # before Spark starts: a folder that cannot be created (or written) is refused now
+        if os.path.isdir(path):
+            try:
+                os.rmdir(tempfile.mkdtemp(prefix=".timebound-", suffix=".probe", dir=path))
+            except OSError as exc:
+                raise UsageError(flag, f"cannot write in '{path}': {exc.strerror}") from None
+        else:
+            check_writable_folder(path, flag)
     names = ("--source", "--checkpoint", "--sink")
     for i in range(3):
         for j in range(3):

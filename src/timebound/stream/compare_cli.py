@@ -11,10 +11,11 @@ driver does not import).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from timebound.errors import UsageError
@@ -99,16 +100,30 @@ def read_input(spark: SparkSession, path: str, where: str | None) -> DataFrame:
     return df.where(where) if where else df
 
 
+#: The library keyword of each option the command passes on, so a refusal names the flag.
+FLAGS = {"rhos": "--rhos", "reorder_windows": "--reorder-windows",
+         "watermarks": "--watermarks", "micro_batches": "--micro-batches"}
+
+
+@contextlib.contextmanager
+def _flag_names() -> Iterator[None]:
+    """A library refusal of a keyword the command filled in names the command's flag."""
+    try:
+        yield
+    except UsageError as exc:
+        if exc.option not in FLAGS:
+            raise
+        raise UsageError(FLAGS[exc.option], exc.reason) from None
+
+
 def run_compare(args: argparse.Namespace, write_page: PageWriter) -> int:
     """The handler: read, compare, print the table, write the page."""
-    from timebound._safety import require_extra
+    from timebound._safety import check_writable, require_extra
 
     require_extra("spark", "pyspark", "timebound compare")
     if not args.out.lower().endswith(".html"):
         raise UsageError("--out", f"expected a .html file, got '{args.out}'")
-    folder = os.path.dirname(os.path.abspath(args.out))
-    if not os.path.isdir(folder):
-        raise UsageError("--out", f"folder '{folder}' does not exist")
+    check_writable(args.out, "--out")
     from timebound.sparkutil import check_master, parse_conf, stopped_after
     from timebound.stream._run import build_session
 
@@ -128,7 +143,7 @@ def run_compare(args: argparse.Namespace, write_page: PageWriter) -> int:
             from timebound.spark import compare, typed_errors
 
             df = read_input(spark, args.input, args.where)
-            with typed_errors():
+            with typed_errors(), _flag_names():
                 table = compare(df, conn=args.conn, ts=args.ts, at=args.at, msg=args.msg,
                                 receiver=args.receiver, rhos=args.rhos,
                                 reorder_windows=args.reorder_windows,

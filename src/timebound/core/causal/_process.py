@@ -7,7 +7,7 @@ A send event is a local event whose timestamp the message carries.
 
 Verbs (aioquic's, ``now`` keyword-only): ``send(*, now)`` (a send or local event) and
 ``receive(stamp, *, now)``, ``now`` being the clock reading ``rt``. ``local(rt)`` is
-the old name of ``send``, kept as an alias. A process has no timer and no counters
+an alias of ``send``. A process has no timer and no counters
 beyond ``resets``/``message_resets``, so it has no ``handle_timer``.
 
 ``CausalProcess`` (⟨r, c, kn⟩, Fig. 1 + section 3.3)

@@ -86,8 +86,8 @@ Other choices where the figure is silent:
   integral of the buffer occupancy (Fig. 7).
 
 Verbs (aioquic's): ``receive(message, stamp, *, now)``, ``handle_timer(*, now)``,
-``next_deadline()``, ``statistics()``. ``advance(now)`` is the old time-only verb,
-kept: it moves time for the occupancy integral without firing the ``f_hold`` timer
+``next_deadline()``, ``statistics()``. ``advance(now)`` is a time-only verb:
+it moves time for the occupancy integral without firing the ``f_hold`` timer
 (with ``f_hold=None`` it equals ``handle_timer(now=now)``).
 """
 
@@ -173,7 +173,7 @@ class SlottedReceiver(Generic[M]):
 
     def advance(self, now: int) -> None:
         """Move the receiver's notion of time to ``now`` (for the occupancy integral);
-        the old verb, kept: it does not fire the ``f_hold`` timer (``handle_timer`` does)."""
+        it does not fire the ``f_hold`` timer (``handle_timer`` does)."""
         self._advance(now)
 
     def next_deadline(self) -> int | None:

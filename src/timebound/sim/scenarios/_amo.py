@@ -16,7 +16,7 @@ acknowledgment is the transport's, not SCMP's), so the network trace does not de
 on the receiver's decisions: runs that differ only in rho see identical traffic.
 No protocol rule lives here.
 
-Incarnations (our extension, issue 27): each server's incarnation number is a counter
+Incarnations (our extension): each server's incarnation number is a counter
 the simulator keeps, raised at each crash. A message may carry a ``mark`` (the
 incarnation its client had heard of when it made the message, set by a run that marks,
 ``scmp``'s restart experiment); its row is ``marked`` iff the mark equals the

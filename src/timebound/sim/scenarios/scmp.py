@@ -32,14 +32,14 @@ Experiments (``experiments=``, any subset, one or more runs each):
   the server avoids "removing entries from the table until sufficient time has passed
   to process all pending messages": run ``crash`` uses the figures' GC (no pause),
   run ``crash-grace`` the receiver's ``recovery_grace`` of ``crash_grace`` ticks;
-- ``reorder`` (our extension beyond the paper, issue 16; not in the default set):
+- ``reorder`` (our extension beyond the paper; not in the default set):
   ``reorder_clients`` clients each sending ``reorder_calls`` messages on one
   connection, ``reorder_gap`` apart, over links that give a datagram an extra delay
   (up to ``reorder_extra``) with probability ``reorder_p``, so later messages of a
   connection overtake earlier ones; the same traffic for every reorder window W in
   ``reorder_windows`` (W = 1 is SCMP), measuring the genuine messages refused
   (``refused_genuine_rate``) and the table's bytes (``table_bytes_mean``);
-- ``restart`` (our extension beyond the paper, issue 27; not in the default set): the
+- ``restart`` (our extension beyond the paper; not in the default set): the
   resilient server of ``crash`` (Fig. 2-2, ``beta``, ``latest_every``; one server, the
   figures' GC) crashes at ``crash_at`` and restarts *immediately*, ``restart_down``
   ticks later, while ``restart_clients`` clients, each with ``restart_callers``
