@@ -96,6 +96,16 @@ def pytest_collection_modifyitems(config, items):  # noqa: ARG001
         defs = info.name2fixturedefs.values() if info is not None else ()
         if any(d[-1].scope in ("module", "class", "package") for d in defs if d):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    # the longest work first (scripts/test.sh keeps this order: --no-loadscope-reorder):
+    # the Spark session's group, then the slow tests, so that none starts last
+    items.sort(key=_rank)
+
+
+def _rank(item) -> int:
+    group = item.get_closest_marker("xdist_group")
+    if group is not None and group.args[:1] == (SPARK_SESSION_GROUP,):
+        return 0
+    return 1 if item.get_closest_marker("slow") else 2
 
 
 @pytest.hookimpl(trylast=True)
@@ -103,7 +113,7 @@ def pytest_collection_finish(session):
     """On a worker of ``--dist loadgroup``: every grouped test's node id carries its group
     (xdist's suffix), or the groups are silently ignored -- two Spark sessions, module
     fixtures built twice. pytest 9.2 broke that with pytest-xdist 3.8 (pyproject pins)."""
-    if not session.config.getvalue("loadgroup"):
+    if not getattr(session.config.option, "loadgroup", False):
         return
     lost = [item.nodeid for item in session.items
             if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]

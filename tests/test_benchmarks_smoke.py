@@ -87,9 +87,21 @@ CHECKS: dict[str, Callable[[str], None]] = {
 }
 
 
-@pytest.mark.parametrize("script", ORDER, ids=[s.name for s in ORDER])
+#: Spark gives a Python worker a fixed time to connect back to the JVM: on a loaded
+#: machine the worker may start later and the run fails for the machine's sake, not the
+#: script's. Such a run (only that failure) is run again, once.
+LOAD_ONLY = "Python worker failed to connect back"
+
+
+@pytest.mark.parametrize("script", [
+    pytest.param(s, marks=[pytest.mark.slow] if s.name in SPARK else []) for s in ORDER],
+    ids=[s.name for s in ORDER])
 def test_benchmark_runs_at_smoke_size(script: Path, tmp_path: Path) -> None:
-    done = _smoke(script, tmp_path)
+    (tmp_path / "1").mkdir()
+    done = _smoke(script, tmp_path / "1")
+    if done.returncode != 0 and LOAD_ONLY in done.stdout + done.stderr:
+        (tmp_path / "2").mkdir()
+        done = _smoke(script, tmp_path / "2")
     assert done.returncode == 0, (
         f"{script.name} --smoke exited {done.returncode}\n{done.stdout[-2000:]}\n"
         f"{done.stderr[-4000:]}")

@@ -32,6 +32,8 @@ import pytest
 
 from timebound.claims import CLAIMS, evaluate
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 1
 

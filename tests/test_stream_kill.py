@@ -175,3 +175,29 @@ def test_merge_kill_restart_and_clean_stop(tmp_path: Path) -> None:
             _kill_group(p)
             p.wait()
     check_against_replay(read_order(sink), replayed)
+
+
+def test_sigterm_to_the_process_group_of_an_idle_stream_stops_it_cleanly(
+        tmp_path: Path) -> None:
+    """``timeout``, a terminal or a supervisor sends SIGTERM to the whole group: the JVM
+    must not die under the driver (it ignores SIGTERM; the driver stops the query and
+    then Spark). Killed while its first (empty) micro-batch runs, the stream says so in
+    one line and exits 143; had the batch committed first, it ends 0."""
+    (tmp_path / "in").mkdir()
+    ck = tmp_path / "ck"
+    command = ["stream", "merge", "--source", str(tmp_path / "in"), "--checkpoint", str(ck),
+               "--sink", str(tmp_path / "sink"), "--epsilon", "2", "--delta", "3", *CONF]
+    log = tmp_path / "log.txt"
+    proc = _start(command, log)
+    try:
+        _wait_for(proc, lambda: 0 in _planned(ck), "micro-batch 0 planned")
+        _kill_group(proc, signal.SIGTERM)
+        status = _finish(proc)
+    finally:
+        _kill_group(proc)
+        proc.wait()
+    text = log.read_text()
+    ended = {143: "timebound: terminated (SIGTERM) inside micro-batch 0: not committed",
+             0: "done (stopped on SIGTERM): "}
+    assert status in ended and ended[status] in text, text[-3000:]
+    assert "error" not in text.lower(), text[-3000:]
