@@ -99,10 +99,41 @@ def test_the_bar_is_judged_on_the_median_of_the_runs_not_on_the_pooled_ratio() -
     results = _results(3, fresh_amo=(50.0, 100.0, 200.0), fresh_tcp=(90.0, 210.0, 390.0))
     fresh = results["asyncio"]["fresh"]
     assert fresh["tcp-per-call"]["median"] / fresh["amo"]["median"] >= BAR_II
-    line = _bar_lines(format_table(results, CALLS, 3))[1]
+    line = _bar_lines(format_table(results, CALLS, 3))[2]
     assert line == ("- (ii, fresh) TCP per call / at-most-once = 2.10 (per run: 1.80-2.10, "
                     "median 1.95, met in 1 of 3 runs, inside run-to-run noise) "
                     "(bar: >= 2.00: not met)")
+
+
+def test_fig_3_3_similar_to_udp_is_a_bar_and_a_row_of_its_own(tmp_path: pathlib.Path) -> None:
+    """(ii, fresh) at-most-once / plain UDP, one call from each fresh client, is judged
+    on <= 1.10 like (i); its row reads that bar alone, and the cost row does not."""
+    from timebound.claims._rpc import COST_BARS, FRESH_UDP_BARS
+
+    results = _results(3, fresh_amo=(104.0, 120.0, 108.0))  # fresh UDP: 100 each run
+    line = _bar_lines(format_table(results, CALLS, 3))[1]
+    assert line == ("- (ii, fresh) at-most-once / plain UDP = 1.08 (per run: 1.04-1.20, "
+                    "median 1.08, met in 2 of 3 runs, inside run-to-run noise) "
+                    "(bar: <= 1.10: met)")
+    _write(tmp_path, format_table(results, CALLS, 3))
+    measured, verdict, runs = bench_verdict(str(tmp_path), FRESH_UDP_BARS)
+    assert (verdict, runs) == ("agrees", 3)
+    assert measured == ("asyncio (ii, fresh) at-most-once / plain UDP: median 1.08x, per run "
+                        "1.04-1.20, met in 2 of 3 runs, inside run-to-run noise (bar met)")
+    assert "(ii, fresh) at-most-once" not in bench_verdict(str(tmp_path), COST_BARS)[0]
+    _write(tmp_path, format_table(_results(3, fresh_amo=(115.0, 120.0, 108.0)), CALLS, 3))
+    verdict = bench_verdict(str(tmp_path), FRESH_UDP_BARS)[1]
+    assert verdict.startswith("differs (over 3 bench runs per cell, each bar judged on the "
+                              "median of its per-run ratios): bars missed on the asyncio "
+                              "loop: asyncio (ii, fresh) at-most-once / plain UDP: median "
+                              "1.15x"), verdict
+    assert "TCP per call is itself" not in verdict
+    assert bench_verdict(str(tmp_path), COST_BARS)[1] == "agrees"
+    # a file written before the bar: the row is not measured, the cost row still is
+    _write(tmp_path, "\n".join(x for x in format_table(results, CALLS, 3).splitlines()
+                               if "(ii, fresh) at-most-once" not in x))
+    assert bench_verdict(str(tmp_path), FRESH_UDP_BARS)[1].startswith("not yet measured")
+    assert bench_verdict(str(tmp_path), COST_BARS)[1] == "agrees"
 
 
 def test_the_files_text_states_the_rule() -> None:
@@ -127,7 +158,8 @@ def test_the_reader_gets_every_bar_with_its_runs(tmp_path: pathlib.Path) -> None
     bars = rpc_bench_bars(str(path))
     assert bars is not None
     assert [b.label for b in bars] == [
-        "asyncio (i) at-most-once / plain UDP", "asyncio (ii, fresh) TCP per call / at-most-once",
+        "asyncio (i) at-most-once / plain UDP", "asyncio (ii, fresh) at-most-once / plain UDP",
+        "asyncio (ii, fresh) TCP per call / at-most-once",
         "asyncio (ii, shared) TCP per call / at-most-once"]
     first = bars[0]
     assert (first.runs, first.low, first.high, first.median, first.met_runs, first.met,

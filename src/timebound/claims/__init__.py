@@ -184,7 +184,7 @@ def evaluate(seeds: Sequence[Sources], *, root: str = "",
             continue
         lm, lw, lv, ln = _live(claim, seeds)
         if claim.kind == "pending":
-            measured, verdict, n = bench_verdict(root)
+            measured, verdict, n = bench_verdict(root, claim.bars)
             rows.append(Row(claim.paper, claim.claim, claim.published, measured,
                             claim.where, verdict, n, lm, lw, lv, ln))
             continue

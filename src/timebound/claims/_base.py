@@ -104,6 +104,8 @@ class Claim:
     #: ``across`` turns every seed's values into the row's values, judged once by
     #: ``check`` (None: each seed is judged on its own).
     across: Callable[[Sequence[Values]], Values] | None = None
+    #: A ``pending`` row's bars of the bench file (label parts; ``_rpc.bench_verdict``).
+    bars: tuple[str, ...] = ()
 
 
 def one_value(claim: Claim, per_seed: Sequence[Values]) -> str | None:

@@ -2,8 +2,9 @@
 
 Each cell is measured in R runs, interleaved; the table pools a cell's samples into
 one median and p99 and keeps each run's median (``run_medians``). A bar (SCMP's
-section 3: (i) at-most-once within ``BAR_I`` times plain UDP, (ii) a TCP connection
-per call at least ``BAR_II`` times at-most-once) is judged run by run: run k's ratio
+section 3: (i) at-most-once within ``BAR_I`` times plain UDP, and so in (ii, fresh),
+Fig. 3-3's one call per client; (ii) a TCP connection per call at least ``BAR_II``
+times at-most-once) is judged run by run: run k's ratio
 is run k's median of the numerator over run k's median of the denominator, and the
 bar is judged on the median of the per-run ratios (to two decimals, as printed),
 not on the ratio of the pooled medians, which one loaded run can move
@@ -153,6 +154,9 @@ def _verdicts(per_mode: dict[str, Any]) -> list[str]:
     seq = per_mode["seq"]
     out.append(bar_line("(i) at-most-once / plain UDP",
                         _judge_cells(seq["amo"], seq["udp"], "<=", BAR_I), "<=", BAR_I))
+    fresh = per_mode["fresh"]  # Fig. 3-3: as close to plain UDP, one call per client
+    out.append(bar_line("(ii, fresh) at-most-once / plain UDP",
+                        _judge_cells(fresh["amo"], fresh["udp"], "<=", BAR_I), "<=", BAR_I))
     for mode in ("seq", "fresh"):
         raw = per_mode[mode].get("udp-raw")
         if raw:
@@ -164,7 +168,6 @@ def _verdicts(per_mode: dict[str, Any]) -> list[str]:
         out.append(bar_line(f"(ii, {mode}) TCP per call / at-most-once",
                             _judge_cells(cells["tcp-per-call"], cells["amo"], ">=", BAR_II),
                             ">=", BAR_II))
-    fresh = per_mode["fresh"]
     bases = [f"{LABELS[p]} = {fresh['tcp-per-call']['median'] / fresh[p]['median']:.2f}"
              for p in ("udp", "udp-raw") if fresh.get(p)]
     out.append("- for information, (ii, fresh): TCP per call / " + ", / ".join(bases)
