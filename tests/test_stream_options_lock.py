@@ -110,3 +110,28 @@ def test_cli_refuses_in_one_line_before_spark_starts(
     assert code == 2
     assert err == (f"timebound: error: --gc-every: the checkpoint {ck} was started with "
                    f"1000, not 2000; use a new --checkpoint or the same options\n")
+
+
+@pytest.mark.parametrize("flag", ["--checkpoint", "--sink"])
+@pytest.mark.parametrize("where", ["/proc/timebound-out", "/proc"])
+def test_a_folder_that_cannot_be_written_is_refused_before_spark_starts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, flag: str, where: str) -> None:
+    """Found by trying it: a merge stream with ``--sink /proc/x`` started Spark, then
+    could not stop. A folder that cannot be created, or an existing one that cannot be
+    written in, is refused first."""
+    def no_spark(*args: object, **kwargs: object) -> None:
+        raise AssertionError("Spark started")
+
+    monkeypatch.setattr(_commands, "build_session", no_spark)
+    (tmp_path / "in").mkdir()
+    folders = {"--checkpoint": str(tmp_path / "ck"), "--sink": str(tmp_path / "out"),
+               flag: where}
+    code = cli_main(["stream", "merge", "--source", str(tmp_path / "in"),
+                     "--checkpoint", folders["--checkpoint"], "--sink", folders["--sink"],
+                     "--epsilon", "2", "--delta", "3"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(f"timebound: error: {flag}: cannot write "), err
+    assert where in err and err.count("\n") == 1
+    assert not (tmp_path / "ck").exists() and not (tmp_path / "out").exists()
