@@ -389,8 +389,8 @@ def _jvm_output(target: int | None) -> Iterator[None]:
 def _jvm_ignores_sigterm() -> Iterator[None]:
     """While inside, a JVM PySpark starts ignores SIGTERM, as PySpark has it ignore
     SIGINT. A SIGTERM sent to the whole process group (``timeout``, a supervisor) then
-    reaches the driver alone, which stops its query and then Spark, and exits 143 with
-    one line, instead of finding its JVM gone. The JVM still ends with its driver: it
+    reaches the driver alone, which stops its query and then Spark and ends as a
+    SIGTERM to the driver alone ends it, instead of finding its JVM gone. The JVM still ends with its driver: it
     exits when the driver's end of its stdin closes, SIGKILL included."""
     from pyspark import java_gateway
 

@@ -1,6 +1,7 @@
 """Ours (beyond the papers): rows that check what this project adds to SCMP, not a
-paper's claim. ``RESTART``: incarnation marks against the paper's rule
-after an immediate restart, shown after the SCMP crash row it answers; ``REORDER``: a per-connection reorder window W (W = 1 is SCMP), shown last.
+paper's claim. ``RESTART``: incarnation marks against the paper's rule after an
+immediate restart, shown after the SCMP crash row it answers; ``REORDER``: a
+per-connection reorder window W (W = 1 is SCMP), shown last.
 
 Sources: the ``scmp-restart`` and ``scmp-reorder`` jobs (or the same runs in an
 ``scmp`` dataset).
