@@ -242,9 +242,31 @@ def test_rows_state_what_ran() -> None:
             round(net.REORDER_DELAY * 1000)]
         assert full in live.where and quick in live.where
         assert f"Poisson gaps of {net.RATE:g} message per ms" in live.where
+        assert f"timeout at least {net.MIN_RTO * 1000:g} ms" in live.where
+        assert f"Every time is {net.TIME_SCALE} times that of a 1 ms jitter" in live.where
     assert f"the median over {net.FR_GROUPS} consecutive groups" in LIVE[FR_CUT].where
     # a full-size run holds at least min_slots slots: 40 ms slots send for longer
     for slot_ms in net.FULL.slots_ms:
         frs = sum(1 for _, fr in net.plan(1, slot_ms, net.FULL.seconds_for(slot_ms)) if fr)
         assert frs > net.FULL.min_slots, (slot_ms, frs)
-    assert net.QUICK.seconds_for(40) == net.QUICK.seconds
+    assert net.QUICK.seconds_for(net.QUICK.slots_ms[0]) == net.QUICK.seconds
+    # the link's times, the slots' and the retransmission timeout's, at one scale
+    assert (net.JITTER, net.REORDER_DELAY, net.MIN_RTO, net.RATE) == (
+        0.001 * net.TIME_SCALE, 0.005 * net.TIME_SCALE, 0.02 * net.TIME_SCALE,
+        1 / net.TIME_SCALE)
+    assert net.FULL.slots_ms == (10 * net.TIME_SCALE, 40 * net.TIME_SCALE)
+
+
+def test_the_queue_row_reads_the_papers_slots_at_the_runs_time_scale(runs: Runs) -> None:
+    """"Up to 40 ms" is read at the runs' ``time_scale``: the quick run's 400 ms slot
+    is judged at scale 10 and left out at scale 1 (runs written before the scale)."""
+    t = net.QUICK.slots_ms[0] * 1000
+    assert all(v["time_scale"] == net.TIME_SCALE for k, v in runs.items() if "/Ts=" in k)
+    assert set(_values(QUEUE_C, runs)) == {f"(c)/(a) {t // 1000} ms", f"(c)/(d) {t // 1000} ms"}
+    unscaled = {k: {m: x for m, x in v.items() if m != "time_scale"} for k, v in runs.items()}
+    with pytest.raises(claims.Missing):
+        _values(QUEUE_C, unscaled)
+    assert f"at {t // 1000} ms the ratio" in queue_c_cause([{JOB: _changed(
+        runs, f"c/Ts={t}", queue_mean=10 * runs[f"a/Ts={t}"]["queue_mean"])}])
+    assert f"at {t // 1000} ms" not in queue_c_cause([{JOB: _changed(
+        unscaled, f"c/Ts={t}", queue_mean=10 * runs[f"a/Ts={t}"]["queue_mean"])}])

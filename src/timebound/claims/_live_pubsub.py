@@ -30,7 +30,7 @@ JOBS: Mapping[str, str] = {JOB: "pubsub"}
 ORDER = "replicated mergers deliver in the same order (Thm 4.4)"
 BUFFER = "buffering <= delta + 3 eps (Lemma 4.2)"
 
-_WHERE = ("live: four timebound.net publishers of ds(eps, delta) = ds(5, 40) ms send every "
+_WHERE = ("live: four timebound.net publishers of ds(eps, delta) = ds(5, 200) ms send every "
           "message to two replicated mergers, each behind its own FaultProxy on "
           "127.0.0.1 (every datagram delayed by up to 10 ms, a quarter of them by "
           "6-18 ms more: at most 28 ms, within delta), one subscriber on each merger; "
