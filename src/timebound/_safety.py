@@ -165,19 +165,23 @@ def check_writable(path: str, option: str) -> None:
     os.unlink(probe)
 
 
-def check_writable_folder(path: str, option: str) -> None:
+def check_writable_folder(path: str, option: str, *, in_place: bool = False) -> None:
     """Fail now if a folder cannot be created beside ``path`` (where the temporary
-    output folder goes before it is renamed to ``path``)."""
+    output folder goes before it is renamed to ``path``). ``in_place``: a folder
+    written where it is (a stream's checkpoint or sink): an existing one must take a
+    new entry, a missing one must be creatable. The probe folder is removed."""
     parent = os.path.dirname(os.path.abspath(path)) or "."
     if not os.path.isdir(parent):
         raise UsageError(option, f"folder '{parent}' does not exist")
     if os.path.exists(path) and not os.path.isdir(path):
         raise UsageError(option, f"'{path}' exists and is not a folder")
+    inside = in_place and os.path.isdir(path)
     try:
         probe = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.", suffix=".probe",
-                                 dir=parent)
+                                 dir=path if inside else parent)
     except OSError as exc:
-        raise UsageError(option, f"cannot write '{path}': {exc.strerror}") from None
+        raise UsageError(option, f"cannot write {'in ' if inside else ''}'{path}': "
+                                 f"{exc.strerror}") from None
     os.rmdir(probe)
 
 

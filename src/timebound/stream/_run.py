@@ -30,7 +30,6 @@ import os
 import re
 import signal
 import sys
-import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -92,13 +91,7 @@ def check_folders(source: str, checkpoint: str, sink: str) -> tuple[str, str, st
         if os.path.exists(path) and not os.path.isdir(path):
             raise UsageError(flag, f"not a folder: {path}")
         # before Spark starts: a folder that cannot be created (or written) is refused now
-        if os.path.isdir(path):
-            try:
-                os.rmdir(tempfile.mkdtemp(prefix=".timebound-", suffix=".probe", dir=path))
-            except OSError as exc:
-                raise UsageError(flag, f"cannot write in '{path}': {exc.strerror}") from None
-        else:
-            check_writable_folder(path, flag)
+        check_writable_folder(path, flag, in_place=True)
     names = ("--source", "--checkpoint", "--sink")
     for i in range(3):
         for j in range(3):
