@@ -18,8 +18,8 @@ messages' kind is the scheme's (section 6.1):
 - (b) N (neither FIFO nor reliable), (c) F (FIFO, unreliable), (d) R (reliable, not
   FIFO), with the FRs opening each slot.
 
-The link is ``benchmarks/bench_channel.py``'s at ``TIME_SCALE`` times its times. Every scheme of a seed sends at the same
-instants (one plan drawn from
+The link is ``benchmarks/bench_channel.py``'s at ``TIME_SCALE`` times its times.
+Every scheme of a seed sends at the same instants (one plan drawn from
 ``random.Random`` of the seed and the slot length; only the kinds differ) through a
 proxy seeded alike. The run ends when every reliable message is delivered, plus the
 proxy's longest hold, so late unreliable datagrams are counted too.
