@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from timebound.contract import MESSAGE_IDS, MESSAGE_MINIMUMS
 from timebound.core.atmostonce import VERDICT_CODES as CODES
 from timebound.core.atmostonce import Verdict, crc32_classes
 
@@ -167,10 +168,10 @@ def _well_formed(segment: pa.Table) -> bool:
         column = segment.column(name)
         if column.type != _TYPES[name] or column.null_count:
             return False
-    for name in ("receiver", "conn"):
+    for name in MESSAGE_IDS:
         if pc.min(pc.binary_length(segment.column(name))).as_py() == 0:
             return False
-    return bool(pc.min(segment.column("ts")).as_py() >= 1)
+    return bool(pc.min(segment.column("ts")).as_py() >= MESSAGE_MINIMUMS["ts"])
 
 
 def _decide_segment(replayer: Any, source: str, segment: pa.Table, lines: np.ndarray,
@@ -196,7 +197,7 @@ def _decide_segment(replayer: Any, source: str, segment: pa.Table, lines: np.nda
     if np.any((r_sorted[1:] == r_sorted[:-1]) & (at_sorted[1:] < at_sorted[:-1])):
         return False
     firsts = np.flatnonzero(np.r_[True, r_sorted[1:] != r_sorted[:-1]])
-    if pc.min(segment.column("at")).as_py() < 0:
+    if pc.min(segment.column("at")).as_py() < MESSAGE_MINIMUMS["at"]:
         return False
     for first in firsts.tolist():
         last = replayer.clock(names[r_sorted[first]])

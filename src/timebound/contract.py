@@ -48,6 +48,16 @@ from dataclasses import dataclass
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 
+#: The least value of a message row's integer fields, written once: a timestamp ``ts``
+#: of at least 1 (0 is the receiver's starting ``upper``: a message stamped 0 could
+#: never be accepted) and an arrival time ``at`` of at least 0; ``receiver`` and
+#: ``conn`` are non-empty strings (``MESSAGE_IDS``). Every engine checks a row by these:
+#: the replay's adapter (``adapters.atmostonce.well_formed`` and its error path), the
+#: column-wise re-check (``columnar``), the library's Spark checks
+#: (``spark._check.prepared``) and ``spark.compare``.
+MESSAGE_MINIMUMS: dict[str, int] = {"ts": 1, "at": 0}
+MESSAGE_IDS = ("receiver", "conn")
+
 #: The contract's column type names.
 TYPES = ("string", "int64", "bool", "double", "list<int64>", "map<string,int64>")
 

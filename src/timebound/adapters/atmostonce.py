@@ -24,7 +24,7 @@ from typing import Any
 
 from timebound.adapters._options import Values, forbid, require
 from timebound.adapters._rows import Row
-from timebound.contract import ESTIMATORS, INT64_MAX, REPLAY_OUTPUTS
+from timebound.contract import ESTIMATORS, INT64_MAX, MESSAGE_MINIMUMS, REPLAY_OUTPUTS
 from timebound.core.atmostonce import (
     ClassifiedReceiver,
     Classifier,
@@ -97,11 +97,15 @@ class AtMostOnceOptions:
 
 
 
+_TS_MIN, _AT_MIN = MESSAGE_MINIMUMS["ts"], MESSAGE_MINIMUMS["at"]
+
+
 def well_formed(name: object, conn: object, ts: object, at: object) -> bool:
-    """The fields of a message row have the contract's types and ranges."""
+    """The fields of a message row have the contract's types and ranges
+    (``contract.MESSAGE_MINIMUMS``)."""
     return (type(name) is str and bool(name) and type(conn) is str and bool(conn)
-            and type(ts) is int and 1 <= ts <= INT64_MAX
-            and type(at) is int and 0 <= at <= INT64_MAX)
+            and type(ts) is int and _TS_MIN <= ts <= INT64_MAX
+            and type(at) is int and _AT_MIN <= at <= INT64_MAX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,8 +190,8 @@ class AtMostOnceAdapter:
         name, conn, ts, at = data.get("receiver"), data.get("conn"), data.get("ts"), data.get("at")
         if not well_formed(name, conn, ts, at):
             # Slow path, only to name the first bad field exactly.
-            name, at = row.string("receiver"), row.integer("at")
-            conn, ts = row.string("conn"), row.integer("ts", minimum=1)
+            name, at = row.string("receiver"), row.integer("at", minimum=_AT_MIN)
+            conn, ts = row.string("conn"), row.integer("ts", minimum=_TS_MIN)
         assert isinstance(name, str) and isinstance(conn, str)
         assert isinstance(ts, int) and isinstance(at, int)
         marked = data.get("marked")

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from timebound.adapters.atmostonce import AtMostOnceOptions
+from timebound.contract import MESSAGE_MINIMUMS
 from timebound.errors import SchemaError, UsageError
 from timebound.sparkutil import quoted_column, schema_head
 
@@ -255,8 +256,8 @@ def prepared(df: DataFrame, cols: Columns, classes: int) -> DataFrame:
     receiver = (F.lit(ONE_RECEIVER) if cols.receiver is None
                 else ident("receiver", cols.receiver))
     conn = ident("conn", cols.conn)
-    ts = ticks("ts", cols.ts, 1)
-    at = ticks("at", cols.at, 0)
+    ts = ticks("ts", cols.ts, MESSAGE_MINIMUMS["ts"])
+    at = ticks("at", cols.at, MESSAGE_MINIMUMS["at"])
     hashed = [col(f.name) for f in df.schema.fields if _hashable(f.dataType)]
     tie = F.xxhash64(*hashed) if hashed else F.lit(0).cast("long")
     out = df.select("*", receiver.alias(RECEIVER), conn.alias(CONN), ts.alias(TS),

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from timebound.contract import MESSAGE_MINIMUMS
 from timebound.errors import SchemaError, UsageError
 from timebound.spark._check import TABLE, columns
 from timebound.sparkutil import ROCKSDB
@@ -166,10 +167,10 @@ def gather(df: DataFrame, named: dict[str, str]) -> Arrivals:
             raise SchemaError(TABLE, name, f"{role} must not be null ({nulls:,} rows)")
         if role in ("conn", "receiver", "msg") and (frame[role] == "").any():
             raise SchemaError(TABLE, name, f"{role} must not be empty")
-    if int(frame["ts"].min()) < 1:
-        raise SchemaError(TABLE, named["ts"], f"ts must be >= 1, found {frame['ts'].min()}")
-    if int(frame["at"].min()) < 0:
-        raise SchemaError(TABLE, named["at"], f"at must be >= 0, found {frame['at'].min()}")
+    for role, least in MESSAGE_MINIMUMS.items():
+        if int(frame[role].min()) < least:
+            raise SchemaError(TABLE, named[role],
+                              f"{role} must be >= {least}, found {frame[role].min()}")
     if "receiver" not in frame:
         frame["receiver"] = "receiver"
     frame["ts"] = frame["ts"].astype("int64")
