@@ -1,11 +1,11 @@
 """The trace-dataset contract, written once (CONTRIBUTING.md; docs/design.md, "Contracts").
 
-A leaf module (the standard library and ``timebound.errors`` only): every table a
-dataset or a pipeline output holds, with its columns and their types; the per-run
-option columns of each protocol (named like the replay options' argparse dests, with
-their documented ranges); the table -> protocol map; the output columns of each replay
-command; and the definition of every measure the simulator and the pipeline publish
-(name, unit, one sentence). Everything else derives from it:
+A leaf module (the standard library and ``timebound.errors`` only): every table a dataset or a
+pipeline output holds, with its columns and their types; the per-run option columns of each
+protocol (named like the replay options' argparse dests, with their documented ranges); the
+table -> protocol map; the output columns of each replay command; and the definition of every
+measure the simulator and the pipeline publish (name, unit, one sentence). Everything else
+derives from it:
 
 - the simulator's writers (``timebound.sim._dataset.SCHEMAS``) take their columns here;
 - the pipeline's Spark schemas (``timebound.spark.traces.schemas``) are built from it;
@@ -15,29 +15,28 @@ command; and the definition of every measure the simulator and the pipeline publ
 - ``tests/test_contract.py`` fails if any of them, or a measure the simulator, the
   pipeline or the report uses, disagrees with this module.
 
-Types are named as the contract names them: ``string``, ``int64``, ``bool``,
-``double``, ``list<int64>``, ``map<string,int64>``; every column is nullable (a column
-a row type does not use is null). Extension columns (ours, ``EXTENSION_COLUMNS``) are
-written only when a run uses them: the option column ``reorder_window`` and the row
-column ``marked`` of ``messages`` (a table's ``extensions``: honoured by the replay,
-refused by the pipeline and the stream, ``REFUSED_BY_DRIVERS``).
+Types are named as the contract names them: ``string``, ``int64``, ``bool``, ``double``,
+``list<int64>``, ``map<string,int64>``; every column is nullable (a column a row type does not
+use is null). Extension columns (ours, ``EXTENSION_COLUMNS``) are written only when a run uses
+them: the option column ``reorder_window`` and the row column ``marked`` of ``messages`` (a
+table's ``extensions``: honoured by the replay, refused by the pipeline and the stream,
+``REFUSED_BY_DRIVERS``).
 
-The at-most-once loss measures (``lost``, ``originals``, ``lost_rate``,
-``lost_per_accepted``) follow the adaptive paper's definitions (section 3): a message
-is *lost* if it is not a duplicate, not out of order, and rejected when it arrives.
-On a dataset that is: an ``original`` row (the first copy the network delivered, so not
-a duplicate) whose verdict is a rejection by a running receiver that is not a table
-rejection -- ``stale`` (summary-rejected, ts <= upper) or ``early`` (SCMP Fig. 2-2 rule
-1, ts > latest: "refuse the message since it is too early"). A ``duplicate`` verdict is
-a table rejection (ts <= CT[conn]: a later message of that connection was accepted
-first, so the message is out of order, never lost), and a ``down`` row was not judged
-at all (the receiver was not running; the transport retransmits). ``A`` of L/A counts
+The at-most-once loss measures (``lost``, ``originals``, ``lost_rate``, ``lost_per_accepted``)
+follow the adaptive paper's definitions (section 3): a message is *lost* if it is not a
+duplicate, not out of order, and rejected when it arrives. On a dataset that is: an ``original``
+row (the first copy the network delivered, so not a duplicate) whose verdict is a rejection by a
+running receiver that is not a table rejection -- ``stale`` (summary-rejected, ts <= upper) or
+``early`` (SCMP Fig. 2-2 rule 1, ts > latest: "refuse the message since it is too early"). A
+``duplicate`` verdict is a table rejection (ts <= CT[conn]: a later message of that connection
+was accepted first, so the message is out of order, never lost), and a ``down`` row was not
+judged at all (the receiver was not running; the transport retransmits). ``A`` of L/A counts
 every accepted row: by at-most-once each is a distinct message, whichever copy it was.
 
 How each measure aggregates (its partial, merge and finish) is declared once in
-``timebound.measures``. A ratio (``unit`` ``ratio`` or ``percent``, a mean, ``x / y``
-below) over a zero or null denominator is null -- Spark's ``try_divide`` -- in the
-simulator as in the pipeline, and a null measure has no row in the metrics table.
+``timebound.measures``. A ratio (``unit`` ``ratio`` or ``percent``, a mean, ``x / y`` below)
+over a zero or null denominator is null -- Spark's ``try_divide`` -- in the simulator as in the
+pipeline, and a null measure has no row in the metrics table.
 """
 
 from __future__ import annotations
@@ -48,13 +47,8 @@ from dataclasses import dataclass
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 
-#: The least value of a message row's integer fields, written once: a timestamp ``ts``
-#: of at least 1 (0 is the receiver's starting ``upper``: a message stamped 0 could
-#: never be accepted) and an arrival time ``at`` of at least 0; ``receiver`` and
-#: ``conn`` are non-empty strings (``MESSAGE_IDS``). Every engine checks a row by these:
-#: the replay's adapter (``adapters.atmostonce.well_formed`` and its error path), the
-#: column-wise re-check (``columnar``), the library's Spark checks
-#: (``spark._check.prepared``) and ``spark.compare``.
+#: A message row's ranges, once for every engine (adapter, ``columnar``, Spark, compare):
+#: ``ts`` >= 1 (0 is the starting ``upper``), ``at`` >= 0, ``receiver``, ``conn`` non-empty.
 MESSAGE_MINIMUMS: dict[str, int] = {"ts": 1, "at": 0}
 MESSAGE_IDS = ("receiver", "conn")
 
@@ -123,12 +117,8 @@ class Table:
 def _spec(spec: str) -> tuple[Column, ...]:
     """Columns from ``"name:type name:type? ..."``: a trailing ``?`` marks an optional
     column (a dataset may leave it out; it is then null)."""
-    out: list[Column] = []
-    for item in spec.split():
-        name, _, kind = item.partition(":")
-        optional = kind.endswith("?")
-        out.append(Column(name, kind.rstrip("?"), not optional))
-    return tuple(out)
+    return tuple(Column(name, kind.rstrip("?"), not kind.endswith("?"))
+                 for name, _, kind in (item.partition(":") for item in spec.split()))
 
 
 def _int(name: str, low: int, high: int = INT64_MAX) -> OptionColumn:
