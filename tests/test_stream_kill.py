@@ -177,7 +177,7 @@ def test_merge_kill_restart_and_clean_stop(tmp_path: Path) -> None:
     check_against_replay(read_order(sink), replayed)
 
 
-def test_sigterm_to_the_process_group_of_an_idle_stream_stops_it_cleanly(
+def test_sigterm_to_the_process_group_of_a_stream_on_an_empty_source_stops_it_cleanly(
         tmp_path: Path) -> None:
     """``timeout``, a terminal or a supervisor sends SIGTERM to the whole group: the JVM
     must not die under the driver (it ignores SIGTERM; the driver stops the query and
