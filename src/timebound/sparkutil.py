@@ -390,8 +390,10 @@ def _jvm_ignores_sigterm() -> Iterator[None]:
     """While inside, a JVM PySpark starts ignores SIGTERM, as PySpark has it ignore
     SIGINT. A SIGTERM sent to the whole process group (``timeout``, a supervisor) then
     reaches the driver alone, which stops its query and then Spark and ends as a
-    SIGTERM to the driver alone ends it, instead of finding its JVM gone. The JVM still ends with its driver: it
-    exits when the driver's end of its stdin closes, SIGKILL included."""
+    SIGTERM to the driver alone ends it, instead of finding its JVM gone. The JVM still
+    ends with its driver: it exits when the driver's end of its stdin closes, SIGKILL
+    included. ``java_gateway.Popen`` is PySpark's module global, not a public API: the
+    group-SIGTERM test in ``tests/test_stream_kill.py`` fails if an upgrade moves it."""
     from pyspark import java_gateway
 
     gateway: Any = java_gateway  # its ``Popen`` (subprocess's), replaced while inside
