@@ -13,10 +13,10 @@ deterministic, so the table does not depend on how jobs are spread: locally over
 ``workers`` processes (results are gathered by job, never by completion order), or
 with ``spark=True`` as Spark tasks (``_spark.map_tasks``), the way ``timebound sweep``
 runs. ``quick=True`` is the demo's scale (1 min 37 s on 2 idle cores, live jobs
-included). Its slotted runs last 30 s and its stability runs 1 s: with 10 s and 0.3 s, three rows (the FR delay
-band of (a) and (d), the (a)/(b) queue, buffer ~ latency) said "differs" where the
-full table agrees; at these sizes ``--quick`` gives the full table's verdicts on seeds
-1-3 and 7-9.
+included). Its slotted runs last 30 s and its stability runs 1 s: with 10 s and 0.3 s,
+three rows (the FR delay band of (a) and (d), the (a)/(b) queue, buffer ~ latency) said
+"differs" where the full table agrees; at these sizes ``--quick`` gives the full table's
+verdicts on seeds 1-3 and 7-9.
 """
 
 from __future__ import annotations
