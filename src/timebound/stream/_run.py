@@ -88,8 +88,6 @@ def check_folders(source: str, checkpoint: str, sink: str) -> tuple[str, str, st
     if not os.path.isdir(paths[0]):
         raise UsageError("--source", f"not a folder: {source}")
     for flag, path in zip(("--checkpoint", "--sink"), paths[1:]):
-        if os.path.exists(path) and not os.path.isdir(path):
-            raise UsageError(flag, f"not a folder: {path}")
         # before Spark starts: a folder that cannot be created (or written) is refused now
         check_writable_folder(path, flag, in_place=True)
     names = ("--source", "--checkpoint", "--sink")
