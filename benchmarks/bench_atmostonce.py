@@ -22,7 +22,7 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-import timebound.cli as cli
+import timebound.replay as replay_module
 from timebound.cli import main as cli_main
 from timebound.core.atmostonce import (
     Fixed,
@@ -145,12 +145,12 @@ def replay(argv: list[str], fast: bool) -> int:
     """``timebound replay`` as a user runs it; ``fast=False`` forces the row path."""
     if fast:
         return cli_main(argv)
-    original = cli.replay_rows
-    cli.replay_rows = lambda command, args: original(command, args, fast=False)
+    original = replay_module.replay_rows
+    replay_module.replay_rows = lambda command, args: original(command, args, fast=False)
     try:
         return cli_main(argv)
     finally:
-        cli.replay_rows = original
+        replay_module.replay_rows = original
 
 if __name__ == "__main__":
     main()

@@ -6,6 +6,11 @@
 # argument may follow (-n 0 runs everything in this process, one test at a time).
 # HYPOTHESIS_PROFILE=ci (set by .ci/run) runs a fixed, derandomized number of
 # examples; the default profile is quicker.
+# Python's bytecode caches are written even where the environment turns them off
+# (PYTHONDONTWRITEBYTECODE): the suite starts hundreds of Python processes (timebound
+# commands, Spark's Python workers, the pytest workers' rewritten test modules), and
+# each would otherwise compile the same sources again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+unset PYTHONDONTWRITEBYTECODE
 exec .venv/bin/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder --durations=15 "$@"

@@ -97,7 +97,7 @@ def test_malformed_row_in_a_big_file_same_error(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """A bad row deep in a many-batch file: the batch path stops with the row path's
     one-line error (file:line:field), exit 2, and writes nothing."""
-    import timebound.cli as cli
+    import timebound.replay
 
     n, bad = 3 * _batch.BATCH_ROWS + 100, 2 * _batch.BATCH_ROWS + 37
     rows = [{"type": "msg", "receiver": f"s{i % 3}", "conn": f"c{i % 97}", "ts": 1 + i // 2,
@@ -109,7 +109,7 @@ def test_malformed_row_in_a_big_file_same_error(tmp_path: Path,
             "--gc-every", "50", "--classes", "2"]
     assert main([*argv, "-o", str(tmp_path / "fast.parquet")]) == 2
     fast = capsys.readouterr().err
-    monkeypatch.setattr(cli, "replay_rows",
+    monkeypatch.setattr(timebound.replay, "replay_rows",
                         lambda command, args: replay_rows(command, args, fast=False))
     assert main([*argv, "-o", str(tmp_path / "row.parquet")]) == 2
     row = capsys.readouterr().err

@@ -17,7 +17,7 @@ import argparse
 import errno
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from timebound import __version__
@@ -32,7 +32,6 @@ from timebound.exitcodes import (
     EXIT_TERMINATED,
     EXIT_USAGE,
 )
-from timebound.replay import load_commands, replay_rows
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,7 +44,10 @@ class _Parser(argparse.ArgumentParser):
                               f"(see '{self.prog} --help')\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``command`` (a top-level command's name), only that
+    command's subcommands are built in full (the others are names), so a command
+    does not import every other command's modules: ``main`` builds it so."""
     parser = _Parser(
         prog="timebound",
         description=(
@@ -61,6 +63,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quiet", action="store_true",
                         help="no progress lines (results and errors are still printed)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    only = COMMANDS.get(command or "")
+    built: list[Callable[[Any], None]] = []
+    for name, build in COMMANDS.items():
+        if only is not None and build is not only:
+            commands.add_parser(name)  # a name among argparse's choices, never parsed
+        elif build not in built:
+            built.append(build)
+            build(commands)
+    verbose_everywhere(parser)
+    quiet_everywhere(parser)
+    return parser
+
+
+def _add_replay(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from timebound.replay import load_commands
 
     replay = commands.add_parser(
         "replay",
@@ -83,30 +100,59 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_arguments(sub)
         sub.set_defaults(handler=_run_replay, replay_command=command)
 
+
+def _add_simulate(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from timebound.sim.cli import add_simulate_parser
+
     add_simulate_parser(commands)
+
+
+def _add_sweep(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from timebound.sweep import add_sweep_parser
+
     add_sweep_parser(commands)
+
+
+def _add_bench(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from timebound.pipeline.bench_cli import add_bench_parser
     from timebound.stream.bench_cli import add_bench_stream_parser
+
     add_bench_stream_parser(add_bench_parser(commands))
+
+
+def _add_network(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from timebound.net.cli import (
         add_key_parser,
         add_net_parser,
         add_rpc_parser,
         add_service_parsers,
     )
+
     add_rpc_parser(commands)
     add_net_parser(commands)
     add_service_parsers(commands)
     add_key_parser(commands)
+
+
+def _add_stream(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from timebound.stream.cli import add_stream_parser
+
     add_stream_parser(commands)
+
+
+def _add_examples(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from timebound.examples_cli import add_parser as add_examples_parser
+
     add_examples_parser(commands)
+
+
+def _add_compare(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from timebound.stream.compare_cli import add_compare_parser
+
     add_compare_parser(commands, _write_compare_page)
 
+
+def _add_demo(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     demo = commands.add_parser(
         "demo",
         help="the main job: examples, simulated scenarios, Spark pipeline, report",
@@ -134,10 +180,6 @@ def build_parser() -> argparse.ArgumentParser:
                       help="scenario seed in [0, 2^63-1] (default 0)")
     _add_verbose(demo)
     demo.set_defaults(handler=_run_demo)
-    _add_pipeline_commands(commands)
-    verbose_everywhere(parser)
-    quiet_everywhere(parser)
-    return parser
 
 
 def subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
@@ -250,6 +292,21 @@ def _add_pipeline_commands(commands: argparse._SubParsersAction) -> None:  # typ
     report.set_defaults(handler=_run_report)
 
 
+#: Each top-level command and what builds its parser (one builder may add several).
+COMMANDS: dict[str, Callable[[Any], None]] = {
+    "replay": _add_replay, "simulate": _add_simulate, "sweep": _add_sweep,
+    "bench": _add_bench, **dict.fromkeys(("rpc", "net", "channel", "group", "pubsub", "key"),
+                                         _add_network),
+    "stream": _add_stream, "examples": _add_examples, "compare": _add_compare,
+    "demo": _add_demo, "pipeline": _add_pipeline_commands, "report": _add_pipeline_commands,
+}
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The top-level command ``argv`` names (its first word not an option), if any."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
 def _add_verbose(parser: argparse.ArgumentParser) -> None:
     # SUPPRESS: the top-level --verbose is not reset by the subcommand's default
     parser.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
@@ -337,6 +394,8 @@ def _write_compare_page(table: Any, out: str, source: str) -> str:
 
 
 def _run_replay(args: argparse.Namespace) -> int:
+    from timebound.replay import replay_rows
+
     replayer = replay_rows(args.replay_command, args)
     if getattr(args, "stats", False):  # stderr, so also with --output -
         summary = replayer.summary()
@@ -367,9 +426,10 @@ def _os_error(exc: OSError) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(command_of(words))
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(words)
     except SystemExit as stop:  # --help, --version, or a one-line argparse error
         return stop.code if isinstance(stop.code, int) else EXIT_USAGE
     verbose = bool(getattr(args, "verbose", False))

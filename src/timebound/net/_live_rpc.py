@@ -88,7 +88,7 @@ AT_MOST_ONCE_REFUSALS = ("down", "stale", "early")
 _SERVE = "\n".join((
     "import sys, encodings.idna, timebound.cli as cli, timebound.net.examples",
     "try:\n    import uvloop\nexcept ImportError:\n    pass",
-    "cli.build_parser()",
+    "cli.build_parser(\"rpc\")",
     "extra = sys.stdin.readline().split()",
     "sys.exit(cli.main(sys.argv[1:] + extra))"))
 
