@@ -2,18 +2,23 @@
 broken by an API change fails the suite instead of rotting. Scripts are globbed: a new
 benchmark is covered as soon as it exists (it must accept ``--smoke``).
 
-One test per script, each running its own script in a fresh folder, so the suite's
-workers (``pytest -n 2``) spread them: the Spark scripts are long (a JVM start and
-query planning), the others seconds. A script whose output carries more than a
-return code (``CHECKS``) has that output checked in the same test."""
+One test per script, each script in a fresh folder. The Spark scripts that keep their
+session in their own process (``ONE_JVM``) run one after another in one Python
+process, as ``python script.py --smoke`` would run each (``runpy``, ``__main__``,
+their own ``sys.argv``, folder, stdout and stderr): each stops its session at the end
+and the next starts one on the same JVM, so the five start one JVM, not five, and the
+later ones run on a JVM that has compiled Spark's code already. The others run as
+their own process, spread over the suite's workers. A script whose output carries
+more than a return code (``CHECKS``) has that output checked in its test."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -27,21 +32,70 @@ SPARK = ("bench_pipeline.py", "bench_end_to_end.py", "bench_operators.py",
          "profile_pipeline.py", "bench_reorder.py", "bench_compare.py")
 ORDER = sorted(SCRIPTS, key=lambda s: (SPARK.index(s.name) if s.name in SPARK
                                        else len(SPARK), s.name))
+#: The Spark scripts whose session lives in their own process (``bench_end_to_end.py``
+#: runs ``timebound pipeline`` processes instead): run in one process, one JVM.
+ONE_JVM = ("bench_pipeline.py", "bench_operators.py", "profile_pipeline.py",
+           "bench_reorder.py", "bench_compare.py")
+#: Runs each script (argv[1]: [[script, folder], ...]) as ``python script --smoke``
+#: would, one after another; writes [returncode, stdout, stderr] per script to argv[2].
+_ONE_PROCESS = """
+import contextlib, io, json, os, runpy, sys, traceback
+results, scripts, where = {}, json.loads(sys.argv[1]), sys.argv[2]
+for script, folder in scripts:
+    os.chdir(folder)
+    sys.argv = [script, "--smoke"]
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            runpy.run_path(script, run_name="__main__")
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+    results[os.path.basename(script)] = [code, out.getvalue(), err.getvalue()]
+with open(where, "w", encoding="utf-8") as handle:
+    json.dump(results, handle)
+"""
+
+
+def _env() -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(BENCHMARKS.parent / "src"), os.environ.get("PYTHONPATH", "")]))
 
 
 def _smoke(script: Path, folder: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(BENCHMARKS.parent / "src"), os.environ.get("PYTHONPATH", "")]))
     try:
         return subprocess.run([sys.executable, str(script), "--smoke"], cwd=folder,
-                              env=env, capture_output=True, text=True, timeout=TIMEOUT)
+                              env=_env(), capture_output=True, text=True, timeout=TIMEOUT)
     except subprocess.TimeoutExpired:  # subprocess.run kills the child first
         pytest.fail(f"{script.name} --smoke took more than {TIMEOUT} s")
 
 
+@pytest.fixture(scope="module")
+def one_jvm(tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[dict[str, subprocess.CompletedProcess[str]]]:
+    """The ``ONE_JVM`` scripts' smoke runs, in one process (module docstring)."""
+    tmp = tmp_path_factory.mktemp("one-jvm")
+    scripts = [[str(BENCHMARKS / name), str(tmp / name[:-3])] for name in ONE_JVM]
+    for _, folder in scripts:
+        os.mkdir(folder)
+    results = tmp / "results.json"
+    try:
+        done = subprocess.run([sys.executable, "-c", _ONE_PROCESS, json.dumps(scripts),
+                               str(results)], cwd=tmp, env=_env(), capture_output=True,
+                              text=True, timeout=TIMEOUT * len(ONE_JVM))
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{', '.join(ONE_JVM)} --smoke took more than "
+                    f"{TIMEOUT * len(ONE_JVM)} s")
+    assert done.returncode == 0 and results.exists(), done.stderr[-4000:]
+    yield {name: subprocess.CompletedProcess([name, "--smoke"], code, out, err)
+           for name, (code, out, err) in json.loads(results.read_text()).items()}
+
+
 def test_there_are_benchmarks() -> None:
     assert SCRIPTS, f"no scripts in {BENCHMARKS}"
-    assert {s.name for s in SCRIPTS} >= set(SPARK)
+    assert {s.name for s in SCRIPTS} >= set(SPARK) >= set(ONE_JVM)
 
 
 def check_bench_pipeline(stdout: str) -> None:
@@ -93,21 +147,33 @@ CHECKS: dict[str, Callable[[str], None]] = {
 LOAD_ONLY = "Python worker failed to connect back"
 
 
-@pytest.mark.parametrize("script", [
-    pytest.param(s, marks=[pytest.mark.slow] if s.name in SPARK else []) for s in ORDER],
-    ids=[s.name for s in ORDER])
-def test_benchmark_runs_at_smoke_size(script: Path, tmp_path: Path) -> None:
-    (tmp_path / "1").mkdir()
-    done = _smoke(script, tmp_path / "1")
+def _check(script: Path, done: subprocess.CompletedProcess[str], tmp_path: Path) -> None:
     if done.returncode != 0 and LOAD_ONLY in done.stdout + done.stderr:
-        (tmp_path / "2").mkdir()
-        done = _smoke(script, tmp_path / "2")
+        (tmp_path / "again").mkdir()
+        done = _smoke(script, tmp_path / "again")  # once more, in a process of its own
     assert done.returncode == 0, (
         f"{script.name} --smoke exited {done.returncode}\n{done.stdout[-2000:]}\n"
         f"{done.stderr[-4000:]}")
     assert done.stdout.strip(), f"{script.name} --smoke printed nothing"
     if script.name in CHECKS:
         CHECKS[script.name](done.stdout)
+
+
+@pytest.mark.parametrize("script", [
+    pytest.param(s, marks=[pytest.mark.slow] if s.name in SPARK else [])
+    for s in ORDER if s.name not in ONE_JVM], ids=[s.name for s in ORDER
+                                                   if s.name not in ONE_JVM])
+def test_benchmark_runs_at_smoke_size(script: Path, tmp_path: Path) -> None:
+    (tmp_path / "1").mkdir()
+    _check(script, _smoke(script, tmp_path / "1"), tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ONE_JVM)
+def test_spark_benchmark_runs_at_smoke_size_in_one_jvm(
+        name: str, one_jvm: dict[str, subprocess.CompletedProcess[str]],
+        tmp_path: Path) -> None:
+    _check(BENCHMARKS / name, one_jvm[name], tmp_path)
 
 
 def test_every_check_names_a_script() -> None:
