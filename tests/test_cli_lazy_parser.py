@@ -1,6 +1,8 @@
 """``timebound COMMAND ...`` builds only COMMAND's parser in full (``build_parser(name)``):
 the same parser as in the whole tree, and none of the other commands' imports (a
-network command does not load the simulator, pyarrow or numpy)."""
+network command does not load the simulator, pyarrow or numpy). Likewise the stream's
+file source, which each of a stream's data-source Python workers imports (several per
+query start): it loads neither pandas nor the processors (0.9 -> 0.45 s of CPU each)."""
 
 from __future__ import annotations
 
@@ -50,6 +52,15 @@ def test_a_network_command_imports_neither_the_simulator_nor_pyarrow() -> None:
     probe = ("import sys, timebound.cli as cli; cli.build_parser('rpc'); "
              "print(sorted(m for m in ('timebound.sim', 'timebound.replay', 'pyarrow', "
              "'numpy') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_the_stream_source_imports_neither_pandas_nor_the_processors() -> None:
+    probe = ("import sys, timebound.stream._source; "
+             "print(sorted(m for m in ('pandas', 'timebound.spark', 'timebound.spark.traces') "
+             "if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=60, check=True)
     assert done.stdout.strip() == "[]", done.stdout

@@ -77,6 +77,11 @@ DEFAULT_MASTER = "local[*]"
 MARK = "timebound "
 #: The state store provider ``transformWithState`` needs (the stream and the library).
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+#: The provenance columns ``timebound stream``'s file source adds to every row (the
+#: file's name, the row's line in it), which the processors name in errors. Here, not
+#: beside the processors, so that the source's Python workers need not import them.
+FILE_COLUMN = "_file"
+LINE_COLUMN = "_line"
 #: A quoted text as ``quoted`` writes it (either quote; a backslash escapes one char).
 _QUOTED = r"""(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")"""
 _CARRIED = re.compile(

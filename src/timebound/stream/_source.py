@@ -47,7 +47,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from timebound.errors import TraceError
-from timebound.spark.traces import FILE_COLUMN, LINE_COLUMN
+from timebound.sparkutil import FILE_COLUMN, LINE_COLUMN
 from timebound.stream._errors import marked
 
 NAME = "timebound_trace_files"

@@ -15,11 +15,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from timebound.sparkutil import FILE_COLUMN as FILE_COLUMN
+from timebound.sparkutil import LINE_COLUMN as LINE_COLUMN
 from timebound.sparkutil import ROCKSDB as ROCKSDB
-
-#: The file source's provenance columns: the file's name and the row's line in it.
-FILE_COLUMN = "_file"
-LINE_COLUMN = "_line"
 
 
 def grouping_key(key: Any) -> tuple[Any, ...]:
