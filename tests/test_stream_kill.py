@@ -35,6 +35,16 @@ DEADLINE = 240.0  # seconds for one phase, even on a loaded machine
 CONF = ["--conf", "spark.sql.shuffle.partitions=2", "--master", "local[2]"]
 
 
+def conf(tmp_path: Path) -> list[str]:
+    """``CONF``, and the killed JVM's scratch folders (``spark-*``, ``blockmgr-*``, the
+    native libraries it unpacks) under ``tmp_path``: a SIGKILLed JVM cannot remove
+    them, and they would otherwise stay in the machine's temporary folder."""
+    scratch = tmp_path / "jvm-tmp"
+    scratch.mkdir(exist_ok=True)
+    return [*CONF, "--conf", f"spark.local.dir={scratch}",
+            "--conf", f"spark.driver.extraJavaOptions=-Djava.io.tmpdir={scratch}"]
+
+
 def _start(args: list[str], log: Path) -> subprocess.Popen[bytes]:
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     handle = open(log, "ab")
@@ -92,7 +102,7 @@ def test_kill_between_and_inside_micro_batches_atmostonce(tmp_path: Path) -> Non
     expected = replay(tmp_path, rows, args)
     ck, sink = tmp_path / "ck", tmp_path / "sink"
     command = ["stream", "atmostonce", "--source", str(tmp_path / "in"), "--checkpoint", str(ck),
-               "--sink", str(sink), "--max-files-per-trigger", "1", *CONF, *args]
+               "--sink", str(sink), "--max-files-per-trigger", "1", *conf(tmp_path), *args]
     log = tmp_path / "log.txt"
     kills: list[str] = []
     procs: list[subprocess.Popen[bytes]] = []
@@ -151,7 +161,7 @@ def test_merge_kill_restart_and_clean_stop(tmp_path: Path) -> None:
     ck, sink = tmp_path / "ck", tmp_path / "sink"
     base = ["stream", "merge", "--source", str(tmp_path / "in"), "--checkpoint", str(ck),
             "--sink", str(sink), "--max-files-per-trigger", "1", "--epsilon", "2",
-            "--delta", "3", "--variant", "rc", *CONF]
+            "--delta", "3", "--variant", "rc", *conf(tmp_path)]
     log = tmp_path / "log.txt"
     procs: list[subprocess.Popen[bytes]] = []
     try:
@@ -186,7 +196,8 @@ def test_sigterm_to_the_process_group_of_a_stream_on_an_empty_source_stops_it_cl
     (tmp_path / "in").mkdir()
     ck = tmp_path / "ck"
     command = ["stream", "merge", "--source", str(tmp_path / "in"), "--checkpoint", str(ck),
-               "--sink", str(tmp_path / "sink"), "--epsilon", "2", "--delta", "3", *CONF]
+               "--sink", str(tmp_path / "sink"), "--epsilon", "2", "--delta", "3",
+               *conf(tmp_path)]
     log = tmp_path / "log.txt"
     proc = _start(command, log)
     try:
