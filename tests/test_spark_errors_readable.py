@@ -37,6 +37,11 @@ BAD_ROWS = [
     (("u1", 0, 5), "sent", "ts must be >= 1 (row with user = u1, sent = 0, at = 5)"),
     (("u1", 3, -1), "at", "at must be >= 0 (row with user = u1, sent = 3, at = -1)"),
     (("u1", 3, None), "at", "at must not be null (row with user = u1, sent = 3, at = null)"),
+    # several faults: the first in the order receiver, conn, ts, at (a null first)
+    ((None, 0, -1), "user", "conn must not be null (row with user = null, sent = 0, at = -1)"),
+    (("u1", 0, None), "sent", "ts must be >= 1 (row with user = u1, sent = 0, at = null)"),
+    (("", None, -1), "user", "conn must not be empty (row with user = '', sent = null, "
+                             "at = -1)"),
 ]
 
 
@@ -58,7 +63,8 @@ def failed(spark: Any, row: tuple[Any, ...], schema: str = SCHEMA, **roles: Any)
 @pytest.mark.spark
 @pytest.mark.parametrize(("row", "column", "reason"), BAD_ROWS,
                          ids=["null ts", "null conn", "empty conn", "ts 0", "at -1",
-                              "null at"])
+                              "null at", "null conn, ts 0, at -1", "ts 0, null at",
+                              "empty conn, null ts, at -1"])
 def test_the_message_is_one_sentence_typed_errors_reads(spark: Any, row: tuple[Any, ...],
                                                         column: str, reason: str) -> None:
     from timebound.spark import typed_errors
