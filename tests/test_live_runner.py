@@ -4,6 +4,7 @@ temporary files gone."""
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import signal
@@ -89,3 +90,81 @@ def test_sigterm_inside_an_asyncio_callback_ends_the_loop() -> None:
     with pytest.raises(Terminated), sigterm_raises():
         asyncio.run(wait_for_the_signal())
     assert time.monotonic() - start < 4
+
+
+@pytest.mark.parametrize("use_uvloop", [False, True])
+def test_sigterm_under_the_loop_runner_cancels_main_at_its_next_await(
+        use_uvloop: bool) -> None:
+    """``timebound.net._loop.run`` (every live check and service): SIGTERM does not
+    interrupt a task's step midway (that can lose the wakeup another task waits for, and
+    the loop's close then waits forever); the step finishes, ``main`` is cancelled at
+    its next await, its cleanup awaits inside the loop, then ``Terminated`` is raised and
+    the handler from before is back."""
+    import asyncio
+
+    from timebound._safety import Terminated
+    from timebound.net._loop import run
+
+    steps: list[str] = []
+
+    async def main() -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler runs inside this step
+            steps.append("step finished")
+            await asyncio.sleep(5)
+            steps.append("slept")
+        except asyncio.CancelledError:
+            await asyncio.sleep(0)
+            steps.append("cleanup awaited")
+            raise
+
+    before = signal.getsignal(signal.SIGTERM)
+    start = time.monotonic()
+    with pytest.raises(Terminated):
+        run(main(), use_uvloop=use_uvloop)
+    assert time.monotonic() - start < 4
+    assert steps == ["step finished", "cleanup awaited"]
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_second_sigterm_under_the_loop_runner_raises_at_once() -> None:
+    """A cleanup that would run long is cut by a second SIGTERM; a ``main`` that
+    swallows the cancel still ends in ``Terminated``."""
+    import asyncio
+
+    from timebound._safety import Terminated
+    from timebound.net._loop import run
+
+    async def stubborn(second: bool) -> str:
+        os.kill(os.getpid(), signal.SIGTERM)
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            if second:
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(3):  # a cleanup that swallows cancels: 6 s
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await asyncio.sleep(2)
+        return "done"
+
+    for second in (False, True):
+        start = time.monotonic()
+        with pytest.raises(Terminated):
+            run(stubborn(second), use_uvloop=False)
+        assert time.monotonic() - start < 4
+
+
+def test_on_signals_gives_back_the_handlers_from_before() -> None:
+    """A service's ``on_signals`` block ends before its cleanup does: SIGTERM must then
+    reach the runner's handler again, not the default that kills the process."""
+    from timebound.net._endpoint import on_signals
+    from timebound.net._loop import run
+
+    async def main() -> tuple[object, object]:
+        before = signal.getsignal(signal.SIGTERM)
+        with on_signals(lambda: None):
+            pass
+        return before, signal.getsignal(signal.SIGTERM)
+
+    before, after = run(main(), use_uvloop=False)
+    assert after is before and callable(before)

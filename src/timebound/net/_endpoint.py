@@ -208,17 +208,21 @@ async def open_datagram(owner: Any, local: tuple[str, int] | None = None,
 @contextlib.contextmanager
 def on_signals(callback: Callable[[], object], enabled: bool = True) -> Iterator[None]:
     """``callback()`` on SIGTERM and SIGINT while the block runs (nothing unless
-    ``enabled``); the loop's handlers are removed on leaving it."""
+    ``enabled``); on leaving it, the handlers from before it are back (the loop's
+    ``remove_signal_handler`` alone would leave SIGTERM's default, which kills the
+    process before its cleanup)."""
     loop = asyncio.get_running_loop()
-    if enabled:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, callback)
+    signals = (signal.SIGTERM, signal.SIGINT) if enabled else ()
+    previous = {sig: signal.getsignal(sig) for sig in signals}
+    for sig in signals:
+        loop.add_signal_handler(sig, callback)
     try:
         yield
     finally:
-        if enabled:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(sig)
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+            if previous[sig] is not None:  # None: set outside Python, left as it is
+                signal.signal(sig, previous[sig])
 
 
 async def until_signal(stop: asyncio.Event | None = None) -> None:

@@ -84,6 +84,7 @@ from timebound.core.channel import Delivery
 from timebound.core.slotted import Kind
 from timebound.net._channel import Address, Channel, ChannelListener
 from timebound.net._clock import Clock
+from timebound.net._loop import run as run_loop
 from timebound.net._proxy import FaultProxy, Faults
 
 HOST = "127.0.0.1"
@@ -285,4 +286,4 @@ async def _measure(seed: int, size: Size) -> Runs:
 def measure(seed: int, quick: bool) -> Runs:
     """Runs ``X/Ts=<µs>`` for every scheme X of ``SCHEMES`` and slot length, their
     measures (module docstring)."""
-    return asyncio.run(_measure(seed, QUICK if quick else FULL))
+    return run_loop(_measure(seed, QUICK if quick else FULL), use_uvloop=False)

@@ -54,6 +54,7 @@ from timebound.core.wire import FrameCodec
 from timebound.errors import MalformedDatagram
 from timebound.net._clock import TICKS_PER_SECOND
 from timebound.net._group import Address, Group
+from timebound.net._loop import run as run_loop
 
 #: group sizes (members; every member sends and receives)
 SIZES = (2, 4, 8)
@@ -218,4 +219,4 @@ async def _measure(seed: int, quick: bool) -> Runs:
 
 def measure(seed: int, quick: bool) -> Runs:
     """Runs ``N=<n>/timestamp`` and ``N=<n>/vector`` at every size, their measures."""
-    return asyncio.run(_measure(seed, quick))
+    return run_loop(_measure(seed, quick), use_uvloop=False)

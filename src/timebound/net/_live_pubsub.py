@@ -59,6 +59,7 @@ from typing import Any
 from timebound.core.pubsub import Published, decode
 from timebound.core.wire import FrameCodec
 from timebound.errors import MalformedDatagram
+from timebound.net._loop import run as run_loop
 from timebound.net._proxy import FaultProxy, Faults
 from timebound.net._pubsub import Address, MergerServer, MsClock, SubscriberClient
 from timebound.net._pubsub import Publisher as LivePublisher
@@ -303,4 +304,4 @@ async def _run(seed: int, seconds: float) -> dict[str, float]:
 def measure(seed: int, quick: bool) -> Runs:
     """The run ``publishers=<PUBLISHERS>`` and its measures."""
     seconds = QUICK_SECONDS if quick else SECONDS
-    return {f"publishers={PUBLISHERS}": asyncio.run(_run(seed, seconds))}
+    return {f"publishers={PUBLISHERS}": run_loop(_run(seed, seconds), use_uvloop=False)}

@@ -67,6 +67,7 @@ from typing import IO, Any
 from timebound.net._client import RpcClient
 from timebound.net._clock import Clock
 from timebound.net._errors import CallRejected, CallTimeout, RpcError
+from timebound.net._loop import run as run_loop
 from timebound.net._proxy import FaultProxy, Faults
 from timebound.net._server import STATS_PROCEDURE
 
@@ -269,7 +270,14 @@ async def _load(seed: int, size: Size, servers: _Servers) -> _Load:
             end_us = load.killed_us + size.beta_us + round(size.after * 1e6)
             await asyncio.sleep(max(0.0, (end_us - clock.now()) / 1e6))
             stop.set()
-            await asyncio.wait_for(asyncio.gather(*tasks), size.timeout + 5.0)
+            # asyncio.wait, not wait_for(gather(...)): cancelled (SIGTERM), wait_for
+            # leaves the gathering future's CancelledError unretrieved, on stderr
+            ended, late = await asyncio.wait(tasks, timeout=size.timeout + 5.0)
+            for task in ended:
+                task.result()  # a caller's failure is the check's
+            if late:
+                raise TimeoutError(f"{len(late)} callers still calling "
+                                   f"{size.timeout + 5.0} s after the stop")
         finally:
             for task in tasks:
                 task.cancel()
@@ -334,7 +342,7 @@ def measure(seed: int, quick: bool) -> dict[str, dict[str, float]]:
                 "--latest-every", f"{LATEST_EVERY_US}us"]
         servers = _Servers(workdir, args, env)
         try:
-            load = asyncio.run(_load(seed, size, servers))
+            load = run_loop(_load(seed, size, servers), use_uvloop=False)
         finally:
             servers.close()
         return summarize(load, ledger, size.beta_us)

@@ -1,12 +1,19 @@
-"""uvloop when installed (the optional ``uvloop`` extra), asyncio's loop otherwise."""
+"""uvloop when installed (the optional ``uvloop`` extra), asyncio's loop otherwise;
+``run``, the one way a driver runs its event loop (SIGTERM cancels it cleanly)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any
+import signal
+import threading
+from collections.abc import Callable, Coroutine
+from types import FrameType
+from typing import Any, TypeVar
 
+from timebound._safety import Terminated
 from timebound.errors import MissingExtra
+
+T = TypeVar("T")
 
 
 def _uvloop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -31,10 +38,53 @@ def new_event_loop(use_uvloop: bool | None = None) -> asyncio.AbstractEventLoop:
     return factory() if factory is not None else asyncio.new_event_loop()
 
 
-def run(main: object, use_uvloop: bool | None = None) -> object:
-    """``asyncio.run`` on ``new_event_loop(use_uvloop)``."""
-    with asyncio.Runner(loop_factory=lambda: new_event_loop(use_uvloop)) as runner:
-        return runner.run(main)  # type: ignore[arg-type]
+def run(main: Coroutine[Any, Any, T], use_uvloop: bool | None = None) -> T:
+    """``asyncio.run(main)`` on ``new_event_loop(use_uvloop)``; in the main thread,
+    SIGTERM does to it what Ctrl-C does to ``asyncio.run``: it cancels ``main``, every
+    task's cleanup runs inside the loop, and ``Terminated`` is raised once the loop has
+    closed. (A SIGTERM handler that raises, ``sigterm_raises``, lands at any point of
+    the loop's own machinery: tasks then end unretrieved, with their tracebacks on
+    stderr, or a cleanup waits for a callback that never runs.) A second SIGTERM
+    raises at once."""
+    runner = asyncio.Runner(loop_factory=lambda: new_event_loop(use_uvloop))
+    if threading.current_thread() is not threading.main_thread():
+        with runner:
+            return runner.run(main)
+    terminated: list[int] = []
+    task: asyncio.Task[T] | None = None
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        if terminated:
+            raise Terminated()
+        terminated.append(signum)
+        if task is not None and not task.done():
+            task.cancel()
+            task.get_loop().call_soon_threadsafe(_nothing)  # wake it from its select
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        with runner:
+            task = runner.get_loop().create_task(main)
+            if terminated:  # SIGTERM before the task existed: it never starts
+                task.cancel()
+            try:
+                return runner.run(_awaited(task))
+            except asyncio.CancelledError:
+                if not terminated:
+                    raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if terminated:
+            raise Terminated()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def _awaited(task: asyncio.Task[T]) -> T:
+    return await task
+
+
+def _nothing() -> None:
+    pass
 
 
 def running_loop() -> Any:
