@@ -42,7 +42,8 @@ from timebound.net._bench_report import (
     format_table,
 )
 from timebound.net._client import RpcClient
-from timebound.net._loop import install_uvloop, new_event_loop
+from timebound.net._loop import install_uvloop
+from timebound.net._loop import run as run_loop
 from timebound.net._server import RpcServer
 
 _LEN = struct.Struct(">I")
@@ -334,8 +335,7 @@ def _client_side(ports: dict[str, int], n: int, runs: int, protocols: tuple[str,
             result[mode] = per
         return result
 
-    with asyncio.Runner(loop_factory=lambda: new_event_loop(use_uvloop)) as runner:
-        return runner.run(everything())
+    return run_loop(everything(), use_uvloop)
 
 
 def run_bench(n: int, runs: int, loops: list[str], with_grpc: bool) -> dict[str, Any]:
@@ -462,5 +462,4 @@ if __name__ == "__main__":
     parser.add_argument("--grpc", dest="grpc", action="store_true")
     parser.add_argument("--no-grpc", dest="grpc", action="store_false")
     ns = parser.parse_args()
-    with asyncio.Runner(loop_factory=lambda: new_event_loop(ns.serve == "uvloop")) as r:
-        r.run(_serve(ns.grpc))
+    run_loop(_serve(ns.grpc), ns.serve == "uvloop")
