@@ -103,8 +103,10 @@ def test_sigterm_under_the_loop_runner_cancels_main_at_its_next_await(
     import asyncio
 
     from timebound._safety import Terminated
-    from timebound.net._loop import run
+    from timebound.net._loop import install_uvloop, run
 
+    if use_uvloop and not install_uvloop():
+        pytest.skip("uvloop is not installed")
     steps: list[str] = []
 
     async def main() -> None:
