@@ -110,8 +110,10 @@ def pytest_collection_modifyitems(config, items):  # noqa: ARG001
         defs = info.name2fixturedefs.values() if info is not None else ()
         if any(d[-1].scope in ("module", "class", "package") for d in defs if d):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-    # the longest work first (scripts/test.sh keeps this order: --no-loadscope-reorder):
-    # the Spark session's group, then the slow tests, so that none starts last
+    # the order (scripts/test.sh keeps it: --no-loadscope-reorder): the Spark session's
+    # group, then the tests that mostly wait (their worker's core goes to the Spark
+    # session's, instead of both workers waiting at the end), then the slow tests, so
+    # that none starts last, then the rest
     items.sort(key=_rank)
 
 
@@ -119,7 +121,9 @@ def _rank(item) -> int:
     group = item.get_closest_marker("xdist_group")
     if group is not None and group.args[:1] == (SPARK_SESSION_GROUP,):
         return 0
-    return 1 if item.get_closest_marker("slow") else 2
+    if item.get_closest_marker("waits"):
+        return 1
+    return 2 if item.get_closest_marker("slow") else 3
 
 
 @pytest.hookimpl(trylast=True)

@@ -30,6 +30,8 @@ from timebound.claims._live_channel import (
 from timebound.claims._slotted import QUEUE_C_CLAIM
 from timebound.net import _live_channel as net
 
+pytestmark = pytest.mark.waits
+
 Runs = dict[str, dict[str, float]]
 
 FR_CUT = "schemes (b), (c) cut the FR delivery delay (Fig. 5)"

@@ -18,6 +18,8 @@ import timebound.claims as claims
 from timebound.claims._live_group import JOB, JOBS, LIVE
 from timebound.net._live_group import MODES, QUICK_SIZES, measure
 
+pytestmark = pytest.mark.waits
+
 Runs = dict[str, dict[str, float]]
 
 BANDWIDTH = "ack bandwidth: timestamp O(N_r), vector O(N_r N_s)"

@@ -27,6 +27,8 @@ from timebound.core.wire import FrameCodec
 from timebound.net._channel import Channel
 from timebound.net._clock import Clock
 
+pytestmark = pytest.mark.waits
+
 
 def start(args: list[str], *, stdin: int | None = None, ready_on: str = "stderr",
           timeout: float = 20.0) -> tuple[subprocess.Popen[bytes], tuple[str, int]]:

@@ -42,6 +42,8 @@ from timebound.errors import MalformedDatagram, UsageError
 from timebound.net._channel import Channel, ChannelFailed, ChannelListener
 from timebound.net._clock import Clock
 
+pytestmark = pytest.mark.waits
+
 KEY = b"k" * 32
 MS = 1000
 _SEG = struct.Struct(">QQQBI")  # seq, floor, slot, kind, order

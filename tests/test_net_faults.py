@@ -31,6 +31,8 @@ from timebound.net import (
     RpcServer,
 )
 
+pytestmark = pytest.mark.waits
+
 MS = 1000  # ticks (µs) per millisecond
 
 

@@ -44,6 +44,8 @@ from timebound.net import _pubsub
 from timebound.net._pubsub import MergerServer, SubscriberClient
 from timebound.net._pubsub import Publisher as PublisherClient
 
+pytestmark = pytest.mark.waits
+
 EPS, DELTA, N = 5, 40, 8
 KEY = b"p" * 32
 SECRET = b"s" * 32

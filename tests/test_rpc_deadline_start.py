@@ -44,6 +44,8 @@ from timebound.core.wire import KIND_RPC, FrameCodec, Key, Keyring
 from timebound.errors import UsageError
 from timebound.net import CallRejected, CallTimeout, RpcClient, RpcServer
 
+pytestmark = pytest.mark.waits
+
 KEY = b"k" * 32
 TIMEBOUND = [sys.executable, "-m", "timebound.cli"]
 

@@ -49,6 +49,8 @@ from timebound.core.wire import KIND_RPC, FrameCodec, Key, Keyring
 from timebound.errors import UsageError
 from timebound.net import CallRejected, CallTimeout, RpcClient, RpcServer
 
+pytestmark = pytest.mark.waits
+
 KEY = b"k" * 32
 BIG = 60_000
 

@@ -9,12 +9,15 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.test_pipeline_support import example_rows, write_table
+from timebound._safety import Terminated, hidden_temp, sigterm_raises
 from timebound.cli import main
 
 MERGE = ["--epsilon", "2", "--delta", "3"]
@@ -158,6 +161,24 @@ def sigterm_mid_replay(args: list[str], folder: Path, temporaries: int) -> tuple
     return proc.returncode, err
 
 
+def test_sigterm_while_a_temporary_file_is_created_leaves_no_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The signal lands after the file exists and before its name reaches the caller:
+    it is held until the name is known, then raised with the file removed."""
+    assert threading.current_thread() is threading.main_thread()
+    real = tempfile.mkstemp
+
+    def mkstemp_then_signal(*args: object, **kwargs: object) -> tuple[int, str]:
+        made = real(*args, **kwargs)  # type: ignore[call-overload]
+        os.kill(os.getpid(), signal.SIGTERM)
+        return made  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp_then_signal)
+    with sigterm_raises(), pytest.raises(Terminated):
+        hidden_temp(str(tmp_path / "out.parquet"), ".spool")
+    assert os.listdir(tmp_path) == []
+
+
 def _big_trace(path: Path, rows: int) -> None:
     with path.open("w", encoding="utf-8") as handle:
         for i in range(rows):
@@ -247,12 +268,12 @@ def test_an_interrupt_while_an_output_opens_leaves_no_temporary_file(
         made.append(path)
         return fd, path
 
-    def fdopen(*args: object, **kwargs: object) -> object:
+    def interrupted_open(*args: object, **kwargs: object) -> object:
         raise KeyboardInterrupt  # the JSON Lines writer opens its one file: interrupted
 
     monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
     if writer == "rows-jsonl":
-        monkeypatch.setattr(os, "fdopen", fdopen)
+        monkeypatch.setattr(_io, "open", interrupted_open, raising=False)
         out = _io.OutputWriter(str(tmp_path / "out.jsonl"), {})
     elif writer == "rows-parquet":
         out = _io.OutputWriter(str(tmp_path / "out.parquet"), {})

@@ -17,6 +17,9 @@ and the CLI call it with one line each:
   ``SystemExit`` with code 143, so that asyncio re-raises it out of a callback as it
   does ``KeyboardInterrupt``, where it logs and swallows any other exception), and every
   ``with``/``finally`` that removes temporary output runs, exactly as for Ctrl-C.
+- ``hidden_temp``: create an empty hidden temporary file beside an output path with
+  ``Terminated`` held until its name is known to the caller's cleanup, so a SIGTERM
+  that lands while the file is being created cannot leave it behind.
 - ``follow_umask``: ``tempfile.mkstemp``/``mkdtemp`` create 0600 files and 0700
   folders; a published output gets the permissions of a plain ``open``/``mkdir``.
 - Ranges: ``INT64_MIN``/``INT64_MAX``, ``int_range``/``float_range`` (argparse types
@@ -56,7 +59,17 @@ class Terminated(SystemExit):  # noqa: N818 - named like KeyboardInterrupt
         super().__init__(143)
 
 
+#: While ``_holding`` (the main thread is creating a temporary file, ``hidden_temp``),
+#: SIGTERM is only noted in ``_held_signal`` and raised once the file's name is known.
+_holding = 0
+_held_signal = False
+
+
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    global _held_signal
+    if _holding:
+        _held_signal = True
+        return
     raise Terminated()
 
 
@@ -66,6 +79,8 @@ def sigterm_raises() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    global _held_signal
+    _held_signal = False
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         yield
@@ -147,6 +162,39 @@ def guard_output(
                          f"(e.g. '{foreign[0]}'); choose a new or empty folder")
 
 
+def hidden_temp(path: str, suffix: str) -> str:
+    """Create an empty file ``.<name of path>.<random><suffix>`` beside ``path`` and
+    return its path (``OSError`` as ``tempfile.mkstemp``).
+
+    In the main thread ``Terminated`` is held while the file is created (the handler of
+    ``sigterm_raises`` only notes the signal), so it cannot be raised between the file
+    appearing and its name being returned; a signal noted meanwhile is raised here,
+    after the file is removed."""
+    global _holding, _held_signal
+    hold = threading.current_thread() is threading.main_thread()
+    created: str | None = None
+    try:
+        _holding += hold
+        try:
+            fd, created = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.",
+                                           suffix=suffix, dir=os.path.dirname(
+                                               os.path.abspath(path)))
+            os.close(fd)
+        finally:
+            _holding -= hold
+        if hold and _held_signal and not _holding:
+            raise Terminated()
+        return created
+    except BaseException:
+        if created is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(created)
+        if hold and _held_signal and not _holding:
+            _held_signal = False
+            raise Terminated() from None  # the signal wins over an error meanwhile
+        raise
+
+
 def check_writable(path: str, option: str) -> None:
     """Fail now if a file cannot be created at ``path`` (probe beside it, removed)."""
     if path == "-":
@@ -157,11 +205,9 @@ def check_writable(path: str, option: str) -> None:
     if os.path.isdir(path):
         raise UsageError(option, f"'{path}' is a folder")
     try:
-        fd, probe = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".probe",
-                                     dir=parent)
+        probe = hidden_temp(path, ".probe")
     except OSError as exc:
         raise UsageError(option, f"cannot write '{path}': {exc.strerror}") from None
-    os.close(fd)
     os.unlink(probe)
 
 
@@ -188,11 +234,9 @@ def check_writable_folder(path: str, option: str, *, in_place: bool = False) -> 
 def atomic_write_text(path: str, text: str, option: str) -> None:
     """Write ``text`` to ``path`` whole or not at all (temporary file, fsync, rename)."""
     check_writable(path, option)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
-                               dir=folder)
+    tmp = hidden_temp(path, ".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with open(tmp, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())

@@ -26,14 +26,13 @@ to the row path over generated traces.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from timebound._safety import follow_umask
+from timebound._safety import follow_umask, hidden_temp
 from timebound.adapters import Row
 from timebound.adapters.atmostonce import AtMostOnceAdapter
 from timebound.contract import REPLAY_OUTPUTS
@@ -186,13 +185,9 @@ class _BatchOutput:
         folder = os.path.dirname(os.path.abspath(self._path))
         if not os.path.isdir(folder):
             raise UsageError("--output", f"folder '{folder}' does not exist")
-        base = os.path.basename(self._path)
         try:
-            fd, self._tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=folder)
-            os.close(fd)
-            fd, self._spool = tempfile.mkstemp(prefix=f".{base}.", suffix=".spool",
-                                               dir=folder)
-            os.close(fd)
+            self._tmp = hidden_temp(self._path, ".tmp")
+            self._spool = hidden_temp(self._path, ".spool")
             self._sink = pa.OSFile(self._spool, "wb")
             self._writer = pa.ipc.new_file(self._sink, self._wide)
         except OSError as exc:

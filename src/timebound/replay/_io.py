@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -21,7 +20,7 @@ from typing import IO, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from timebound._safety import follow_umask
+from timebound._safety import follow_umask, hidden_temp
 from timebound.arrowtypes import ARROW_TYPES as ARROW_TYPES  # the replay's output types
 from timebound.errors import TraceError, UsageError
 
@@ -124,20 +123,15 @@ class OutputWriter:
         if not os.path.isdir(folder):
             raise UsageError("--output", f"folder '{folder}' does not exist")
         try:
-            fd, self._tmp = tempfile.mkstemp(
-                prefix=f".{os.path.basename(self._path)}.", suffix=".tmp", dir=folder
-            )
+            self._tmp = hidden_temp(self._path, ".tmp")
         except OSError as exc:
             raise UsageError("--output", f"cannot write '{self._path}': {exc.strerror}") from None
         try:
             if self._fmt == "jsonl":
-                self._handle = os.fdopen(fd, "w", encoding="utf-8")
+                self._handle = open(self._tmp, "w", encoding="utf-8")
             else:
-                os.close(fd)
-                fd, self._spool = tempfile.mkstemp(
-                    prefix=f".{os.path.basename(self._path)}.", suffix=".spool", dir=folder
-                )
-                self._handle = os.fdopen(fd, "w+", encoding="utf-8")
+                self._spool = hidden_temp(self._path, ".spool")
+                self._handle = open(self._spool, "w+", encoding="utf-8")
         except BaseException:
             # ``__exit__`` does not run when ``__enter__`` raises (SIGTERM lands here too)
             self.__exit__()
