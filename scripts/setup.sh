@@ -18,3 +18,6 @@ fi
 # Headless Chromium for the report's screenshot tests (apt, where usable; never fatal).
 bash scripts/chromium.sh
 .venv/bin/timebound demo
+# The test suite's JVMs map the classes Spark loads from one archive built here, once
+# (tests/jvm_archive.py: about 45 s; never fatal, the suite runs without it).
+.venv/bin/python tests/jvm_archive.py

@@ -17,6 +17,8 @@ import os
 
 from hypothesis import HealthCheck, Phase, settings
 
+from tests import jvm_archive
+
 settings.register_profile("dev", max_examples=40, deadline=None, derandomize=True,
                           database=None)
 settings.register_profile(
@@ -49,8 +51,15 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 #: benchmark's smoke run took 28 s of CPU instead of 44, and the whole suite 765 s
 #: instead of 961 on 2 cores. The code the JVM runs is the same. Spark's launcher adds
 #: ``SPARK_SUBMIT_OPTS`` to the JVM's command line; a value already set is kept.
-JVM_TEST_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-os.environ.setdefault("SPARK_SUBMIT_OPTS", JVM_TEST_OPTIONS)
+#: Each JVM also maps the classes Spark loads from a class-data archive
+#: (tests/jvm_archive.py), when scripts/setup.sh has built it.
+JVM_TEST_OPTIONS = jvm_archive.JVM_TEST_OPTIONS
+_archive = jvm_archive.archive_path(JVM_TEST_OPTIONS)
+#: what the suite sets (the workers inherit it from the controller)
+SUITE_JVM_OPTIONS = JVM_TEST_OPTIONS + (
+    f" -XX:SharedArchiveFile={_archive} {jvm_archive.QUIET}"
+    if _archive is not None and _archive.exists() else "")
+os.environ.setdefault("SPARK_SUBMIT_OPTS", SUITE_JVM_OPTIONS)
 
 
 # -- the shared local Spark session (pipeline, report and demo tests) -----------------

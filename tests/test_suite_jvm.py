@@ -1,18 +1,18 @@
-"""The suite's JVMs run with ``tests/conftest.py``'s ``JVM_TEST_OPTIONS`` (the client
-compiler alone, the serial collector): Spark's launcher must still pass
-``SPARK_SUBMIT_OPTS`` to the JVM, or the suite quietly takes a fifth longer again. The
-JVM's command line is read from ``/proc``."""
+"""The suite's JVMs run with ``tests/conftest.py``'s ``SUITE_JVM_OPTIONS`` (the client
+compiler alone, the serial collector, the class-data archive): Spark's launcher must
+still pass ``SPARK_SUBMIT_OPTS`` to the JVM, or the suite quietly takes a fifth longer
+again. The JVM's command line is read from ``/proc``."""
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import JVM_TEST_OPTIONS
-
-pytestmark = pytest.mark.spark
+from tests import jvm_archive
+from tests.conftest import SUITE_JVM_OPTIONS
 
 
 def _session_jvm_arguments() -> list[str]:
@@ -31,9 +31,26 @@ def _session_jvm_arguments() -> list[str]:
     pytest.fail("no Spark JVM started by this process")
 
 
+@pytest.mark.spark
 def test_the_shared_sessions_jvm_runs_with_the_suites_options(spark) -> None:
-    if os.environ.get("SPARK_SUBMIT_OPTS", JVM_TEST_OPTIONS) != JVM_TEST_OPTIONS:
+    if os.environ.get("SPARK_SUBMIT_OPTS") != SUITE_JVM_OPTIONS:
         pytest.skip("SPARK_SUBMIT_OPTS was set before the suite started")
     assert spark.range(1).count() == 1  # the session (and its JVM) is up
     given = _session_jvm_arguments()
-    assert set(JVM_TEST_OPTIONS.split()) <= set(given), given
+    assert set(SUITE_JVM_OPTIONS.split()) <= set(given), given
+
+
+def test_a_failed_archive_build_leaves_nothing_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job that fails: no archive, no partial file in ``.venv``, no scratch folder,
+    and the suite goes on without it."""
+    options = f"{jvm_archive.JVM_TEST_OPTIONS} -Dtimebound.test=failed-build"
+    path = jvm_archive.archive_path(options)
+    if path is None:
+        pytest.skip("no java or no .venv")
+    monkeypatch.setattr(jvm_archive, "_JOB", "import sys; open(sys.argv[1] + '/x', 'w'); "
+                        "sys.exit(3)")
+    scratch = set(os.listdir(tempfile.gettempdir()))
+    assert jvm_archive.build(options) is None
+    assert not [n for n in os.listdir(path.parent) if n.startswith(path.name)]
+    assert {n for n in set(os.listdir(tempfile.gettempdir())) - scratch
+            if n.startswith("timebound-jvm-archive-")} == set()
