@@ -131,4 +131,8 @@ def build(options: str = JVM_TEST_OPTIONS) -> Path | None:
 
 
 if __name__ == "__main__":
-    build()  # never fatal: scripts/setup.sh goes on without it
+    try:
+        build()
+    except Exception as exc:  # never fatal: scripts/setup.sh goes on without it
+        print(f"tests: no JVM class archive (the suite runs without it): {exc}",
+              file=sys.stderr)

@@ -47,8 +47,11 @@ def test_a_failed_archive_build_leaves_nothing_behind(monkeypatch: pytest.Monkey
     path = jvm_archive.archive_path(options)
     if path is None:
         pytest.skip("no java or no .venv")
-    monkeypatch.setattr(jvm_archive, "_JOB", "import sys; open(sys.argv[1] + '/x', 'w'); "
-                        "sys.exit(3)")
+    # the job writes in its scratch folder and starts the partial archive, then fails
+    monkeypatch.setattr(jvm_archive, "_JOB", (
+        "import os, sys; open(sys.argv[1] + '/x', 'w'); "
+        "open(os.environ['SPARK_SUBMIT_OPTS'].split('ArchiveClassesAtExit=')[1].split()[0],"
+        " 'w'); sys.exit(3)"))
     scratch = set(os.listdir(tempfile.gettempdir()))
     assert jvm_archive.build(options) is None
     assert not [n for n in os.listdir(path.parent) if n.startswith(path.name)]

@@ -182,14 +182,14 @@ def hidden_temp(path: str, suffix: str) -> str:
             os.close(fd)
         finally:
             _holding -= hold
-        if hold and _held_signal and not _holding:
+        if hold and _held_signal:
             raise Terminated()
         return created
     except BaseException:
         if created is not None:
             with contextlib.suppress(OSError):
                 os.unlink(created)
-        if hold and _held_signal and not _holding:
+        if hold and _held_signal:
             _held_signal = False
             raise Terminated() from None  # the signal wins over an error meanwhile
         raise
