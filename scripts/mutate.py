@@ -104,7 +104,11 @@ CH_SEND = "channel/_sender.py"
 Mutant = tuple[str, str, str, str] | tuple[str, str, str, str, int]
 MUTANTS: list[Mutant] = [
     ("atmostonce", AMO, "            if ts <= last:", "            if ts < last:"),
-    ("atmostonce", AMO, "        elif ts <= self.upper:", "        elif ts < self.upper:", 0),
+    ("atmostonce", AMO, "        elif ts <= (self.upper_marked if marked else self.upper):",
+     "        elif ts < (self.upper_marked if marked else self.upper):"),
+    ("atmostonce", AMO,
+     "        elif ts <= (bound := self.upper_marked if marked else self.upper):",
+     "        elif ts < (bound := self.upper_marked if marked else self.upper):"),
     ("atmostonce", AMO, "        if latest is not None and ts > latest:",
      "        if latest is not None and ts > latest + 1:"),
     ("atmostonce", AMO, "        if slack is not None and ts > now + slack:",
@@ -113,8 +117,9 @@ MUTANTS: list[Mutant] = [
      "            self.upper = record.latest - 1"),
     ("atmostonce", TABLE, "        threshold = now - self.estimator.estimate",
      "        threshold = now - self.estimator.estimate + 1"),
-    ("atmostonce", TABLE, "            if ts > upper:", "            if ts < upper:"),
-    ("atmostonce", TABLE, "            if ts > upper_marked:", "            if ts < upper_marked:"),
+    ("atmostonce", TABLE, "        if ts > self.upper:", "        if ts < self.upper:"),
+    ("atmostonce", TABLE, "        if ts > self.upper_marked:",
+     "        if ts < self.upper_marked:"),
     ("atmostonce", AMO, "        elif ts <= (self.upper_marked if marked else self.upper):",
      "        elif ts <= (0 if marked else self.upper):"),
     ("atmostonce", AMO,
@@ -178,7 +183,7 @@ MUTANTS: list[Mutant] = [
     # -- added: the frame codec, the channel cores, the slotted sender, the stability
     # receiver and the causal order (every core has mutants)
     ("wire", WIRE, "        if kind == 0 or flags & ~FLAG_AUTH:", "        if kind == 0:"),
-    ("wire", WIRE, "            if hmac.compare_digest(key.tag(signed), tag):",
+    ("wire", WIRE, "            if hmac.compare_digest(key.tag(signed, prefix), tag):",
      "            if True:"),
     ("wire", WIRE, "            self.previous_until is None or now < self.previous_until",
      "            self.previous_until is None or now <= self.previous_until"),
@@ -206,8 +211,10 @@ MUTANTS: list[Mutant] = [
      "                        and True):"),
     ("rpc_live", LIVE, "        if incarnation and incarnation == self.incarnation:",
      "        if False:"),
-    ("rpc_live", LIVE, "            if budget and now > out.ts + budget * self.ticks_per_ms:",
-     "            if budget and now > out.ts + 2 * budget * self.ticks_per_ms:"),
+    ("rpc_live", LIVE, "        return start.ts + budget * self.ticks_per_ms if budget else None",
+     "        return start.ts + 2 * budget * self.ticks_per_ms if budget else None"),
+    ("rpc_live", LIVE, "        return deadline is not None and now > deadline",
+     "        return deadline is not None and now >= deadline"),
     ("rpc_live", LIVE, "            if len(o.datagram) > budget and not self.validated(o.peer, now):",
      "            if False:"),
     ("rpc_live", LIVE, "                or not hmac.compare_digest(self._token(issued, peer), token)):",
@@ -441,19 +448,30 @@ def mutant_name(rel: str, original: str, replacement: str, nth: int | None = Non
     return f"{rel}{where}: {original.strip()} -> {replacement.strip()}"
 
 
+def mutant_lines(src: Path, mutant: Mutant) -> tuple[list[str], int | None]:
+    """The lines of the mutant's file under ``src`` (a copy of ``src/``) and the index of
+    the line it replaces (None: the original line is not there as the mutant says, a
+    bad mutant: the core changed under it)."""
+    rel, original = mutant[1], mutant[2]
+    nth = mutant[4] if len(mutant) == 5 else None
+    lines = (src / "timebound" / "core" / rel).read_text(encoding="utf-8").split("\n")
+    hits = [i for i, line in enumerate(lines) if line == original]
+    if (len(hits) != 1) if nth is None else (len(hits) <= nth):
+        return lines, None
+    return lines, hits[nth or 0]
+
+
 def run_mutant(snapshot: Path, mutant: Mutant, timeout: float) -> str:
     protocol, rel, original, replacement = mutant[:4]
-    nth = mutant[4] if len(mutant) == 5 else None
     tmp = Path(tempfile.mkdtemp(prefix="timebound-mutant-"))
     try:
         src = tmp / "src"
         shutil.copytree(snapshot, src)
         path = src / "timebound" / "core" / rel
-        lines = path.read_text(encoding="utf-8").split("\n")
-        hits = [i for i, line in enumerate(lines) if line == original]
-        if (len(hits) != 1) if nth is None else (len(hits) <= nth):
-            return f"BAD MUTANT ({len(hits)} matches)"
-        lines[hits[nth or 0]] = replacement
+        lines, at = mutant_lines(src, mutant)
+        if at is None:
+            return f"BAD MUTANT ({sum(line == original for line in lines)} matches)"
+        lines[at] = replacement
         path.write_text("\n".join(lines), encoding="utf-8")
         return judge(TESTS[protocol], src, timeout)
     finally:

@@ -158,3 +158,20 @@ def test_second_copy_of_a_waiting_f_is_a_duplicate_and_it_is_delivered_once() ->
     assert _acts(receiver, "f2", f2, 4) == [("f2", "deliver"), ("f3", "deliver")]
     assert receiver.statistics().discarded == {"slot_closed": 0, "overtaken": 1,
                                                "duplicate": 1}
+
+
+# -- the at-most-once RPC service: a call's deadline (rpc/_live.py) -----------------------
+
+
+@pytest.mark.parametrize(("after", "starts"), [(0, True), (1, False)])
+def test_a_call_arriving_at_its_deadline_starts_one_tick_later_it_expires(
+        after: int, starts: bool) -> None:
+    """A call's deadline is ``ts + budget_ms`` on its caller's clock; a call is late only
+    past it, on arrival as at start."""
+    from tests.test_rpc_hostile import _pair
+
+    service, caller = _pair()
+    ts, (call,) = caller.call("echo", b"x", now=9_000, conn="cl.1", budget_ms=5)
+    out = service.receive(call, "client", now=ts + 5 * service.ticks_per_ms + after)
+    assert len(out.runs) == (1 if starts else 0)
+    assert service.statistics().expired == (0 if starts else 1)
