@@ -168,9 +168,9 @@ def test_a_call_arriving_at_its_deadline_starts_one_tick_later_it_expires(
         after: int, starts: bool) -> None:
     """A call's deadline is ``ts + budget_ms`` on its caller's clock; a call is late only
     past it, on arrival as at start."""
-    from tests.test_rpc_hostile import _pair
-
-    service, caller = _pair()
+    service: RpcService[str] = RpcService(FrameCodec(None), rho=10**9, gc_every=10**6,
+                                          secret=b"s" * 32)
+    caller = RpcCaller("cl", Policy(interval=1000, give_up_after=10**9), FrameCodec(None))
     ts, (call,) = caller.call("echo", b"x", now=9_000, conn="cl.1", budget_ms=5)
     out = service.receive(call, "client", now=ts + 5 * service.ticks_per_ms + after)
     assert len(out.runs) == (1 if starts else 0)

@@ -9,14 +9,11 @@ reproduction rows' ``ROW_MUTANTS`` (tests/test_reproduction_mutants.py).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.test_reproduction_mutants import MUTATE  # scripts/mutate.py, loaded once
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.test_reproduction_mutants import MUTATE, ROOT  # scripts/mutate.py, loaded once
 
 ALL = [*MUTATE.MUTANTS,
        *(("row", *change) for change in MUTATE.ROW_MUTANTS.values())]
