@@ -265,24 +265,37 @@ class AtMostOnceAdapter:
 
     def _split(self, node: ClassifiedReceiver, conns: list[str], stamps: list[int],
                times: list[int], classes: Sequence[int]) -> Decisions:
-        """Each class's rows through its own receiver, results back in row order."""
-        rows: dict[int, list[int]] = {}
-        for i, cls in enumerate(classes):
-            rows.setdefault(cls, []).append(i)
+        """Each class's rows through its own receiver, in row order within the class;
+        the results back in row order. The split and the scatter are numpy's: only the
+        column path (``timebound.columnar``, which has numpy) comes here."""
+        import numpy as np
+
+        by_class = np.argsort(np.asarray(classes, dtype=np.int64), kind="stable")
+        counts = np.bincount(np.asarray(classes, dtype=np.int64),
+                             minlength=len(node.receivers)).tolist()
+        conn_array = np.array(conns, dtype=object)
+        stamp_array = np.array(stamps, dtype=np.int64)
+        time_array = np.array(times, dtype=np.int64)
         n = len(conns)
-        codes, estimates, sizes = [0] * n, [0] * n, [0] * n
-        up: list[bool] | None = [True] * n if self._resilient else None
-        for cls, idx in rows.items():
-            part = self._drive(node.receivers[cls], [conns[i] for i in idx],
-                               [stamps[i] for i in idx], [times[i] for i in idx])
-            for j, i in enumerate(idx):
-                codes[i] = part.codes[j]
-                estimates[i] = part.estimates[j]
-                sizes[i] = part.sizes[j]
+        codes = np.zeros(n, dtype=np.int64)
+        estimates = np.zeros(n, dtype=np.int64)
+        sizes = np.zeros(n, dtype=np.int64)
+        up = np.ones(n, dtype=bool) if self._resilient else None
+        start = 0
+        for cls, count in enumerate(counts):
+            if not count:
+                continue
+            idx = by_class[start:start + count]
+            start += count
+            part = self._drive(node.receivers[cls], conn_array[idx].tolist(),
+                               stamp_array[idx].tolist(), time_array[idx].tolist())
+            codes[idx] = part.codes
+            estimates[idx] = part.estimates
+            sizes[idx] = part.sizes
             if up is not None and part.up is not None:
-                for j, i in enumerate(idx):
-                    up[i] = part.up[j]
-        return Decisions(codes, estimates, sizes, up)
+                up[idx] = part.up
+        return Decisions(codes.tolist(), estimates.tolist(), sizes.tolist(),
+                         None if up is None else up.tolist())
 
     def _crash(self, row: Row) -> Iterable[Mapping[str, Any]]:
         row.choice("type", ROW_TYPES)
