@@ -217,14 +217,14 @@ def _decide_segment(replayer: Any, source: str, segment: pa.Table, lines: np.nda
     lasts = np.r_[firsts[1:], len(at_sorted)]
     for first, stop in zip(firsts.tolist(), lasts.tolist()):
         idx = by_receiver[first:stop]
-        cls: int | list[int]
+        cls: int | np.ndarray
         if classes == 1 or expect_class is not None:
             cls = 0 if expect_class is None else expect_class
         else:
-            cls = row_class[idx].tolist()
+            cls = row_class[idx]
         decided = replayer.decide_receiver(
-            source, lines[idx].tolist(), names[r_sorted[first]],
-            conn_objects[ccode[idx]].tolist(), ts[idx].tolist(), at[idx].tolist(), cls)
+            source, lines[idx], names[r_sorted[first]], conn_objects[ccode[idx]], ts[idx],
+            at[idx], cls)
         verdict[idx] = decided.codes
         rho[idx] = decided.estimates
         entries[idx] = decided.sizes
