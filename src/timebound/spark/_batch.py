@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: The one run of the pipeline's decider (it keys replayers by run).
 RUN = "at_most_once"
 _DECISION = "__timebound_decision"
+_RUN, _MSG = pa.scalar(RUN, pa.string()), pa.scalar("msg", pa.string())
 #: What the decider reads, as ``timebound.spark.traces`` names it.
 _READ = ("receiver", "conn", "ts", "at")
 _S, _L = StringType(), LongType()
@@ -89,8 +90,8 @@ def _batches(held: list[tuple[pa.Array, ...]], cols: Columns) -> Iterator[pa.Rec
     for receiver, conn, ts, at, *_ in held:
         n = len(receiver)
         yield pa.RecordBatch.from_arrays(
-            [pa.array([RUN] * n, pa.string()), pa.array(rank[offset:offset + n]),
-             pa.array(["msg"] * n, pa.string()), receiver, conn, ts, at],
+            [pa.repeat(_RUN, n), pa.array(rank[offset:offset + n]), pa.repeat(_MSG, n),
+             receiver, conn, ts, at],
             names=["run", "seq", "type", *_READ])
         offset += n
 
