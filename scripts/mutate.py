@@ -31,7 +31,7 @@ would also fall back to them on the stale hash; this makes it explicit).
 
     .venv/bin/python scripts/mutate.py                       # every mutant
     .venv/bin/python scripts/mutate.py merge rpc             # only those protocols
-    .venv/bin/python scripts/mutate.py --jobs 2 --out /work/team/mutation-score.txt
+    .venv/bin/python scripts/mutate.py --jobs 2 --out mutation-score.txt
 
 Prints one row per mutant and the score; exit status 0 when every mutant was caught.
 

@@ -4,11 +4,12 @@
 streaming, under the caller's column names: every input row comes back with all its
 columns plus ``verdict``, ``rho`` and ``entries`` (and ``late_arrival`` on a stream),
 the verdicts ``timebound replay atmostonce`` gives those rows taken in ``at`` order
-per receiver. A batch DataFrame goes through the operator path ``timebound pipeline``
-runs (``_batch``, over ``traces``' decider), a stream through the
-``transformWithState`` processor ``timebound stream`` ran before its columnar engine
-(``_stream``); both hand the rows to the shared row adapter, so no protocol rule lives
-here. Options and columns are checked on the driver before any job (``_check``).
+per receiver. A batch DataFrame goes through the decider ``timebound pipeline`` runs
+(``_batch``, over ``traces``' ``Decider``), a stream through the grouped engine
+``timebound stream atmostonce`` runs (``_stream``: ``applyInPandasWithState``, the
+key's receiver in its state); both decide column-wise through the shared row adapter
+(``timebound.columnar``), so no protocol rule lives here. Options and columns are
+checked on the driver before any job (``_check``).
 
 ``compare(df, conn=..., ts=..., at=...)`` runs ``at_most_once`` (fixed and adaptive
 lifetimes) beside Spark's ``dropDuplicatesWithinWatermark`` on the caller's arrivals
@@ -148,7 +149,7 @@ def causal_merge(
     ``"250us"``, ``"1s"``), so a buffered message is delivered once its deadline has
     passed even when no new arrival comes; ``"none"``: only arrivals move it (the batch
     operator's rows, minus those still buffered). The stream runs as
-    ``transformWithState`` on the RocksDB state store. Raises ``UsageError`` (an option)
+    ``transformWithStateInPandas`` on the RocksDB state store. Raises ``UsageError`` (an option)
     or ``SchemaError`` (a column) before any Spark job.
     """
     from timebound.adapters.merge import MergeOptions
