@@ -143,3 +143,95 @@ def test_integers_beyond_2_to_the_53_cross_exactly(spark: Any, tmp_path: Path) -
            for r in read_table(tmp_path / "sink" / "verdicts")}
     assert got == {1: (big + 2, big + 5, "duplicate"), 2: (big + 1, big + 5, "accepted"),
                    3: (None, 1, "accepted")}
+
+
+def _decided_alone(opts: Any, parts: list[list[dict[str, Any]]]) -> list[Any]:
+    """Each micro-batch's verdict rows and state, every receiver decoded from its state
+    (no warm receiver in this process)."""
+    from timebound.spark.traces import _stream_atmostonce as engine
+
+    processor = engine.ColumnarProcessor(opts)
+    processor.state = State()  # type: ignore[assignment]
+    out = []
+    for part in parts:
+        engine._WARM.clear()
+        out.append((processor.decide_columns(("r1", "s1", 0), as_spark_frame(part)).to_pylist(),
+                    processor.state.value))
+    engine._WARM.clear()
+    return out
+
+
+@pytest.mark.parametrize("args", ARGS, ids=["fixed", "unlimited-crashes", "limited"])
+@pytest.mark.parametrize("seed", range(4))
+def test_a_warm_receiver_decides_as_a_decoded_one(seed: int, args: list[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The receiver this process saved is taken back without decoding the state, and
+    decides every later micro-batch as the decoded one does (the same rows, the same
+    state bytes)."""
+    from timebound.spark.traces import _stream_atmostonce as engine
+
+    parts, opts = batches(seed, args)
+    try:
+        expected = _decided_alone(opts, parts)
+    except TraceError:  # a late file crashed a receiver still down: nothing to compare
+        return
+    processor = engine.ColumnarProcessor(opts)
+    processor.state = State()  # type: ignore[assignment]
+    got = [(processor.decide_columns(("r1", "s1", 0), as_spark_frame(parts[0])).to_pylist(),
+            processor.state.value)]
+
+    def no_decode(blob: bytes) -> Any:
+        raise AssertionError("a warm receiver was decoded")
+
+    monkeypatch.setattr(engine, "decode", no_decode)
+    for part in parts[1:]:
+        got.append((processor.decide_columns(("r1", "s1", 0), as_spark_frame(part)).to_pylist(),
+                    processor.state.value))
+    engine._WARM.clear()
+    assert got == expected
+
+
+def test_a_failed_micro_batch_leaves_no_warm_receiver() -> None:
+    """A micro-batch that fails after deciding some rows with the warm receiver: its
+    retry (the state Spark kept, the rows fixed) decides from the decoded state, as a
+    process that never had the receiver does."""
+    from timebound.spark.traces import _stream_atmostonce as engine
+
+    parts, opts = batches(0, ARGS[0])
+    bad = [dict(row) for row in sorted(parts[1], key=lambda r: r["seq"])]
+    bad[-1]["conn"] = None  # the last row: every row before it is decided first
+    fixed = sorted(parts[1], key=lambda r: r["seq"])
+    expected = _decided_alone(opts, [parts[0], fixed])
+    processor = engine.ColumnarProcessor(opts)
+    processor.state = State()  # type: ignore[assignment]
+    processor.decide_columns(("r1", "s1", 0), as_spark_frame(parts[0]))
+    kept = processor.state.value
+    with pytest.raises(TraceError):
+        processor.decide_columns(("r1", "s1", 0), as_spark_frame(bad))
+    assert processor.state.value == kept  # Spark keeps the state of the batch before
+    got = processor.decide_columns(("r1", "s1", 0), as_spark_frame(fixed)).to_pylist()
+    engine._WARM.clear()
+    assert (got, processor.state.value) == expected[1]
+
+
+def test_warm_receivers_are_bounded_in_number_and_bytes(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """The process keeps the receivers it saved last, within ``WARM_KEYS`` and
+    ``WARM_BYTES`` of their states; the one just saved stays while it fits alone."""
+    from timebound.spark.traces import _stream_atmostonce as engine
+
+    parts, _ = batches(0, ARGS[0])
+    engine._WARM.clear()
+    monkeypatch.setattr(engine, "WARM_KEYS", 3)
+    sizes = []
+    for key in range(5):  # five queries (each its own rho), one receiver each
+        processor = engine.ColumnarProcessor(options(["--rho", str(30 + key),
+                                                      "--gc-every", "20"]))
+        processor.state = State()  # type: ignore[assignment]
+        processor.decide_columns(("r1", "s1", 0), as_spark_frame(parts[0]))
+        sizes.append(len(processor.state.value[0]))
+        assert len(engine._WARM) == min(key + 1, 3)
+    monkeypatch.setattr(engine, "WARM_BYTES", max(sizes) + 1)
+    processor.decide_columns(("r1", "s1", 0), as_spark_frame(parts[1]))
+    assert [len(blob) for _, blob in engine._WARM] == [len(processor.state.value[0])]
+    engine._WARM.clear()
