@@ -145,6 +145,26 @@ def test_integers_beyond_2_to_the_53_cross_exactly(spark: Any, tmp_path: Path) -
                    3: (None, 1, "accepted")}
 
 
+def _decide_each(processor: Any, parts: list[list[dict[str, Any]]], cold: bool
+                 ) -> list[Any]:
+    """Each micro-batch's verdict rows and state through ``processor`` (``cold``: no
+    warm receiver in this process before any of them), up to the first error (its
+    text ends the list)."""
+    from timebound.spark.traces import _stream_atmostonce as engine
+
+    out: list[Any] = []
+    for part in parts:
+        if cold:
+            engine._WARM.clear()
+        try:
+            rows = processor.decide_columns(("r1", "s1", 0), as_spark_frame(part)).to_pylist()
+        except TraceError as exc:
+            out.append(str(exc))
+            break
+        out.append((rows, processor.state.value))
+    return out
+
+
 def _decided_alone(opts: Any, parts: list[list[dict[str, Any]]]) -> list[Any]:
     """Each micro-batch's verdict rows and state, every receiver decoded from its state
     (no warm receiver in this process)."""
@@ -152,13 +172,10 @@ def _decided_alone(opts: Any, parts: list[list[dict[str, Any]]]) -> list[Any]:
 
     processor = engine.ColumnarProcessor(opts)
     processor.state = State()  # type: ignore[assignment]
-    out = []
-    for part in parts:
+    try:
+        return _decide_each(processor, parts, cold=True)
+    finally:
         engine._WARM.clear()
-        out.append((processor.decide_columns(("r1", "s1", 0), as_spark_frame(part)).to_pylist(),
-                    processor.state.value))
-    engine._WARM.clear()
-    return out
 
 
 @pytest.mark.parametrize("args", ARGS, ids=["fixed", "unlimited-crashes", "limited"])
@@ -167,28 +184,26 @@ def test_a_warm_receiver_decides_as_a_decoded_one(seed: int, args: list[str],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The receiver this process saved is taken back without decoding the state, and
     decides every later micro-batch as the decoded one does (the same rows, the same
-    state bytes)."""
+    state bytes, the same error where a late file crashes a receiver still down)."""
     from timebound.spark.traces import _stream_atmostonce as engine
 
     parts, opts = batches(seed, args)
-    try:
-        expected = _decided_alone(opts, parts)
-    except TraceError:  # a late file crashed a receiver still down: nothing to compare
-        return
+    expected = _decided_alone(opts, parts)
     processor = engine.ColumnarProcessor(opts)
     processor.state = State()  # type: ignore[assignment]
-    got = [(processor.decide_columns(("r1", "s1", 0), as_spark_frame(parts[0])).to_pylist(),
-            processor.state.value)]
+    got = _decide_each(processor, parts[:1], cold=False)
+    assert isinstance(got[0], tuple)
 
     def no_decode(blob: bytes) -> Any:
         raise AssertionError("a warm receiver was decoded")
 
     monkeypatch.setattr(engine, "decode", no_decode)
-    for part in parts[1:]:
-        got.append((processor.decide_columns(("r1", "s1", 0), as_spark_frame(part)).to_pylist(),
-                    processor.state.value))
-    engine._WARM.clear()
+    try:
+        got += _decide_each(processor, parts[1:], cold=False)
+    finally:
+        engine._WARM.clear()
     assert got == expected
+    assert len(got) >= 2
 
 
 def test_a_failed_micro_batch_leaves_no_warm_receiver() -> None:

@@ -149,8 +149,8 @@ def causal_merge(
     ``"250us"``, ``"1s"``), so a buffered message is delivered once its deadline has
     passed even when no new arrival comes; ``"none"``: only arrivals move it (the batch
     operator's rows, minus those still buffered). The stream runs as
-    ``transformWithStateInPandas`` on the RocksDB state store. Raises ``UsageError`` (an option)
-    or ``SchemaError`` (a column) before any Spark job.
+    ``transformWithStateInPandas`` on the RocksDB state store. Raises ``UsageError``
+    (an option) or ``SchemaError`` (a column) before any Spark job.
     """
     from timebound.adapters.merge import MergeOptions
     from timebound.spark import _groups, _merge
