@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from timebound.adapters.atmostonce import ClassRows
 from timebound.contract import MESSAGE_IDS, MESSAGE_MINIMUMS
 from timebound.core.atmostonce import VERDICT_CODES as CODES
 from timebound.core.atmostonce import Verdict, crc32_classes
@@ -174,6 +175,16 @@ def _well_formed(segment: pa.Table) -> bool:
     return bool(pc.min(segment.column("ts")).as_py() >= MESSAGE_MINIMUMS["ts"])
 
 
+def _scatter(rows: np.ndarray, decided: Any, verdict: np.ndarray, rho: np.ndarray,
+             entries: np.ndarray, valid: np.ndarray) -> None:
+    """One ``Decisions`` (``AtMostOnceAdapter``) into the segment's columns at ``rows``."""
+    verdict[rows] = decided.codes
+    rho[rows] = decided.estimates
+    entries[rows] = decided.sizes
+    if decided.up is not None:
+        valid[rows] = decided.up
+
+
 def _decide_segment(replayer: Any, source: str, segment: pa.Table, lines: np.ndarray,
                     verdict: np.ndarray, rho: np.ndarray, entries: np.ndarray,
                     valid: np.ndarray, classes_out: np.ndarray,
@@ -217,18 +228,25 @@ def _decide_segment(replayer: Any, source: str, segment: pa.Table, lines: np.nda
     lasts = np.r_[firsts[1:], len(at_sorted)]
     for first, stop in zip(firsts.tolist(), lasts.tolist()):
         idx = by_receiver[first:stop]
-        cls: int | np.ndarray
+        name, receiver_lines = names[r_sorted[first]], lines[idx].tolist()
         if classes == 1 or expect_class is not None:
-            cls = 0 if expect_class is None else expect_class
-        else:
-            cls = row_class[idx]
-        decided = replayer.decide_receiver(
-            source, lines[idx], names[r_sorted[first]], conn_objects[ccode[idx]], ts[idx],
-            at[idx], cls)
-        verdict[idx] = decided.codes
-        rho[idx] = decided.estimates
-        entries[idx] = decided.sizes
-        if decided.up is not None:
-            valid[idx] = decided.up
+            decided = replayer.decide_receiver(
+                source, receiver_lines, name, conn_objects[ccode[idx]].tolist(),
+                ts[idx].tolist(), at[idx].tolist(),
+                0 if expect_class is None else expect_class)
+            _scatter(idx, decided, verdict, rho, entries, valid)
+            continue
+        # the class split and the scatter back are numpy's (``decide_classes``)
+        of_row = row_class[idx]
+        by_class = idx[np.argsort(of_row, kind="stable")]
+        bounds = np.cumsum([0, *np.bincount(of_row, minlength=classes).tolist()]).tolist()
+        split = {c: by_class[bounds[c]:bounds[c + 1]] for c in range(classes)
+                 if bounds[c + 1] > bounds[c]}
+        parts = [ClassRows(c, conn_objects[ccode[rows]].tolist(), ts[rows].tolist(),
+                           at[rows].tolist()) for c, rows in split.items()]
+        decided_parts = replayer.decide_classes(source, receiver_lines, name,
+                                                at[idx].tolist(), parts)
+        for rows, decided in zip(split.values(), decided_parts):
+            _scatter(rows, decided, verdict, rho, entries, valid)
     classes_out[:] = row_class
     return True

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from timebound.adapters._options import Values, forbid, require
 from timebound.adapters._rows import Row
@@ -37,9 +37,6 @@ from timebound.core.atmostonce import (
     drive_resilient,
 )
 from timebound.errors import TraceError, UsageError
-
-if TYPE_CHECKING:  # pragma: no cover - numpy comes with the column path's callers
-    import numpy as np
 
 ROW_TYPES = ("msg", "crash")
 
@@ -114,15 +111,26 @@ def well_formed(name: object, conn: object, ts: object, at: object) -> bool:
 @dataclass(frozen=True, slots=True)
 class Decisions:
     """What ``AtMostOnceAdapter.decide_receiver`` decided, one entry per row in the
-    order given (numpy columns): the verdict code (``core.atmostonce.VERDICT_CODES``,
-    names in ``VERDICT_NAMES``), the estimate in force and the table size after it, and
-    ``up`` (False: refused while down, estimate and size 0 meaning none; None when the
+    order given: the verdict code (``core.atmostonce.VERDICT_CODES``, names in
+    ``VERDICT_NAMES``), the estimate in force and the table size after it, and ``up``
+    (False: refused while down, estimate and size 0 meaning none; None when the
     receiver is not resilient, so never down)."""
 
-    codes: np.ndarray
-    estimates: np.ndarray
-    sizes: np.ndarray
-    up: np.ndarray | None
+    codes: list[int]
+    estimates: list[int]
+    sizes: list[int]
+    up: list[bool] | None
+
+
+@dataclass(frozen=True, slots=True)
+class ClassRows:
+    """One hash class's rows of a receiver, in row order (``decide_classes``): the
+    class, and each row's conn, ``ts`` and ``at``."""
+
+    cls: int
+    conns: list[str]
+    stamps: list[int]
+    times: list[int]
 
 
 class AtMostOnceAdapter:
@@ -224,95 +232,78 @@ class AtMostOnceAdapter:
             self._peak_entries = entries
         return verdict, rho, entries
 
-    def decide_receiver(self, source: str, lines: Sequence[int] | np.ndarray, name: str,
-                        conns: Sequence[str] | np.ndarray,
-                        stamps: Sequence[int] | np.ndarray,
-                        times: Sequence[int] | np.ndarray,
-                        classes: int | Sequence[int] | np.ndarray) -> Decisions:
+    def decide_receiver(self, source: str, lines: Sequence[int], name: str,
+                        conns: list[str], stamps: list[int], times: list[int],
+                        classes: int | Sequence[int]) -> Decisions:
         """The column path: the message rows of receiver ``name``, in trace order, as
-        plain columns (lists, or numpy arrays: ``conns`` of objects), decided as
-        ``decide`` decides them one by one; the decisions come back as numpy columns.
+        plain columns, decided as ``decide`` decides them one by one.
 
         The caller has checked each row well formed (``well_formed``); ``lines[i]``
         names row ``i`` in errors. ``classes``: the class of each row's conn (by
-        ``classifier``), or one int when every row is in that class. This method owns
-        the rest: the receiver is created at its first row, ``at`` may never go back
-        in time (``TraceError`` naming the row, before any row is decided), each
-        class's rows run in order through the core's ``drive`` loop (one
-        ``decide_message`` per row), and ``--stats``' counters and the receiver's
-        clock are kept as ``decide`` keeps them. Only the column path, whose callers
-        have numpy, comes here."""
-        import numpy as np
-
-        at = np.asarray(times, dtype=np.int64)
-        if not len(at):
-            empty = np.zeros(0, dtype=np.int64)
-            return Decisions(empty, empty, empty, None)
-        back = np.flatnonzero(at[1:] < at[:-1])
-        if len(back):
-            i = int(back[0]) + 1
-            raise TraceError(source, int(lines[i]), "at",
-                             f"goes back in time for receiver {name!r} "
-                             f"({int(at[i])} < {int(at[i - 1])})")
-        node = self.open_receiver(source, int(lines[0]), name, int(at[0]))
-        conn_array = np.asarray(conns, dtype=object)
-        stamp_array = np.asarray(stamps, dtype=np.int64)
+        ``classifier``), or one int when every row is in that class. The rows are
+        split by class here and decided by ``decide_classes``; the decisions come
+        back in row order."""
+        if not conns:
+            return Decisions([], [], [], None)
         if isinstance(classes, int):
-            decided = self._drive(node.receivers[classes], conn_array, stamp_array, at)
-        else:
-            decided = self._split(node, conn_array, stamp_array, at, classes)
-        self._last_at[name] = int(at[-1])
-        counts = np.bincount(decided.codes, minlength=len(VERDICT_NAMES)).tolist()
-        for code, count in enumerate(counts):
-            if count:
+            return self.decide_classes(source, lines, name, times,
+                                       [ClassRows(classes, conns, stamps, times)])[0]
+        rows: dict[int, list[int]] = {}
+        for i, cls in enumerate(classes):
+            rows.setdefault(cls, []).append(i)
+        parts = [ClassRows(cls, [conns[i] for i in idx], [stamps[i] for i in idx],
+                           [times[i] for i in idx]) for cls, idx in rows.items()]
+        n = len(conns)
+        codes, estimates, sizes = [0] * n, [0] * n, [0] * n
+        up: list[bool] | None = [True] * n if self._resilient else None
+        for idx, part in zip(rows.values(),
+                             self.decide_classes(source, lines, name, times, parts)):
+            for j, i in enumerate(idx):
+                codes[i] = part.codes[j]
+                estimates[i] = part.estimates[j]
+                sizes[i] = part.sizes[j]
+            if up is not None and part.up is not None:
+                for j, i in enumerate(idx):
+                    up[i] = part.up[j]
+        return Decisions(codes, estimates, sizes, up)
+
+    def decide_classes(self, source: str, lines: Sequence[int], name: str,
+                       times: list[int], parts: Sequence[ClassRows]) -> list[Decisions]:
+        """The column path with the receiver's rows already split by hash class (a
+        caller with numpy splits and scatters them faster than ``decide_receiver``):
+        ``times`` and ``lines`` are every row's ``at`` and line in trace order,
+        ``parts`` each class's rows in that order; one ``Decisions`` per part.
+
+        This method owns the rest: the receiver is created at its first row, ``at``
+        may never go back in time (``TraceError`` naming the row, before any row is
+        decided), each class's rows run in order through the core's ``drive`` loop
+        (one ``decide_message`` per row), and ``--stats``' counters and the
+        receiver's clock are kept as ``decide`` keeps them."""
+        if not times:
+            return [Decisions([], [], [], None) for _ in parts]
+        if times != sorted(times):  # (C speed; the loop only finds the row)
+            for i in range(1, len(times)):
+                if times[i] < times[i - 1]:
+                    raise TraceError(source, lines[i], "at",
+                                     f"goes back in time for receiver {name!r} "
+                                     f"({times[i]} < {times[i - 1]})")
+        node = self.open_receiver(source, lines[0], name, times[0])
+        decided = [self._drive(node.receivers[part.cls], part.conns, part.stamps,
+                               part.times) for part in parts]
+        self._last_at[name] = times[-1]
+        for part in decided:
+            for code, count in Counter(part.codes).items():
                 self._verdicts[VERDICT_NAMES[code]] += count
-        peak = int(decided.sizes.max())
-        if peak > self._peak_entries:
-            self._peak_entries = peak
+            peak = max(part.sizes, default=0)
+            if peak > self._peak_entries:
+                self._peak_entries = peak
         return decided
 
-    def _drive(self, receiver: Receiver, conns: np.ndarray, stamps: np.ndarray,
-               times: np.ndarray) -> Decisions:
-        """One class's rows through the core's loop (which takes lists)."""
-        import numpy as np
-
-        args = (receiver, conns.tolist(), stamps.tolist(), times.tolist())
+    def _drive(self, receiver: Receiver, conns: list[str], stamps: list[int],
+               times: list[int]) -> Decisions:
         if self._resilient:
-            codes, estimates, sizes, up = drive_resilient(*args)
-            return Decisions(np.array(codes, dtype=np.int64),
-                             np.array(estimates, dtype=np.int64),
-                             np.array(sizes, dtype=np.int64), np.array(up, dtype=bool))
-        codes, estimates, sizes = drive(*args)
-        return Decisions(np.array(codes, dtype=np.int64), np.array(estimates, dtype=np.int64),
-                         np.array(sizes, dtype=np.int64), None)
-
-    def _split(self, node: ClassifiedReceiver, conns: np.ndarray, stamps: np.ndarray,
-               times: np.ndarray, classes: Sequence[int] | np.ndarray) -> Decisions:
-        """Each class's rows through its own receiver, in row order within the class;
-        the results back in row order (numpy's split and scatter)."""
-        import numpy as np
-
-        of_row = np.asarray(classes, dtype=np.int64)
-        by_class = np.argsort(of_row, kind="stable")
-        counts = np.bincount(of_row, minlength=len(node.receivers)).tolist()
-        n = len(conns)
-        codes = np.zeros(n, dtype=np.int64)
-        estimates = np.zeros(n, dtype=np.int64)
-        sizes = np.zeros(n, dtype=np.int64)
-        up = np.ones(n, dtype=bool) if self._resilient else None
-        start = 0
-        for cls, count in enumerate(counts):
-            if not count:
-                continue
-            idx = by_class[start:start + count]
-            start += count
-            part = self._drive(node.receivers[cls], conns[idx], stamps[idx], times[idx])
-            codes[idx] = part.codes
-            estimates[idx] = part.estimates
-            sizes[idx] = part.sizes
-            if up is not None and part.up is not None:
-                up[idx] = part.up
-        return Decisions(codes, estimates, sizes, up)
+            return Decisions(*drive_resilient(receiver, conns, stamps, times))
+        return Decisions(*drive(receiver, conns, stamps, times), None)
 
     def _crash(self, row: Row) -> Iterable[Mapping[str, Any]]:
         row.choice("type", ROW_TYPES)
