@@ -155,7 +155,7 @@ def _decide_each(processor: Any, parts: list[list[dict[str, Any]]], cold: bool
     out: list[Any] = []
     for part in parts:
         if cold:
-            engine._WARM.clear()
+            engine.forget_warm_receivers()
         try:
             rows = processor.decide_columns(("r1", "s1", 0), as_spark_frame(part)).to_pylist()
         except TraceError as exc:
@@ -175,7 +175,7 @@ def _decided_alone(opts: Any, parts: list[list[dict[str, Any]]]) -> list[Any]:
     try:
         return _decide_each(processor, parts, cold=True)
     finally:
-        engine._WARM.clear()
+        engine.forget_warm_receivers()
 
 
 @pytest.mark.parametrize("args", ARGS, ids=["fixed", "unlimited-crashes", "limited"])
@@ -201,7 +201,7 @@ def test_a_warm_receiver_decides_as_a_decoded_one(seed: int, args: list[str],
     try:
         got += _decide_each(processor, parts[1:], cold=False)
     finally:
-        engine._WARM.clear()
+        engine.forget_warm_receivers()
     assert got == expected
     assert len(got) >= 2
 
@@ -225,7 +225,7 @@ def test_a_failed_micro_batch_leaves_no_warm_receiver() -> None:
         processor.decide_columns(("r1", "s1", 0), as_spark_frame(bad))
     assert processor.state.value == kept  # Spark keeps the state of the batch before
     got = processor.decide_columns(("r1", "s1", 0), as_spark_frame(fixed)).to_pylist()
-    engine._WARM.clear()
+    engine.forget_warm_receivers()
     assert (got, processor.state.value) == expected[1]
 
 
@@ -236,7 +236,7 @@ def test_warm_receivers_are_bounded_in_number_and_bytes(monkeypatch: pytest.Monk
     from timebound.spark.traces import _stream_atmostonce as engine
 
     parts, _ = batches(0, ARGS[0])
-    engine._WARM.clear()
+    engine.forget_warm_receivers()
     monkeypatch.setattr(engine, "WARM_KEYS", 3)
     sizes = []
     for key in range(5):  # five queries (each its own rho), one receiver each
@@ -245,8 +245,8 @@ def test_warm_receivers_are_bounded_in_number_and_bytes(monkeypatch: pytest.Monk
         processor.state = State()  # type: ignore[assignment]
         processor.decide_columns(("r1", "s1", 0), as_spark_frame(parts[0]))
         sizes.append(len(processor.state.value[0]))
-        assert len(engine._WARM) == min(key + 1, 3)
+        assert len(engine.warm_states()) == min(key + 1, 3)
     monkeypatch.setattr(engine, "WARM_BYTES", max(sizes) + 1)
     processor.decide_columns(("r1", "s1", 0), as_spark_frame(parts[1]))
-    assert [len(blob) for _, blob in engine._WARM] == [len(processor.state.value[0])]
-    engine._WARM.clear()
+    assert engine.warm_states() == [processor.state.value[0]]
+    engine.forget_warm_receivers()

@@ -106,6 +106,16 @@ _WARM: dict[tuple[AtMostOnceOptions, bytes], tuple[ClassifiedReceiver, int | Non
 WARM_KEYS, WARM_BYTES = 256, 4 << 20
 
 
+def warm_states() -> list[bytes]:
+    """The state bytes of this process's warm receivers, the oldest first."""
+    return [blob for _, blob in _WARM]
+
+
+def forget_warm_receivers() -> None:
+    """Drop this process's warm receivers: the next restore of each key decodes."""
+    _WARM.clear()
+
+
 def encode(data: object) -> bytes:
     return zlib.compress(json.dumps(data, separators=(",", ":")).encode("utf-8"), 1)
 
