@@ -194,17 +194,17 @@ def test_malformed_row_names_file_line_and_field(spark: Any, tmp_path: Path) -> 
 def test_processor_keeps_each_keys_receiver_between_batches() -> None:
     """The processor without a stream: the key's state survives between micro-batches,
     and each key is its own receiver."""
-    from tests.test_stream_columnar import State
-    from timebound.spark.traces._stream_atmostonce import AtMostOnceProcessor
+    from tests.test_stream_columnar import State, as_spark_frame, decider
 
-    processor = AtMostOnceProcessor(options(["--rho", "10", "--gc-every", "5"]))
+    engine = decider(options(["--rho", "10", "--gc-every", "5"]))
     states = {("r1", "s1", 0): State(), ("r1", "s2", 0): State()}
 
     def feed(key: tuple[str, str, int], rows: list[dict[str, Any]]) -> list[str]:
-        processor.state = states[key]  # type: ignore[assignment]
         base = {"run": key[0], "seq": None, "down": None, "original": None,
                 "_file": "f", "_line": 1}
-        return [r["verdict"] for r in processor.decide(key, [{**base, **r} for r in rows])]
+        out = engine.decide_frame(key, as_spark_frame([{**base, **r} for r in rows]),
+                                  states[key])
+        return list(out["verdict"])
 
     key = ("r1", "s1", 0)
     msg = {"type": "msg", "receiver": "s1", "conn": "c1"}

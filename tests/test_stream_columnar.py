@@ -1,11 +1,14 @@
-"""``timebound stream atmostonce``'s column-wise processor decides as the row
-processor does: the same verdict rows, the same state, the same errors.
+"""The stream engine (``timebound.spark``'s ``_stream``: ``at_most_once`` on a stream,
+and ``timebound stream atmostonce`` through it) decides a key's micro-batches as an
+independent row-by-row reference does: the same verdict rows, the same errors.
 
-The differential part runs without Spark: each key's micro-batches go to both
-processors (each with its own copy of the state), as ``transformWithStateInPandas``
-hands them over (a pandas frame rebuilt from ``itertuples``: the source's ``_file`` and
-``_line`` renamed, nullable integers as objects). The stream part checks that integers
-beyond 2**53 in a nullable column cross to the workers exactly.
+The differential part runs without Spark: each key's micro-batches go to the
+command's ``Decider`` as ``applyInPandasWithState`` hands them over (a pandas frame of
+the input and working columns, nullable integers as pandas' ``Int64``), and to the
+reference: one ``AtMostOnceAdapter`` (the replay's) fed every row in ``seq`` order,
+``at`` raised to the receiver's clock. The engine restores its receiver from the
+state at every micro-batch; the reference never does. The stream part checks that
+integers beyond 2**53 in a nullable column cross to the workers exactly.
 """
 
 from __future__ import annotations
@@ -22,11 +25,12 @@ from tests.test_stream_atmostonce import SHUFFLE, amo_trace, options, read_table
 from timebound.errors import TraceError
 
 COLUMNS = ("run", "seq", "type", "receiver", "conn", "ts", "at", "down", "original",
-           "_file", "_line", "cls")
+           "_file", "_line")
+KEY = ("r1", "s1", 0)
 
 
 class State:
-    """A ``ValueState`` in memory."""
+    """A ``GroupState`` in memory, as the engine reads it (``StateValue``)."""
 
     def __init__(self) -> None:
         self.value: tuple[Any, ...] | None = None
@@ -38,15 +42,66 @@ class State:
         self.value = value
 
 
+def decider(opts: Any) -> Any:
+    """The command's engine function (``timebound stream atmostonce``)."""
+    from timebound.spark._stream import Decider, trace_plan
+
+    return Decider(opts, trace_plan(), None, list(COLUMNS), [])
+
+
 def as_spark_frame(rows: list[dict[str, Any]]) -> Any:
-    """The frame ``transformWithStateInPandas`` gives: rebuilt from ``itertuples``, so
-    ``_file``/``_line`` lose their names and a nullable integer column is objects."""
+    """The frame ``applyInPandasWithState`` gives the command's engine: the source's
+    columns, then the working columns ``traced`` adds (nullable integers ``Int64``)."""
     import pandas as pd
 
-    tuples = [tuple(row.get(c) for c in COLUMNS) for row in rows]
-    frame = pd.DataFrame(tuples)
-    frame.columns = [c if not c.startswith("_") else f"_{i}" for i, c in enumerate(COLUMNS)]
+    from timebound.spark._check import AT, CLS, CONN, DOWN, KIND, RECEIVER, TS
+    from timebound.spark._stream import NO_SEQ
+
+    data: dict[str, Any] = {c: [row.get(c) for row in rows] for c in COLUMNS}
+    data[NO_SEQ] = [row.get("seq") is None for row in rows]
+    for working, column in ((KIND, "type"), (RECEIVER, "receiver"), (CONN, "conn"),
+                            (TS, "ts"), (AT, "at"), (DOWN, "down")):
+        data[working] = data[column]
+    data[CLS] = [0] * len(rows)
+    frame = pd.DataFrame(data)
+    for name in ("seq", "ts", "at", "down", "_line", TS, AT, DOWN, CLS):
+        frame[name] = frame[name].astype(pd.Int64Dtype())
     return frame
+
+
+def decide(engine: Any, part: list[dict[str, Any]], state: State) -> list[dict[str, Any]]:
+    """One micro-batch of key ``KEY`` through ``engine``: its output rows."""
+    out = engine.decide_frame(KEY, as_spark_frame(part), state)
+    rows: list[dict[str, Any]] = out.astype(object).where(out.notna(), None).to_dict("records")
+    return rows
+
+
+class Reference:
+    """Row by row, as the replay decides: every row in ``seq`` order, ``at`` raised to
+    the receiver's clock (``late_arrival`` when that raised it)."""
+
+    def __init__(self, opts: Any) -> None:
+        from timebound.adapters.atmostonce import AtMostOnceAdapter, AtMostOnceOptions
+
+        self.adapter = AtMostOnceAdapter(AtMostOnceOptions(opts.receiver, 1))
+        self.clock: int | None = None
+
+    def decide(self, part: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        from timebound.adapters import Row
+
+        out = []
+        for row in sorted(part, key=lambda r: r["seq"]):
+            at = row["at"]
+            late = self.clock is not None and at < self.clock
+            self.clock = at if self.clock is None else max(self.clock, at)
+            data = {k: v for k, v in row.items()
+                    if v is not None and not k.startswith("_")}
+            for produced in self.adapter.feed(Row(row["_file"], row["_line"],
+                                                  {**data, "at": self.clock})):
+                out.append({**{c: row.get(c) for c in COLUMNS}, "verdict": produced["verdict"],
+                            "rho": produced["rho"], "entries": produced["entries"],
+                            "late_arrival": late, "cls": 0})
+        return out
 
 
 def batches(seed: int, args: list[str]) -> tuple[list[list[dict[str, Any]]], Any]:
@@ -55,7 +110,7 @@ def batches(seed: int, args: list[str]) -> tuple[list[list[dict[str, Any]]], Any
     rows = [r for r in amo_trace(seed, 160, crashes="--resilient" in args,
                                  receivers=("s1",))]
     for i, row in enumerate(rows):
-        row.update(original=None, _file=f"f{i // 40:02d}.jsonl", _line=i % 40 + 1, cls=0)
+        row.update(original=None, _file=f"f{i // 40:02d}.jsonl", _line=i % 40 + 1)
     parts = [rows[i:i + 40] for i in range(0, len(rows), 40)]
     if seed % 2:  # a late file: its rows' `at` behind the clock of the batch before
         parts[1], parts[2] = parts[2], parts[1]
@@ -74,27 +129,22 @@ ARGS = [
 
 @pytest.mark.parametrize("args", ARGS, ids=["fixed", "unlimited-crashes", "limited"])
 @pytest.mark.parametrize("seed", range(6))
-def test_columnar_processor_equals_the_row_processor(seed: int, args: list[str]) -> None:
-    from timebound.spark.traces._stream_atmostonce import AtMostOnceProcessor, ColumnarProcessor
-
+def test_the_engine_decides_as_the_row_by_row_reference(seed: int, args: list[str]) -> None:
     parts, opts = batches(seed, args)
-    rows_p, cols_p = AtMostOnceProcessor(opts), ColumnarProcessor(opts)
-    rows_p.state, cols_p.state = State(), State()  # type: ignore[assignment]
-    key = ("r1", "s1", 0)
+    engine, reference, state = decider(opts), Reference(opts), State()
     late = decided = 0
     for part in parts:
         try:
-            expected: Any = rows_p.decide(key, part)
+            expected: Any = reference.decide(part)
         except TraceError as exc:  # a late file may crash a receiver still down
             expected = str(exc)
         try:
-            got: Any = cols_p.decide_columns(key, as_spark_frame(part)).to_pylist()
+            got: Any = decide(engine, part, state)
         except TraceError as exc:
             got = str(exc)
         assert got == expected
         if isinstance(got, str):
             break
-        assert cols_p.state.value == rows_p.state.value  # the same snapshot
         late += sum(r["late_arrival"] for r in got)
         decided += len(got)
     assert decided >= 40
@@ -102,22 +152,15 @@ def test_columnar_processor_equals_the_row_processor(seed: int, args: list[str])
         assert (late > 0) == bool(seed % 2)  # the late file is marked late, only it
 
 
-def test_a_malformed_row_fails_as_in_the_row_processor() -> None:
-    from timebound.spark.traces._stream_atmostonce import AtMostOnceProcessor, ColumnarProcessor
-
+def test_a_malformed_row_fails_as_in_the_reference() -> None:
     parts, opts = batches(0, ARGS[0])
     part = parts[0]
     part[7] = {**part[7], "conn": None}
-    errors = []
-    for processor in (AtMostOnceProcessor(opts), ColumnarProcessor(opts)):
-        processor.state = State()  # type: ignore[assignment]
-        with pytest.raises(TraceError) as raised:
-            if isinstance(processor, ColumnarProcessor):
-                processor.decide_columns(("r1", "s1", 0), as_spark_frame(part))
-            else:
-                processor.decide(("r1", "s1", 0), part)
-        errors.append(str(raised.value))
-    assert errors[0] == errors[1] and "field 'conn'" in errors[0]
+    with pytest.raises(TraceError) as expected:
+        Reference(opts).decide(part)
+    with pytest.raises(TraceError) as raised:
+        decide(decider(opts), part, State())
+    assert str(raised.value) == str(expected.value) and "field 'conn'" in str(raised.value)
 
 
 @pytest.mark.spark
@@ -145,7 +188,7 @@ def test_integers_beyond_2_to_the_53_cross_exactly(spark: Any, tmp_path: Path) -
                    3: (None, 1, "accepted")}
 
 
-def _decide_each(processor: Any, parts: list[list[dict[str, Any]]], cold: bool
+def _decide_each(function: Any, state: State, parts: list[list[dict[str, Any]]], cold: bool
                  ) -> list[Any]:
     """Each micro-batch's verdict rows and state through ``processor`` (``cold``: no
     warm receiver in this process before any of them), up to the first error (its
@@ -157,11 +200,11 @@ def _decide_each(processor: Any, parts: list[list[dict[str, Any]]], cold: bool
         if cold:
             engine.forget_warm_receivers()
         try:
-            rows = processor.decide_columns(("r1", "s1", 0), as_spark_frame(part)).to_pylist()
+            rows = decide(function, part, state)
         except TraceError as exc:
             out.append(str(exc))
             break
-        out.append((rows, processor.state.value))
+        out.append((rows, state.value))
     return out
 
 
@@ -170,10 +213,8 @@ def _decided_alone(opts: Any, parts: list[list[dict[str, Any]]]) -> list[Any]:
     (no warm receiver in this process)."""
     from timebound.spark.traces import _stream_atmostonce as engine
 
-    processor = engine.ColumnarProcessor(opts)
-    processor.state = State()  # type: ignore[assignment]
     try:
-        return _decide_each(processor, parts, cold=True)
+        return _decide_each(decider(opts), State(), parts, cold=True)
     finally:
         engine.forget_warm_receivers()
 
@@ -189,9 +230,8 @@ def test_a_warm_receiver_decides_as_a_decoded_one(seed: int, args: list[str],
 
     parts, opts = batches(seed, args)
     expected = _decided_alone(opts, parts)
-    processor = engine.ColumnarProcessor(opts)
-    processor.state = State()  # type: ignore[assignment]
-    got = _decide_each(processor, parts[:1], cold=False)
+    warm, state = decider(opts), State()
+    got = _decide_each(warm, state, parts[:1], cold=False)
     assert isinstance(got[0], tuple)
 
     def no_decode(blob: bytes) -> Any:
@@ -199,7 +239,7 @@ def test_a_warm_receiver_decides_as_a_decoded_one(seed: int, args: list[str],
 
     monkeypatch.setattr(engine, "decode", no_decode)
     try:
-        got += _decide_each(processor, parts[1:], cold=False)
+        got += _decide_each(warm, state, parts[1:], cold=False)
     finally:
         engine.forget_warm_receivers()
     assert got == expected
@@ -217,16 +257,15 @@ def test_a_failed_micro_batch_leaves_no_warm_receiver() -> None:
     bad[-1]["conn"] = None  # the last row: every row before it is decided first
     fixed = sorted(parts[1], key=lambda r: r["seq"])
     expected = _decided_alone(opts, [parts[0], fixed])
-    processor = engine.ColumnarProcessor(opts)
-    processor.state = State()  # type: ignore[assignment]
-    processor.decide_columns(("r1", "s1", 0), as_spark_frame(parts[0]))
-    kept = processor.state.value
+    warm, state = decider(opts), State()
+    decide(warm, parts[0], state)
+    kept = state.value
     with pytest.raises(TraceError):
-        processor.decide_columns(("r1", "s1", 0), as_spark_frame(bad))
-    assert processor.state.value == kept  # Spark keeps the state of the batch before
-    got = processor.decide_columns(("r1", "s1", 0), as_spark_frame(fixed)).to_pylist()
+        decide(warm, bad, state)
+    assert state.value == kept  # Spark keeps the state of the batch before
+    got = decide(warm, fixed, state)
     engine.forget_warm_receivers()
-    assert (got, processor.state.value) == expected[1]
+    assert (got, state.value) == expected[1]
 
 
 def test_warm_receivers_are_bounded_in_number_and_bytes(monkeypatch: pytest.MonkeyPatch
@@ -240,13 +279,13 @@ def test_warm_receivers_are_bounded_in_number_and_bytes(monkeypatch: pytest.Monk
     monkeypatch.setattr(engine, "WARM_KEYS", 3)
     sizes = []
     for key in range(5):  # five queries (each its own rho), one receiver each
-        processor = engine.ColumnarProcessor(options(["--rho", str(30 + key),
-                                                      "--gc-every", "20"]))
-        processor.state = State()  # type: ignore[assignment]
-        processor.decide_columns(("r1", "s1", 0), as_spark_frame(parts[0]))
-        sizes.append(len(processor.state.value[0]))
+        warm, state = decider(options(["--rho", str(30 + key), "--gc-every", "20"])), State()
+        decide(warm, parts[0], state)
+        assert state.value is not None
+        sizes.append(len(state.value[0]))
         assert len(engine.warm_states()) == min(key + 1, 3)
     monkeypatch.setattr(engine, "WARM_BYTES", max(sizes) + 1)
-    processor.decide_columns(("r1", "s1", 0), as_spark_frame(parts[1]))
-    assert engine.warm_states() == [processor.state.value[0]]
+    decide(warm, parts[1], state)
+    assert state.value is not None
+    assert engine.warm_states() == [state.value[0]]
     engine.forget_warm_receivers()

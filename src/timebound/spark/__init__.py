@@ -6,8 +6,9 @@ columns plus ``verdict``, ``rho`` and ``entries`` (and ``late_arrival`` on a str
 the verdicts ``timebound replay atmostonce`` gives those rows taken in ``at`` order
 per receiver. A batch DataFrame goes through the decider ``timebound pipeline`` runs
 (``_batch``, over ``traces``' ``Decider``), a stream through the grouped engine
-``timebound stream atmostonce`` runs (``_stream``: ``applyInPandasWithState``, the
-key's receiver in its state); both decide column-wise through the shared row adapter
+(``_stream``: ``applyInPandasWithState``, the key's receiver in its state), which
+``timebound stream atmostonce`` runs through ``trace_verdicts``; both decide
+column-wise through the shared row adapter
 (``timebound.columnar``), so no protocol rule lives here. Options and columns are
 checked on the driver before any job (``_check``).
 
@@ -45,6 +46,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
     from pyspark.sql import DataFrame
 
+    from timebound.adapters.atmostonce import AtMostOnceOptions
+
 __all__ = ["SchemaError", "UsageError", "at_most_once", "causal_merge", "causal_stamp",
            "compare", "slotted", "stability", "typed_errors"]
 
@@ -57,6 +60,7 @@ def at_most_once(
     at: str,
     receiver: str | None = None,
     order: str | None = None,
+    down: str | None = None,
     estimator: str = "fixed",
     rho: int | None = None,
     gc_every: int | None = None,
@@ -78,7 +82,10 @@ def at_most_once(
     (string or integer; default: one receiver for every row). Each receiver takes its
     rows in ``at`` order; rows with equal ``at`` by ``order`` (nulls first), then
     ``ts``, then ``conn`` (as a string), then Spark's ``xxhash64`` of the row's columns.
-    The other options are ``timebound replay atmostonce``'s, with its ranges:
+    ``down``: an integer column of crashes (resilient receivers): a row where it is set
+    is a crash of its receiver at ``at``, down for ``down`` ticks (>= 1; its ``conn``
+    and ``ts`` are not read), as the replay's ``crash`` rows; messages it receives
+    while down are ``down``. The other options are ``timebound replay atmostonce``'s, with its ranges:
     ``estimator`` ``fixed`` (``rho``, ``gc_every``), ``unlimited`` (``gc_every``) or
     ``limited`` (``window``, ``spikes``, ``p``); ``resilient`` with ``beta`` and
     ``latest_every`` (and ``recovery_grace``); ``classes``: hash classes per receiver;
@@ -87,7 +94,8 @@ def at_most_once(
     default, so ``--reorder-window 8`` gives the replay this default's verdicts).
 
     Returns every row of ``df`` with all its columns plus ``verdict`` (``accepted``,
-    ``duplicate``, ``stale``, ``early``), ``rho`` and ``entries`` (longs), and on a
+    ``duplicate``, ``stale``, ``early``; ``down``; null on a crash row), ``rho`` and
+    ``entries`` (longs; null on a crash row and while down), and on a
     streaming ``df`` ``late_arrival`` (the row's ``at`` was behind its receiver's
     clock: decided at that clock). Raises ``UsageError`` (an option) or ``SchemaError``
     (a column: missing, of a wrong type, or one the operator adds already present)
@@ -98,7 +106,7 @@ def at_most_once(
                     "beta": beta, "latest_every": latest_every,
                     "recovery_grace": recovery_grace, "classes": classes,
                     "reorder_window": reorder_window})
-    cols = columns(df.schema, conn, ts, at, receiver, order)
+    cols = columns(df.schema, conn, ts, at, receiver, order, down)
     if df.isStreaming:
         from timebound.spark import _stream
 
@@ -106,6 +114,19 @@ def at_most_once(
     from timebound.spark import _batch
 
     return _batch.decide(df, cols, opts)
+
+
+def trace_verdicts(messages: DataFrame, options: AtMostOnceOptions) -> DataFrame:
+    """``at_most_once``'s stream engine over a stream of ``messages`` trace rows (the
+    trace-dataset contract's columns and the file source's ``_file``, ``_line``): what
+    ``timebound stream atmostonce`` runs. Its own reading of trace rows: one receiver
+    per (run, receiver), crash rows by ``type``, rows with equal ``at`` by ``seq`` (rows
+    without one after, by file, then line), every row checked as the replay checks it
+    and a bad one named by its file and line; the message rows come back with the
+    verdict table's columns (``timebound.spark.traces.STREAM_VERDICTS``)."""
+    from timebound.spark._stream import trace_verdicts as run
+
+    return run(messages, options)
 
 
 def causal_merge(

@@ -28,17 +28,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
 from pyspark.sql.types import ByteType, LongType, StringType, StructField, StructType
 
 from timebound.adapters import ATMOSTONCE
 from timebound.adapters.atmostonce import AtMostOnceOptions
-from timebound.errors import TimeboundError
+from timebound.errors import SchemaError, TimeboundError, TraceError
 from timebound.spark._check import (
     AT,
     CONN,
+    DOWN,
     RECEIVER,
+    TABLE,
     TIE,
     TS,
     Columns,
@@ -76,28 +79,43 @@ def _decider(options: AtMostOnceOptions) -> Decider:
                     whole=True)
 
 
+def _read(cols: Columns) -> list[str]:
+    """The working columns the worker reads, in ``_batches``' order."""
+    return [RECEIVER, CONN, TS, AT, TIE] + ([] if cols.down is None else [DOWN]) + (
+        [] if cols.order is None else [str(cols.order)])
+
+
 def _batches(held: list[tuple[pa.Array, ...]], cols: Columns) -> Iterator[pa.RecordBatch]:
     """The partition's rows as the decider reads them, batch by batch as they came,
-    every row a message of the one run, ``seq`` its rank in decision order
-    (``_order.arrow_order``): the decider holds the partition and takes it in ``seq``
-    order (``answered``)."""
-    names = [CONN, TS, AT, TIE] + ([] if cols.order is None else [str(cols.order)])
+    every row a message of the one run (a crash, where ``down`` is set), ``seq`` its
+    rank in decision order (``_order.arrow_order``): the decider holds the partition
+    and takes it in ``seq`` order (``answered``)."""
+    names = _read(cols)[1:]
     keys = pa.table([pa.chunked_array([part[1 + i] for part in held])
                      for i in range(len(names))], names=names)
     rank = np.empty(keys.num_rows, dtype=np.int64)
     rank[arrow_order(keys, working_names(cols)).to_numpy()] = np.arange(keys.num_rows)
     offset = 0
-    for receiver, conn, ts, at, *_ in held:
+    for receiver, conn, ts, at, _tie, *rest in held:
         n = len(receiver)
+        kind, extra, extra_names = pa.repeat(_MSG, n), [], []
+        if cols.down is not None:
+            down = rest[0]
+            if down.null_count < n:
+                kind = pc.if_else(down.is_valid(), "crash", "msg")
+            extra, extra_names = [down], ["down"]
         yield pa.RecordBatch.from_arrays(
-            [pa.repeat(_RUN, n), pa.array(rank[offset:offset + n]), pa.repeat(_MSG, n),
-             receiver, conn, ts, at],
-            names=["run", "seq", "type", *_READ])
+            [pa.repeat(_RUN, n), pa.array(rank[offset:offset + n]), kind,
+             receiver, conn, ts, at, *extra],
+            names=["run", "seq", "type", *_READ, *extra_names])
         offset += n
 
 
 def decide(df: DataFrame, cols: Columns, options: AtMostOnceOptions) -> DataFrame:
-    """Every row of ``df``, all its columns, plus ``verdict``, ``rho``, ``entries``."""
+    """Every row of ``df``, all its columns, plus ``verdict``, ``rho``, ``entries``
+    (null on a crash row)."""
+    roles = {role: name for role, name in cols.roles()}
+    roles["type"] = cols.down or "type"
 
     def decided(arrays: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.Array]:
         held = list(arrays)
@@ -106,6 +124,9 @@ def decide(df: DataFrame, cols: Columns, options: AtMostOnceOptions) -> DataFram
         decider = _decider(options)
         try:
             yield from answered(_batches(held, cols), decider, True)
+        except TraceError as exc:  # the row adapter's: a crash while its receiver is down
+            raise marked(SchemaError(TABLE, roles.get(exc.field, exc.field), exc.reason)
+                         ) from None
         except TimeboundError as exc:
             raise marked(exc) from None
 
@@ -115,14 +136,13 @@ def decide(df: DataFrame, cols: Columns, options: AtMostOnceOptions) -> DataFram
         udf = arrow_udf(decided, returnType=_RETURNED.simpleString(),
                         functionType=ArrowUDFType.SCALAR_ITER).asNondeterministic()
     kept = [f"`{name.replace('`', '``')}`" for name in df.columns]
-    read = [F.col(RECEIVER), F.col(CONN), F.col(TS), F.col(AT), F.col(TIE)]
-    if cols.order is not None:
-        read.append(col(cols.order))
+    read = [col(name) for name in _read(cols)]
     placed = prepared(df.repartition(*placement(cols, options.classes)), cols,
-                      options.classes)
+                      options.classes, resilient=options.receiver.resilient, copies=False)
     out = placed.select(*kept, udf(*read).alias(_DECISION))
-    verdict = F.element_at(F.array(*map(F.lit, VERDICTS)),
-                           (F.col(f"{_DECISION}.verdict") + 1).cast("int"))
+    code = F.col(f"{_DECISION}.verdict")
+    verdict = F.when(code >= 0, F.element_at(F.array(*map(F.lit, VERDICTS)),
+                                             (code + 1).cast("int")))
     return out.select(*kept, verdict.alias("verdict"),
                       F.col(f"{_DECISION}.rho").alias("rho"),
                       F.col(f"{_DECISION}.entries").alias("entries"))

@@ -71,17 +71,19 @@ def options(values: Mapping[str, Any]) -> AtMostOnceOptions:
 
 @dataclass(frozen=True)
 class Columns:
-    """The caller's column names for each role (``receiver``, ``order``: optional)."""
+    """The caller's column names for each role (``receiver``, ``order``, ``down``:
+    optional)."""
 
     conn: str
     ts: str
     at: str
     receiver: str | None
     order: str | None
+    down: str | None = None
 
     def roles(self) -> list[tuple[str, str]]:
         named = [("conn", self.conn), ("ts", self.ts), ("at", self.at),
-                 ("receiver", self.receiver), ("order", self.order)]
+                 ("receiver", self.receiver), ("order", self.order), ("down", self.down)]
         return [(role, name) for role, name in named if name is not None]
 
 
@@ -96,8 +98,10 @@ def locked(opts: AtMostOnceOptions, cols: Columns, schema: StructType) -> dict[s
     # before the field existed stay valid).
     del fields["max_bytes"]
     fields["classes"] = opts.classes
-    for role in ("conn", "ts", "at", "receiver", "order"):
+    for role in ("conn", "ts", "at", "receiver", "order", "down"):
         name = getattr(cols, role)
+        if role == "down" and name is None:
+            continue  # locks written before crash rows existed stay valid
         fields[role] = None if name is None else [name, schema[name].dataType.simpleString()]
     return fields
 
@@ -133,17 +137,19 @@ _KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "receiver": ("a string or integer column", lambda k: _string(k) or _integral(k)),
     "ts": ("an integer column (ticks)", _integral),
     "at": ("an integer column (ticks)", _integral),
+    "down": ("an integer column (ticks)", _integral),
     "order": ("an integer, decimal, string, boolean, date or timestamp column", _orderable),
 }
 
 
 def columns(schema: StructType, conn: object, ts: object, at: object, receiver: object,
-            order: object) -> Columns:
+            order: object, down: object = None) -> Columns:
     """The roles' columns, each present once with a type the operator can use; none of
     the columns the operator adds already there."""
-    named = {"conn": conn, "ts": ts, "at": at, "receiver": receiver, "order": order}
+    named = {"conn": conn, "ts": ts, "at": at, "receiver": receiver, "order": order,
+             "down": down}
     for role, name in named.items():
-        optional = role in ("receiver", "order")
+        optional = role in ("receiver", "order", "down")
         if (name is None and not optional) or (name is not None and not isinstance(name, str)):
             raise UsageError(role, "expected a column name (a string)"
                              + (" or None" if optional else "") + f", got {name!r}")
@@ -173,7 +179,8 @@ def columns(schema: StructType, conn: object, ts: object, at: object, receiver: 
             raise SchemaError(TABLE, name, f"{role}= needs {what}, found "
                               f"{kind.simpleString()}")
     return Columns(str(conn), str(ts), str(at), receiver if isinstance(receiver, str) else None,
-                   order if isinstance(order, str) else None)
+                   order if isinstance(order, str) else None,
+                   down if isinstance(down, str) else None)
 
 
 # -- what the operator works on: its own columns beside the caller's ------------------
@@ -182,6 +189,8 @@ def columns(schema: StructType, conn: object, ts: object, at: object, receiver: 
 #: and the last tie-break.
 RECEIVER, CONN, TS, AT, CLS, TIE = (PREFIX + n for n in
                                      ("receiver", "conn", "ts", "at", "cls", "tie"))
+#: A crash row's down time; a trace row's ``type`` (``traced``).
+DOWN, KIND = PREFIX + "down", PREFIX + "kind"
 #: The receiver's name when the caller names no receiver column (one receiver).
 ONE_RECEIVER = "receiver"
 
@@ -227,36 +236,78 @@ def _first(cases: list[tuple[Column, str]]) -> Column:
     return found
 
 
-def prepared(df: DataFrame, cols: Columns, classes: int) -> DataFrame:
+def hash_class(conn: Column, classes: int) -> Column:
+    """A connection's hash class, ``crc32(utf-8 conn) mod classes``: the core's
+    classifier (``crc32_classifier``), as Spark computes it (Spark's ``crc32`` is
+    ``java.util.zip.CRC32``, the core's ``zlib.crc32``, over the same bytes)."""
+    from pyspark.sql import functions as F
+
+    return F.pmod(F.crc32(conn), F.lit(classes).cast("long"))
+
+
+def with_class(df: DataFrame, crash: Column | None, classes: int) -> DataFrame:
+    """``df`` with ``CLS``: each message row's class (of ``CONN``); a crash row (where
+    ``crash`` holds) goes to every class, one copy each (every class of a receiver is
+    down while it is)."""
+    from pyspark.sql import functions as F
+
+    if classes == 1:
+        return df.withColumn(CLS, F.lit(0).cast("long"))
+    cls = hash_class(F.col(CONN), classes)
+    if crash is None:
+        return df.withColumn(CLS, cls)
+    every = F.sequence(F.lit(0).cast("long"), F.lit(classes - 1).cast("long"))
+    return df.withColumn(CLS, F.explode_outer(F.when(crash, every).otherwise(F.array(cls))))
+
+
+def prepared(df: DataFrame, cols: Columns, classes: int, *, resilient: bool = False,
+             copies: bool = True) -> DataFrame:
     """``df`` with the working columns, each row checked as Spark reads it (what the
     replay refuses stops the job naming the caller's column and the row).
 
     The checks are one guard on ``TS``: the first refusal that holds (receiver, conn,
-    ts, at; a null before the range) names its column and reason in two ``CASE``s, and
-    Spark's ``raise_error`` gets ``sparkutil.carried``'s sentence, with the row's role
-    values written once. (One ``raise_error`` per check, each with its own copy of the
-    row's description, doubled the time Spark takes to plan the operator's query:
-    19.6 against 9.4 ms, paid again by every micro-batch of a stream.)"""
+    ts, at, down; a null before the range) names its column and reason in two
+    ``CASE``s, and Spark's ``raise_error`` gets ``sparkutil.carried``'s sentence, with
+    the row's role values written once. (One ``raise_error`` per check, each with its
+    own copy of the row's description, doubled the time Spark takes to plan the
+    operator's query: 19.6 against 9.4 ms, paid again by every micro-batch of a
+    stream.) A crash row (``down`` not null) has no ``conn`` or ``ts`` to check: its
+    ``down`` must be >= 1, and its receivers ``resilient``; it goes to every class
+    (``copies``: one copy per class, as a stream keys them; else one row, as a batch
+    places whole receivers)."""
     from pyspark.sql import functions as F
 
     refusals: list[tuple[Column, str, str]] = []  # (bad, caller's column, reason)
+    crash = None if cols.down is None else col(cols.down).isNotNull()
 
-    def ident(role: str, name: str) -> Column:
+    def message(bad: Column) -> Column:
+        return bad if crash is None else bad & ~crash
+
+    def ident(role: str, name: str, rows: Callable[[Column], Column] = lambda c: c
+              ) -> Column:
         value = col(name).cast("string")
-        refusals.extend([(value.isNull(), name, f"{role} must not be null"),
-                         (value == "", name, f"{role} must not be empty")])
+        refusals.extend([(rows(value.isNull()), name, f"{role} must not be null"),
+                         (rows(value == ""), name, f"{role} must not be empty")])
         return value
 
-    def ticks(role: str, name: str, least: int) -> Column:
-        refusals.extend([(col(name).isNull(), name, f"{role} must not be null"),
-                         (col(name) < least, name, f"{role} must be >= {least}")])
+    def ticks(role: str, name: str, least: int, rows: Callable[[Column], Column] = lambda c: c
+              ) -> Column:
+        refusals.extend([(rows(col(name).isNull()), name, f"{role} must not be null"),
+                         (rows(col(name) < least), name, f"{role} must be >= {least}")])
         return col(name).cast("long")
 
     receiver = (F.lit(ONE_RECEIVER) if cols.receiver is None
                 else ident("receiver", cols.receiver))
-    conn = ident("conn", cols.conn)
-    ts = ticks("ts", cols.ts, MESSAGE_MINIMUMS["ts"])
+    conn = ident("conn", cols.conn, message)
+    ts = ticks("ts", cols.ts, MESSAGE_MINIMUMS["ts"], message)
     at = ticks("at", cols.at, MESSAGE_MINIMUMS["at"])
+    working = [receiver.alias(RECEIVER), conn.alias(CONN)]
+    if cols.down is not None:
+        assert crash is not None
+        if not resilient:
+            refusals.append((crash, cols.down, "a crash row (down set) needs resilient=True"))
+        refusals.append((crash & (col(cols.down) < 1), cols.down, "down must be >= 1"))
+        working.append(col(cols.down).cast("long").alias(DOWN))
     head = _first([(bad, schema_head(TABLE, name)) for bad, name, _ in refusals])
     reason = _first([(bad, why) for bad, _, why in refusals])
     where = F.concat(F.lit(" (row with "), F.concat_ws(", ", *[
@@ -266,21 +317,37 @@ def prepared(df: DataFrame, cols: Columns, classes: int) -> DataFrame:
     guarded_ts = F.when(head.isNotNull(), failed).otherwise(ts)
     hashed = [col(f.name) for f in df.schema.fields if _hashable(f.dataType)]
     tie = F.xxhash64(*hashed) if hashed else F.lit(0).cast("long")
-    out = df.select("*", receiver.alias(RECEIVER), conn.alias(CONN), guarded_ts.alias(TS),
-                    at.alias(AT), tie.alias(TIE))
-    return out.withColumn(CLS, F.pmod(F.crc32(F.col(CONN)), F.lit(classes).cast("long")))
+    out = df.select("*", *working, guarded_ts.alias(TS), at.alias(AT), tie.alias(TIE))
+    return with_class(out, crash if copies else None, classes)
+
+
+def traced(df: DataFrame, kind: str, receiver: str, conn: str, ts: str, at: str,
+           down: str, classes: int) -> DataFrame:
+    """``df``, rows of a trace file (``timebound stream``'s source), with the working
+    columns unchecked: ``KIND`` (the row's ``type``), ``RECEIVER``, ``CONN``, ``TS``,
+    ``AT``, ``DOWN``, ``CLS`` (a ``crash`` row in every class). The engine checks
+    these rows one by one as the replay does (the shared row adapter), naming the file
+    and line of a bad one."""
+    from pyspark.sql import functions as F
+
+    out = df.select("*", F.col(kind).alias(KIND), F.col(receiver).alias(RECEIVER),
+                    F.col(conn).alias(CONN), F.col(ts).alias(TS), F.col(at).alias(AT),
+                    F.col(down).alias(DOWN))
+    return with_class(out, F.col(KIND) == "crash", classes)
 
 
 def placement(cols: Columns, classes: int) -> list[Column]:
     """What a batch's shuffle hashes on: a row's receiver and hash class, as ``RECEIVER``
     and ``CLS`` will hold them, computed from the caller's columns (unchecked: the
-    checks run after the shuffle, so only the caller's columns cross it)."""
+    checks run after the shuffle, so only the caller's columns cross it). With crash
+    rows (``down``), the receiver alone: a crash stops every class of its receiver."""
     from pyspark.sql import functions as F
 
     receiver = F.lit(ONE_RECEIVER) if cols.receiver is None else col(cols.receiver).cast(
         "string")
-    cls = F.pmod(F.crc32(col(cols.conn).cast("string")), F.lit(classes).cast("long"))
-    return [receiver, cls]
+    if cols.down is not None:
+        return [receiver]
+    return [receiver, hash_class(col(cols.conn).cast("string"), classes)]
 
 
 def working_names(cols: Columns) -> dict[str, str | None]:

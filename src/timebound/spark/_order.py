@@ -24,12 +24,20 @@ DECISION_ORDER: tuple[tuple[str, bool], ...] = (
     ("at", False), ("order", True), ("ts", False), ("conn", False), ("tie", False))
 
 
-def _present(names: Mapping[str, str | None]) -> list[tuple[str, bool]]:
-    return [(names[role], nulls_first) for role, nulls_first in DECISION_ORDER  # type: ignore[misc]
-            if names.get(role) is not None]
+def _present(names: Mapping[str, str | tuple[str, ...] | None]) -> list[tuple[str, bool]]:
+    """The sort keys: each role's column (``order`` may be several columns, each nulls
+    first: ``timebound stream``'s ``seq``, file and line)."""
+    keys: list[tuple[str, bool]] = []
+    for role, nulls_first in DECISION_ORDER:
+        name = names.get(role)
+        if isinstance(name, tuple):
+            keys.extend((part, nulls_first) for part in name)
+        elif name is not None:
+            keys.append((name, nulls_first))
+    return keys
 
 
-def frame_order(frame: Any, names: Mapping[str, str | None]) -> Any:
+def frame_order(frame: Any, names: Mapping[str, str | tuple[str, ...] | None]) -> Any:
     """``frame`` (pandas) in decision order: Arrow's multi-key sort of the roles'
     columns (stable), then one ``take`` of the rows."""
     import pyarrow as pa
@@ -39,7 +47,7 @@ def frame_order(frame: Any, names: Mapping[str, str | None]) -> Any:
     return frame.take(arrow_order(keys, names).to_numpy()).reset_index(drop=True)
 
 
-def arrow_order(table: Any, names: Mapping[str, str | None]) -> Any:
+def arrow_order(table: Any, names: Mapping[str, str | tuple[str, ...] | None]) -> Any:
     """The row indices of ``table`` (Arrow, holding the roles' columns) in decision
     order (a stable sort)."""
     import pyarrow as pa

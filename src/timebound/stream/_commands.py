@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
 
+
 @dataclass
 class StreamResult:
     summary: Summary
@@ -100,9 +101,9 @@ def stream_atmostonce(source: str, checkpoint: str, sink: str, options: AtMostOn
     """Run ``timebound stream atmostonce`` (see the package docstring). ``quiet``: the
     session this call starts writes Spark's log to ``CHECKPOINT/timebound-spark.log``
     instead of stderr."""
+    from timebound.spark import trace_verdicts as verdicts
     from timebound.spark.traces import GROUPED
     from timebound.spark.traces import stream_accepted as accepted
-    from timebound.spark.traces import stream_verdicts as verdicts
 
     return _run("messages", lambda df, _: verdicts(df, options), source,
                 checkpoint, sink, engine=GROUPED,

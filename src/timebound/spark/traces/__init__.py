@@ -26,17 +26,19 @@ Batch (a DataFrame of one input table):
 Streaming (a streaming DataFrame of trace rows with the file source's provenance
 columns ``FILE_COLUMN``, ``LINE_COLUMN``):
 
-- ``stream_verdicts`` / ``stream_accepted``: the at-most-once verdict rows of
-  ``messages`` and the accepted messages (engine ``GROUPED`` for a new query);
+- ``stream_accepted``: the accepted messages of a verdict table (the verdicts
+  themselves come from ``timebound.spark``'s stream engine, ``GROUPED``);
 - ``stream_merge_order``: each merger's output rows of ``arrivals`` (``TIMERS``; engine
   ``MERGE_ENGINE``, ``transformWithStateInPandas``, for a new query);
-- ``source_schema``: the schema a streamed table's files are read with;
+- ``source_schema``: the schema a streamed table's files are read with, and
+  ``STREAM_VERDICTS`` the verdict table's;
 - ``ROCKSDB``: the state store provider those queries run on.
 
 What the library's own operators (``timebound.spark``) run of these: the batch
 decider (``Decider``, ``answered``, ``VERDICTS``, ``arrow_schema``), the stream's
-per-key processor (``AtMostOnceProcessor``, ``decide_key_rows``, ``state_value``,
-``STATE_SCHEMA``, ``grouping_key``, ``prefer_exact_integers``) and the merge
+per-key processor (``AtMostOnceProcessor``, ``decide_rows``, ``state_value``,
+``StateValue``, ``STATE_SCHEMA``, ``grouping_key``, ``frames_of``,
+``prefer_exact_integers``) and the merge
 processor (``MergeProcessor``, ``Arrival``, ``Produced``, ``TIME_MODES``,
 ``MERGE_ENGINE``).
 
@@ -63,19 +65,25 @@ from timebound.spark.traces._measures import BUCKETS, long_form
 from timebound.spark.traces._merge import OPERATOR as _ARRIVALS
 from timebound.spark.traces._partial_metrics import Gathered, MetricRow
 from timebound.spark.traces._placement import Survey, survey
-from timebound.spark.traces._rows import FILE_COLUMN, LINE_COLUMN, ROCKSDB, grouping_key
+from timebound.spark.traces._rows import (
+    FILE_COLUMN,
+    LINE_COLUMN,
+    ROCKSDB,
+    frames_of,
+    grouping_key,
+)
 from timebound.spark.traces._slotted import OPERATOR as _CHANNEL
 from timebound.spark.traces._stability import OPERATOR as _ACKS
 from timebound.spark.traces._stream_atmostonce import (
     GROUPED,
     STATE_SCHEMA,
     AtMostOnceProcessor,
+    StateValue,
+    decide_rows,
     prefer_exact_integers,
     state_value,
 )
 from timebound.spark.traces._stream_atmostonce import accepted as stream_accepted
-from timebound.spark.traces._stream_atmostonce import decide_messages as decide_key_rows
-from timebound.spark.traces._stream_atmostonce import verdicts as stream_verdicts
 from timebound.spark.traces._stream_merge import COLUMNAR as MERGE_ENGINE
 from timebound.spark.traces._stream_merge import (
     TIME_MODES,
@@ -85,6 +93,7 @@ from timebound.spark.traces._stream_merge import (
     Produced,
 )
 from timebound.spark.traces._stream_merge import merge_order as stream_merge_order
+from timebound.spark.traces._stream_schemas import VERDICTS as STREAM_VERDICTS
 from timebound.spark.traces._stream_schemas import source_schema
 
 #: table -> its operator, in the contract's table order.
@@ -96,10 +105,10 @@ MESSAGES = _MESSAGES.table
 __all__ = [
     "BUCKETS", "ENGINE", "FILE_COLUMN", "GROUPED", "LINE_COLUMN", "MERGE_ENGINE", "MESSAGES",
     "OPERATORS", "Produced",
-    "ROCKSDB", "STATE_SCHEMA", "TIMERS", "TIME_MODES", "VERDICTS", "Arrival",
+    "ROCKSDB", "STATE_SCHEMA", "STREAM_VERDICTS", "TIMERS", "TIME_MODES", "VERDICTS", "Arrival",
     "AtMostOnceProcessor", "Decider", "Gathered", "MergeProcessor", "MetricRow", "Operator",
-    "Survey", "answered", "arrow_schema", "decide_key_rows", "decide_messages",
-    "first_time_error", "grouping_key", "long_form", "prefer_exact_integers", "run_options",
-    "schemas", "source_schema", "state_value", "stream_accepted", "stream_merge_order",
-    "stream_verdicts", "survey", "translate_errors", "typed_options",
+    "StateValue", "Survey", "answered", "arrow_schema", "decide_messages", "decide_rows",
+    "first_time_error", "frames_of", "grouping_key", "long_form", "prefer_exact_integers",
+    "run_options", "schemas", "source_schema", "state_value", "stream_accepted",
+    "stream_merge_order", "survey", "translate_errors", "typed_options",
 ]
