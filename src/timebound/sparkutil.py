@@ -202,6 +202,18 @@ def translate_errors() -> Iterator[None]:
         raise typed from None
 
 
+def hash_class(conn: Any, classes: Any) -> Any:
+    """A connection's hash class as Spark computes it, ``crc32(utf-8 conn) mod
+    classes`` (``conn``: a string column; ``classes``: an int or a long column): the
+    core's classifier (``crc32_classifier``), since Spark's ``crc32`` is
+    ``java.util.zip.CRC32`` and the core's ``zlib.crc32``, over the same bytes. The one
+    copy every Spark operator that routes rows by class uses."""
+    from pyspark.sql import functions as F
+
+    k = F.lit(classes) if isinstance(classes, int) else classes
+    return F.pmod(F.crc32(conn), k.cast("long"))
+
+
 def spark_types() -> dict[str, Any]:
     """The contract's column types (``contract.TYPES``) as Spark types, for the Spark
     drivers' schemas (pyspark imported here, when called)."""

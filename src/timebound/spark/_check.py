@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.contract import MESSAGE_MINIMUMS
 from timebound.errors import SchemaError, UsageError
-from timebound.sparkutil import quoted_column, schema_head
+from timebound.sparkutil import hash_class, quoted_column, schema_head
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -234,15 +234,6 @@ def _first(cases: list[tuple[Column, str]]) -> Column:
     for bad, text in cases[1:]:
         found = found.when(bad, F.lit(text))
     return found
-
-
-def hash_class(conn: Column, classes: int) -> Column:
-    """A connection's hash class, ``crc32(utf-8 conn) mod classes``: the core's
-    classifier (``crc32_classifier``), as Spark computes it (Spark's ``crc32`` is
-    ``java.util.zip.CRC32``, the core's ``zlib.crc32``, over the same bytes)."""
-    from pyspark.sql import functions as F
-
-    return F.pmod(F.crc32(conn), F.lit(classes).cast("long"))
 
 
 def with_class(df: DataFrame, crash: Column | None, classes: int) -> DataFrame:
