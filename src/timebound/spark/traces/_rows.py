@@ -5,7 +5,9 @@
   and a frame as Arrow columns of their declared types (exact integers, nulls kept);
 - ``FILE_COLUMN``, ``LINE_COLUMN``: the provenance columns the file source
   (``timebound stream``'s) adds to every row, which the processors name in errors;
-- ``ROCKSDB``: the state store provider the stateful streams need.
+- ``ROCKSDB``: the state store provider the stateful streams need;
+- ``clocked``: the late-row rule of every stream (a row behind its key's clock is
+  taken at the clock and marked ``late_arrival``), the one copy.
 """
 
 from __future__ import annotations
@@ -13,11 +15,25 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from timebound.sparkutil import FILE_COLUMN as FILE_COLUMN
 from timebound.sparkutil import LINE_COLUMN as LINE_COLUMN
 from timebound.sparkutil import ROCKSDB as ROCKSDB
+
+#: Below every clock: the first row of a key is never late.
+FLOOR = np.iinfo(np.int64).min
+
+
+def clocked(at: np.ndarray, clock: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The late-row rule over one key's rows in decision order: each row is decided at
+    the larger of its ``at`` and the key's clock before it (``clock``: the
+    restored receiver's or merger's, None for a new one), and it is late when that
+    raised it.
+    Returns the ``at`` each row is decided at and the ``late_arrival`` mask."""
+    before = np.maximum.accumulate(np.r_[FLOOR if clock is None else clock, at])[:-1]
+    return np.maximum(at, before), at < before
 
 
 def grouping_key(key: Any) -> tuple[Any, ...]:

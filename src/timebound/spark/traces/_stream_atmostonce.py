@@ -17,7 +17,7 @@ shared row adapter (``AtMostOnceAdapter``, the replay's own) one row at a time, 
 every error is the replay's own. Timers run inline, as in the replay: the adapter
 fires every timer due at or before a row's ``at`` first.
 
-The late-row rule is ``clocked``, the one copy both paths apply: each row is decided
+The late-row rule is ``clocked`` (``_rows``), the one copy every stream applies: each row is decided
 at the running maximum of the key's clock and the ``at`` before it, and the rows it
 raised are the ``late_arrival`` ones. Each class is an independent receiver (the
 replay's ``--classes``), so a key's adapter is built with one class; its clock is the
@@ -64,6 +64,7 @@ from timebound.core.atmostonce import (
     crc32_classifier,
     restore_classified,
 )
+from timebound.spark.traces._rows import FLOOR, clocked
 from timebound.spark.traces._stream_schemas import MESSAGES_IN
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,8 +82,6 @@ warnings.filterwarnings("ignore", category=FutureWarning,
 #: The engine (``applyInPandasWithState``), locked into a checkpoint; the retired
 #: ones (``columnar``, ``row``) are refused (``timebound stream``'s lock).
 GROUPED = "grouped"
-#: Below every clock: the first row of a receiver is never late.
-_FLOOR = np.iinfo(np.int64).min
 #: Warm receivers (module docstring): (options, the state's bytes) -> (the receiver
 #: those bytes encode, its clock), those saved last in this process: at most
 #: ``WARM_KEYS`` of them and ``WARM_BYTES`` of compressed state (a receiver takes
@@ -159,15 +158,6 @@ class AtMostOnceProcessor:
                 del _WARM[next(iter(_WARM))]  # the oldest first, this one last
 
 
-def clocked(at: np.ndarray, clock: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """The late-row rule over one key's rows in decision order: each row is decided at
-    the larger of its ``at`` and the receiver's clock before it (``clock``: the
-    restored receiver's, None for a new one), and it is late when that raised it.
-    Returns the ``at`` each row is decided at and the ``late_arrival`` mask."""
-    before = np.maximum.accumulate(np.r_[_FLOOR if clock is None else clock, at])[:-1]
-    return np.maximum(at, before), at < before
-
-
 #: The columns ``decide_rows`` reads, in the shared row adapter's names.
 ROW_COLUMNS = ("type", "conn", "ts", "at", "down")
 
@@ -188,7 +178,7 @@ def decide_rows(processor: AtMostOnceProcessor, name: str | None, rows: pa.Table
     adapter = processor.restored(name)
     at = rows.column("at")
     missing = at.null_count > 0
-    raw = (pc.fill_null(at, _FLOOR) if missing else at).to_numpy()
+    raw = (pc.fill_null(at, FLOOR) if missing else at).to_numpy()
     fed_at, late = clocked(raw, adapter.clock(name) if isinstance(name, str) else None)
     if missing:
         absent = at.is_null().to_numpy(zero_copy_only=False)

@@ -12,7 +12,8 @@ arrivals in that order, builds the key's output frame column by column (``output
 and writes the state back once. No protocol rule lives here: exactly as the replay
 does, before the arrivals at time T the merger delivers every buffered message with
 deadline < T. An arrival whose ``at`` is behind its merger's clock (a late file) is
-taken at the clock (its deadline is then usually past: ``late``).
+taken at the clock (its deadline is then usually past: ``late``): the late-row rule
+of every stream, ``clocked``.
 
 What moves a merger's clock between arrivals (``timers``):
 
@@ -55,6 +56,7 @@ import zlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
@@ -65,8 +67,10 @@ from timebound.core.merge import Merger, merger_snapshot, restore_merger
 from timebound.errors import TimeboundError, TraceError
 from timebound.spark.traces._rows import (
     FILE_COLUMN,
+    FLOOR,
     LINE_COLUMN,
     arrow_frame,
+    clocked,
     frames_of,
     grouping_key,
 )
@@ -241,12 +245,15 @@ class MergeProcessor(StatefulProcessor):
             adapter.advance(name, self._wall_clock(meta, now_ms))
             self._emit(adapter.drain(name), meta, {}, pending, None, out)
         held: dict[_Pair, tuple[Any, bool]] = {}
-        for data, carried in self.arrivals(key, frame):
+        arrivals = list(self.arrivals(key, frame))
+        ats = [data.get("at") for data, _ in arrivals]  # a row without one moves no clock
+        fed_at, lates = clocked(np.array([a if type(a) is int else FLOOR for a in ats],
+                                         dtype=np.int64), adapter.clock(name))
+        for i, (data, carried) in enumerate(arrivals):
             data["merger"] = name
-            clock = adapter.clock(name)
-            late = isinstance(data.get("at"), int) and clock is not None and data["at"] < clock
+            late = type(ats[i]) is int and bool(lates[i])
             if late:
-                data["at"] = clock
+                data["at"] = int(fed_at[i])
             source, line = str(data.pop(FILE_COLUMN, "")), int(data.pop(LINE_COLUMN, 0))
             try:
                 adapter.feed(Row(source, line, data))
