@@ -8,9 +8,9 @@ per receiver. A batch DataFrame goes through the decider ``timebound pipeline`` 
 (``_batch``, over ``traces``' ``Decider``), a stream through the grouped engine
 (``_stream``: ``applyInPandasWithState``, the key's receiver in its state), which
 ``timebound stream atmostonce`` runs through ``trace_verdicts``; both decide
-column-wise through the shared row adapter
-(``timebound.columnar``), so no protocol rule lives here. Options and columns are
-checked on the driver before any job (``_check``).
+column-wise through the shared row adapter (``timebound.columnar``), so no protocol
+rule lives here. Options and columns are checked on the driver before any job
+(``_check``).
 
 ``compare(df, conn=..., ts=..., at=...)`` runs ``at_most_once`` (fixed and adaptive
 lifetimes) beside Spark's ``dropDuplicatesWithinWatermark`` on the caller's arrivals
@@ -85,18 +85,18 @@ def at_most_once(
     ``down``: an integer column of crashes (resilient receivers): a row where it is set
     is a crash of its receiver at ``at``, down for ``down`` ticks (>= 1; its ``conn``
     and ``ts`` are not read), as the replay's ``crash`` rows; messages it receives
-    while down are ``down``. The other options are ``timebound replay atmostonce``'s, with its ranges:
-    ``estimator`` ``fixed`` (``rho``, ``gc_every``), ``unlimited`` (``gc_every``) or
-    ``limited`` (``window``, ``spikes``, ``p``); ``resilient`` with ``beta`` and
-    ``latest_every`` (and ``recovery_grace``); ``classes``: hash classes per receiver;
+    while down are ``down``. The other options are ``timebound replay atmostonce``'s,
+    with its ranges: ``estimator`` ``fixed`` (``rho``, ``gc_every``), ``unlimited``
+    (``gc_every``) or ``limited`` (``window``, ``spikes``, ``p``); ``resilient`` with
+    ``beta`` and ``latest_every`` (and ``recovery_grace``); ``classes``: hash classes per receiver;
     ``reorder_window``: timestamps kept per connection (default 8: a message overtaken
     by up to 8 later ones of its connection is accepted; 1: SCMP's rule, the commands'
     default, so ``--reorder-window 8`` gives the replay this default's verdicts).
 
     Returns every row of ``df`` with all its columns plus ``verdict`` (``accepted``,
     ``duplicate``, ``stale``, ``early``; ``down``; null on a crash row), ``rho`` and
-    ``entries`` (longs; null on a crash row and while down), and on a
-    streaming ``df`` ``late_arrival`` (the row's ``at`` was behind its receiver's
+    ``entries`` (longs; null on a crash row and while down), and on a streaming
+    ``df`` ``late_arrival`` (the row's ``at`` was behind its receiver's
     clock: decided at that clock). Raises ``UsageError`` (an option) or ``SchemaError``
     (a column: missing, of a wrong type, or one the operator adds already present)
     before any Spark job.

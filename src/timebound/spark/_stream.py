@@ -277,13 +277,13 @@ def decide(df: DataFrame, cols: Columns | None, options: AtMostOnceOptions,
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     spark = df.sparkSession
-    use_rocksdb(df)
-    size_state(spark)
     prefer_exact_integers(df)
     token = None if lock is None else _lock.register(spark, "at_most_once",
                                                       {**lock, "engine": ENGINE})
-    if plan is None:
+    if plan is None:  # (``timebound stream`` sizes its own session: ``prepare_session``)
         assert cols is not None
+        use_rocksdb(df)
+        size_state(spark)
         plan = Plan.caller(cols)
         keyed = prepared(df, cols, options.classes, resilient=options.receiver.resilient)
         kept = list(df.columns)

@@ -17,9 +17,9 @@ shared row adapter (``AtMostOnceAdapter``, the replay's own) one row at a time, 
 every error is the replay's own. Timers run inline, as in the replay: the adapter
 fires every timer due at or before a row's ``at`` first.
 
-The late-row rule is ``clocked`` (``_rows``), the one copy every stream applies: each row is decided
-at the running maximum of the key's clock and the ``at`` before it, and the rows it
-raised are the ``late_arrival`` ones. Each class is an independent receiver (the
+The late-row rule is ``clocked`` (``_rows``), the one copy every stream applies: each
+row is decided at the running maximum of the key's clock and the ``at`` before it, and
+the rows it raised are the ``late_arrival`` ones. Each class is an independent receiver (the
 replay's ``--classes``), so a key's adapter is built with one class; its clock is the
 class receiver's. A late row (a late file) is decided at the receiver's clock, its own
 ``at`` kept in the output -- never dropped, and never a reason to accept a duplicate
@@ -36,10 +36,11 @@ A snapshot round trip restores every field these receivers decide by, so a warm
 receiver and a decoded one decide alike (tests/test_stream_columnar.py).
 
 The engines before this one (``columnar``: ``transformWithStateInPandas``; ``row``:
-``transformWithState`` and a row-at-a-time processor; the command's own
-``GroupedDecider`` wrote the same state as this one and goes on under it) are retired: Spark restarts
+``transformWithState`` and a row-at-a-time processor) are retired: Spark restarts
 state only under the operator that wrote it, so a checkpoint they started is refused
-in one line (``timebound stream``'s lock, ``timebound.spark``'s ``_lock``).
+in one line (``timebound stream``'s lock, ``timebound.spark``'s ``_lock``). The
+command's own copy of this engine (``GroupedDecider``) wrote the same keys and state:
+its checkpoints go on under this one.
 """
 
 from __future__ import annotations
