@@ -125,10 +125,11 @@ def _fields() -> dict[str, Any]:
     # built by hand: no Spark session needed (StructType.fromDDL asks the JVM)
     schema = StructType([StructField(name, kind) for name, kind in (
         ("user", StringType()), ("region", StringType()), ("sent", LongType()),
-        ("got", LongType()), ("amount", DoubleType()), ("prio", LongType()))])
+        ("got", LongType()), ("amount", DoubleType()), ("prio", LongType()),
+        ("lost", LongType()))])
     opts = options({"estimator": "fixed", "rho": 10, "gc_every": 5, "resilient": False,
                     "recovery_grace": 0, "classes": 1, "reorder_window": 1})
-    cols = columns(schema, "user", "sent", "got", None, "prio")
+    cols = columns(schema, "user", "sent", "got", None, "prio", "lost")
     return {**locked(opts, cols, schema), "engine": "grouped"}
 
 
@@ -138,7 +139,7 @@ CHANGED: dict[str, Any] = {
     "resilient": True, "beta": 3, "latest_every": 4, "recovery_grace": 1,
     "reorder_window": 8, "classes": 4, "conn": ["region", "string"],
     "ts": ["sent", "int"], "at": ["amount", "bigint"], "receiver": ["region", "string"],
-    "order": None, "engine": "row",
+    "order": None, "down": None, "engine": "row",
 }
 
 
@@ -275,7 +276,7 @@ def test_the_late_row_rule_at_its_boundary() -> None:
     and is decided at the clock; the clock is the running maximum."""
     import numpy as np
 
-    from timebound.spark.traces._stream_atmostonce import clocked
+    from timebound.spark.traces._rows import clocked
 
     fed, late = clocked(np.array([10, 9, 12, 12, 11], dtype=np.int64), 10)
     assert fed.tolist() == [10, 10, 12, 12, 12]

@@ -1,11 +1,12 @@
 """``timebound.spark.traces``: the protocols over the trace-dataset contract's tables,
 as ``timebound pipeline`` (batch) and ``timebound stream`` (streaming) run them.
 
-The commands are clients of this module: they read a dataset (or a folder of trace
-files), resolve each run's options and write what comes back; every Spark operator
-they run lives here, beside the DataFrame operators of ``timebound.spark`` that reuse
-it (``at_most_once`` on a batch DataFrame decides through ``decide_messages``' decider,
-on a stream through the ``transformWithState`` processor below).
+The commands are clients of this module and of ``timebound.spark``: they read a
+dataset (or a folder of trace files), resolve each run's options and write what comes
+back; every Spark operator they run lives here or there (``at_most_once`` on a batch
+DataFrame decides through ``decide_messages``' decider; on a stream through the
+per-key processor below, which ``timebound stream atmostonce`` runs through
+``timebound.spark.trace_verdicts``).
 
 A table follows the contract (``timebound.contract``; CONTRIBUTING.md "The
 trace-dataset contract"): ``run`` and ``seq`` columns, the protocol's row columns and
@@ -38,9 +39,8 @@ What the library's own operators (``timebound.spark``) run of these: the batch
 decider (``Decider``, ``answered``, ``VERDICTS``, ``arrow_schema``), the stream's
 per-key processor (``AtMostOnceProcessor``, ``decide_rows``, ``state_value``,
 ``StateValue``, ``STATE_SCHEMA``, ``grouping_key``, ``frames_of``,
-``prefer_exact_integers``) and the merge
-processor (``MergeProcessor``, ``Arrival``, ``Produced``, ``TIME_MODES``,
-``MERGE_ENGINE``).
+``prefer_exact_integers``) and the merge processor (``MergeProcessor``, ``Arrival``,
+``Produced``, ``TIME_MODES``, ``MERGE_ENGINE``).
 
 Errors raised inside a task come back typed through ``translate_errors``.
 """
