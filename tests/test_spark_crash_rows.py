@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,30 +28,13 @@ KWARGS = {"estimator": "fixed", "rho": 30, "gc_every": 10, "resilient": True, "b
 
 
 def trace(seed: int, n: int) -> list[dict[str, Any]]:
-    """Rows in decision order (``recv`` strictly increasing per row), ~25% resent
-    copies and a crash now and then (``outage`` set, never while the node is down)."""
-    rng = random.Random(seed)
-    rows: list[dict[str, Any]] = []
-    sent: list[tuple[str, int]] = []
-    up_at = {"n0": 0, "n1": 0}
-    recv = 0
-    for i in range(n):
-        recv += rng.randint(1, 4)
-        node = rng.choice(("n0", "n1"))
-        if rng.random() < 0.05 and recv >= up_at[node]:
-            outage = rng.randint(1, 20)
-            up_at[node] = recv + outage
-            rows.append({"id": i, "node": node, "user": None, "sent": None, "recv": recv,
-                         "outage": outage})
-            continue
-        if sent and rng.random() < 0.25:
-            user, ts = rng.choice(sent)
-        else:
-            user, ts = f"u{rng.randrange(9)}", max(1, recv - rng.randint(0, 40))
-            sent.append((user, ts))
-        rows.append({"id": i, "node": node, "user": user, "sent": ts, "recv": recv,
-                     "outage": None})
-    return rows
+    """``amo_trace`` (crash rows never while the node is down, ~20% resent copies) in a
+    caller's columns, in decision order (``recv``, then ``id``)."""
+    from tests.test_stream_atmostonce import amo_trace
+
+    return [{"id": r["seq"], "node": r["receiver"], "user": r.get("conn"),
+             "sent": r.get("ts"), "recv": r["at"], "outage": r.get("down")}
+            for r in amo_trace(seed, n, crashes=True, receivers=("n0", "n1"))]
 
 
 def replayed(tmp: Path, rows: list[dict[str, Any]], classes: int) -> dict[int, Any]:
@@ -109,7 +91,8 @@ def test_batch_crash_rows_equal_the_replay(spark: Any, tmp_path: Path, classes: 
     rows = trace(classes, 300)
     expected = replayed(tmp_path, rows, classes)
     out = at_most_once(spark.createDataFrame(rows, SCHEMA), conn="user", ts="sent",
-                       at="recv", receiver="node", down="outage", classes=classes, **KWARGS)
+                       at="recv", receiver="node", order="id", down="outage", classes=classes,
+                       **KWARGS)
     with spread(spark):  # a receiver's classes on several tasks, were they placed apart
         got = out.collect()
     assert len(got) == len(rows)  # a crash row comes back once
@@ -132,7 +115,7 @@ def test_stream_crash_rows_equal_the_replay(spark: Any, tmp_path: Path, classes:
         os.utime(path, (1_700_000_000 + index, 1_700_000_000 + index))
     stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(folder))
     out = at_most_once(stream, conn="user", ts="sent", at="recv", receiver="node",
-                       down="outage", classes=classes, **KWARGS)
+                       order="id", down="outage", classes=classes, **KWARGS)
     name = f"amo_crash_rows_{classes}"
     query = out.writeStream.format("memory").queryName(name) \
         .option("checkpointLocation", str(tmp_path / "ck")) \
