@@ -289,3 +289,27 @@ def test_warm_receivers_are_bounded_in_number_and_bytes(monkeypatch: pytest.Monk
     assert state.value is not None
     assert engine.warm_states() == [state.value[0]]
     engine.forget_warm_receivers()
+
+
+def test_rows_with_equal_at_go_by_seq_then_file_and_line() -> None:
+    """The command's ties of ``at``: rows with ``seq`` first, by ``seq``; rows without it
+    after them, by file name, then line. Each pair below is one message twice at the same
+    ``at``: the copy taken first is accepted, the other is the duplicate."""
+    opts = options(["--rho", "100", "--gc-every", "50"])
+    base = {"run": "r1", "type": "msg", "receiver": "s1", "down": None, "original": None,
+            "at": 10}
+    rows = [
+        {**base, "conn": "a", "ts": 5, "seq": None, "_file": "a.jsonl", "_line": 1},
+        {**base, "conn": "a", "ts": 5, "seq": 7, "_file": "b.jsonl", "_line": 9},
+        {**base, "conn": "b", "ts": 5, "seq": 9, "_file": "a.jsonl", "_line": 2},
+        {**base, "conn": "b", "ts": 5, "seq": 8, "_file": "b.jsonl", "_line": 3},
+        {**base, "conn": "c", "ts": 5, "seq": None, "_file": "b.jsonl", "_line": 1},
+        {**base, "conn": "c", "ts": 5, "seq": None, "_file": "a.jsonl", "_line": 7},
+        {**base, "conn": "d", "ts": 5, "seq": None, "_file": "a.jsonl", "_line": 8},
+        {**base, "conn": "d", "ts": 5, "seq": None, "_file": "a.jsonl", "_line": 4},
+    ]
+    got = {(r["_file"], r["_line"]): r["verdict"] for r in decide(decider(opts), rows, State())}
+    assert got == {("b.jsonl", 9): "accepted", ("a.jsonl", 1): "duplicate",
+                   ("b.jsonl", 3): "accepted", ("a.jsonl", 2): "duplicate",
+                   ("a.jsonl", 7): "accepted", ("b.jsonl", 1): "duplicate",
+                   ("a.jsonl", 4): "accepted", ("a.jsonl", 8): "duplicate"}
