@@ -374,6 +374,35 @@ def test_bad_rows_stop_the_job_naming_the_column(spark: Any, row: tuple[Any, ...
     assert raised.value.reason.startswith(reason + " (row with user = ")
 
 
+@pytest.mark.spark
+@pytest.mark.parametrize(("row", "column", "reason"), [
+    (("u1", 0, 5, "a"), "sent", "ts must be >= 1"),
+    ((None, 3, 5, "a"), "user", "conn must not be null"),
+    (("u1", 3, None, "a"), "recv", "at must not be null"),
+    (("u1", 3, 5, ""), "node", "receiver must not be empty"),
+])
+def test_bad_rows_stop_a_stream_naming_the_column(spark: Any, tmp_path: Path,
+                                                  row: tuple[Any, ...], column: str,
+                                                  reason: str) -> None:
+    """On a stream the engine reads the caller's columns as they are; the row checks
+    still stop the micro-batch before a row is decided, in one typed error."""
+    from timebound.spark import at_most_once, typed_errors
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    names = ("user", "sent", "recv", "node")
+    (folder / "a.jsonl").write_text("".join(json.dumps(dict(zip(names, r))) + "\n"
+                                            for r in [("u0", 1, 1, "a"), row]))
+    df = spark.readStream.schema("user string, sent long, recv long, node string") \
+        .json(str(folder))
+    out = at_most_once(df, conn="user", ts="sent", at="recv", receiver="node", **GOOD)
+    with pytest.raises(SchemaError) as raised, typed_errors():
+        out.writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ck")) \
+            .trigger(availableNow=True).start().awaitTermination()
+    assert raised.value.table == "DataFrame" and raised.value.column == column
+    assert raised.value.reason.startswith(reason + " (row with user = ")
+
+
 # -- docs/spark.md ------------------------------------------------------------------
 
 
