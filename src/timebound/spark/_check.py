@@ -236,42 +236,23 @@ def _first(cases: list[tuple[Column, str]]) -> Column:
     return found
 
 
-def with_class(df: DataFrame, crash: Column | None, classes: int, conn: str = CONN,
-               guard: tuple[Column, Column] | None = None) -> DataFrame:
-    """``df`` with ``CLS``: each message row's class (of the string column ``conn``); a
-    crash row (where ``crash`` holds) goes to every class, one copy each (every class
-    of a receiver is down while it is). ``guard``: (refused, failure): a refused row
-    raises the failure as its class is computed."""
+def with_class(df: DataFrame, crash: Column | None, classes: int) -> DataFrame:
+    """``df`` with ``CLS``: each message row's class (of ``CONN``); a crash row (where
+    ``crash`` holds) goes to every class, one copy each (every class of a receiver is
+    down while it is)."""
     from pyspark.sql import functions as F
 
-    cls = F.lit(0).cast("long") if classes == 1 else hash_class(col(conn), classes)
-    copies = classes > 1 and crash is not None
-    if copies:
-        assert crash is not None
-        every = F.sequence(F.lit(0).cast("long"), F.lit(classes - 1).cast("long"))
-        cls = F.when(crash, every).otherwise(F.array(cls))
-    if guard is not None:
-        cls = F.when(guard[0], guard[1]).otherwise(cls)
-    return df.withColumn(CLS, F.explode_outer(cls) if copies else cls)
-
-
-def read_names(cols: Columns, schema: StructType, lean: bool) -> dict[str, str]:
-    """Role -> the column the engine reads it from once ``prepared`` ran: the working
-    columns, or with ``lean`` the caller's own where they already are what the engine
-    reads (a string ``receiver`` or ``conn``; ``ts`` and ``at`` always, as the worker
-    reads any integer column as a long)."""
-    names = {"receiver": RECEIVER, "conn": CONN, "ts": TS, "at": AT}
-    if lean:
-        names.update(ts=cols.ts, at=cols.at)
-        if cols.receiver is not None and _string(schema[cols.receiver].dataType):
-            names["receiver"] = cols.receiver
-        if _string(schema[cols.conn].dataType):
-            names["conn"] = cols.conn
-    return names
+    if classes == 1:
+        return df.withColumn(CLS, F.lit(0).cast("long"))
+    cls = hash_class(F.col(CONN), classes)
+    if crash is None:
+        return df.withColumn(CLS, cls)
+    every = F.sequence(F.lit(0).cast("long"), F.lit(classes - 1).cast("long"))
+    return df.withColumn(CLS, F.explode_outer(F.when(crash, every).otherwise(F.array(cls))))
 
 
 def prepared(df: DataFrame, cols: Columns, classes: int, *, resilient: bool = False,
-             copies: bool = True, lean: bool = False) -> DataFrame:
+             copies: bool = True) -> DataFrame:
     """``df`` with the working columns, each row checked as Spark reads it (what the
     replay refuses stops the job naming the caller's column and the row).
 
@@ -284,9 +265,7 @@ def prepared(df: DataFrame, cols: Columns, classes: int, *, resilient: bool = Fa
     stream.) A crash row (``down`` not null) has no ``conn`` or ``ts`` to check: its
     ``down`` must be >= 1, and its receivers ``resilient``; it goes to every class
     (``copies``: one copy per class, as a stream keys them; else one row, as a batch
-    places whole receivers). ``lean`` (a stream, whose rows cross to Python whole): no
-    working copy of a column the engine can read as it is (``read_names``), and the
-    guard on ``CLS``, the grouping key every row computes."""
+    places whole receivers)."""
     from pyspark.sql import functions as F
 
     refusals: list[tuple[Column, str, str]] = []  # (bad, caller's column, reason)
@@ -313,9 +292,7 @@ def prepared(df: DataFrame, cols: Columns, classes: int, *, resilient: bool = Fa
     conn = ident("conn", cols.conn, message)
     ts = ticks("ts", cols.ts, MESSAGE_MINIMUMS["ts"], message)
     at = ticks("at", cols.at, MESSAGE_MINIMUMS["at"])
-    read = read_names(cols, df.schema, lean)
-    working = [column.alias(name) for column, name in ((receiver, RECEIVER), (conn, CONN))
-               if read[name.removeprefix(PREFIX)] == name]
+    working = [receiver.alias(RECEIVER), conn.alias(CONN)]
     if cols.down is not None:
         assert crash is not None
         if not resilient:
@@ -328,13 +305,9 @@ def prepared(df: DataFrame, cols: Columns, classes: int, *, resilient: bool = Fa
         F.concat(F.lit(f"{name} = "), _shown(col(name)))
         for name in dict.fromkeys(n for _, n in cols.roles())]), F.lit(")"))
     failed = F.raise_error(F.concat(head, quoted_column(F.concat(reason, where))))
+    guarded_ts = F.when(head.isNotNull(), failed).otherwise(ts)
     hashed = [col(f.name) for f in df.schema.fields if _hashable(f.dataType)]
     tie = F.xxhash64(*hashed) if hashed else F.lit(0).cast("long")
-    if lean:
-        out = df.select("*", *working, tie.alias(TIE))
-        return with_class(out, crash if copies else None, classes, read["conn"],
-                          (head.isNotNull(), failed))
-    guarded_ts = F.when(head.isNotNull(), failed).otherwise(ts)
     out = df.select("*", *working, guarded_ts.alias(TS), at.alias(AT), tie.alias(TIE))
     return with_class(out, crash if copies else None, classes)
 

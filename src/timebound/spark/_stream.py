@@ -22,13 +22,6 @@ rows), go on under it. The order changed in one case only: rows of one micro-bat
 whose ``at`` goes back in ``seq`` order (the replay refuses such a trace) were taken
 in ``seq`` order, late ones at the clock; they are now taken in ``at`` order.
 
-Every row crosses to the Python worker whole, so the query adds no working copy of a
-column the engine can read as it is (``_check.read_names``: a string ``receiver`` or
-``conn``, any integer ``ts`` and ``at``): it groups by the caller's receiver column, and
-the row checks ride on the hash class, the grouping key every row computes. (A
-checkpoint started when the key was a working copy of the receiver restarts under
-this one: Spark matches state keys by type, and the values are the same.)
-
 The caller's columns go through Python and back as they are (Arrow, pandas, Arrow),
 with one exception pandas would otherwise lose: a NaN in a top-level float or double
 column comes back NaN, not null (a flag column per such column, restored in the JVM).
@@ -76,7 +69,6 @@ from timebound.spark._check import (
     added_schema,
     col,
     prepared,
-    read_names,
     traced,
 )
 from timebound.spark._order import frame_order
@@ -157,22 +149,19 @@ class Plan:
     provenance: tuple[str, str] | None = None
     class_column: str | None = None
     columns: dict[str, str] = field(default_factory=dict)
-    read: dict[str, str] = field(default_factory=lambda: {
-        "receiver": RECEIVER, "conn": CONN, "ts": TS, "at": AT})
 
     @classmethod
-    def caller(cls, cols: Columns, read: dict[str, str]) -> Plan:
-        """``read``: where each role is read (``_check.read_names``)."""
+    def caller(cls, cols: Columns) -> Plan:
         named = {"conn": cols.conn, "ts": cols.ts, "at": cols.at,
                  "receiver": cols.receiver or "receiver"}
         if cols.down is not None:
             named.update(down=cols.down, type=cols.down)
-        return cls(order=cols.order, down=cols.down is not None, columns=named, read=read)
+        return cls(order=cols.order, down=cols.down is not None, columns=named)
 
     def names(self) -> dict[str, str | tuple[str, ...] | None]:
         """Role -> the column ``_order`` sorts by."""
-        return {"at": self.read["at"], "order": self.order, "ts": self.read["ts"],
-                "conn": self.read["conn"], "tie": TIE if self.tie else None}
+        return {"at": AT, "order": self.order, "ts": TS, "conn": CONN,
+                "tie": TIE if self.tie else None}
 
 
 class Decider:
@@ -225,12 +214,11 @@ class Decider:
             kind = pa.array(np.where(crash, "crash", "msg"), pa.string())
         else:
             kind = pa.repeat(_MSG, n)
-        read = self.plan.read
         rows = pa.table({"type": kind,
-                         "conn": pa.array(frame[read["conn"]].to_numpy(dtype=object),
-                                          pa.string(), from_pandas=True),
-                         "ts": pa.array(frame[read["ts"]], pa.int64(), from_pandas=True),
-                         "at": pa.array(frame[read["at"]], pa.int64(), from_pandas=True),
+                         "conn": pa.array(frame[CONN].to_numpy(dtype=object), pa.string(),
+                                          from_pandas=True),
+                         "ts": pa.array(frame[TS], pa.int64(), from_pandas=True),
+                         "at": pa.array(frame[AT], pa.int64(), from_pandas=True),
                          "down": down})
         if self.plan.provenance is not None:
             file, line = self.plan.provenance
@@ -296,9 +284,8 @@ def decide(df: DataFrame, cols: Columns | None, options: AtMostOnceOptions,
         assert cols is not None
         use_rocksdb(df)
         size_state(spark)
-        plan = Plan.caller(cols, read_names(cols, df.schema, True))
-        keyed = prepared(df, cols, options.classes, resilient=options.receiver.resilient,
-                         lean=True)
+        plan = Plan.caller(cols)
+        keyed = prepared(df, cols, options.classes, resilient=options.receiver.resilient)
         kept = list(df.columns)
     else:
         keyed = df
@@ -315,7 +302,7 @@ def decide(df: DataFrame, cols: Columns | None, options: AtMostOnceOptions,
     if floating:  # pandas reads NaN and null alike: the JVM tells them apart
         keyed = keyed.select("*", *[F.isnan(col(name)).alias(flag)
                                     for name, flag in zip(floating, names)])
-    decided = (keyed.groupBy(*plan.group, col(plan.read["receiver"]), CLS)
+    decided = (keyed.groupBy(*plan.group, RECEIVER, CLS)
                .applyInPandasWithState(decider, grouped_schema, STATE_SCHEMA, "append",
                                        GroupStateTimeout.NoTimeout))
     if not floating:
