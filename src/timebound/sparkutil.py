@@ -62,9 +62,12 @@ import tempfile
 import threading
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from timebound.errors import SchemaError, TimeboundError, TraceError, UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, DataFrame
 
 __all__ = ["MARK", "carried", "check_master", "marked", "parse_conf", "quoted",
            "quoted_column", "rebuild", "schema_head", "spark_failure", "spark_reason",
@@ -212,6 +215,25 @@ def hash_class(conn: Any, classes: Any) -> Any:
 
     k = F.lit(classes) if isinstance(classes, int) else classes
     return F.pmod(F.crc32(conn), k.cast("long"))
+
+
+def with_hash_class(df: DataFrame, name: str, conn: Column, classes: int | Column,
+                    crash: Column | None = None) -> DataFrame:
+    """``df`` with column ``name``: each row's hash class of ``conn`` (``hash_class``;
+    ``classes``: an int or a long column); a crash row (where the column ``crash``
+    holds) goes to every class, one copy each, since every class of a receiver is down
+    while it is. The one copy of that rule: the library's streams (one ``classes``) and
+    the pipeline's per-class plan (each run's own, a column) both call it."""
+    from pyspark.sql import functions as F
+
+    if isinstance(classes, int) and classes == 1:
+        return df.withColumn(name, F.lit(0).cast("long"))
+    cls = hash_class(conn, classes)
+    if crash is None:
+        return df.withColumn(name, cls)
+    k = F.lit(classes) if isinstance(classes, int) else classes
+    every = F.sequence(F.lit(0).cast("long"), (k - 1).cast("long"))
+    return df.withColumn(name, F.explode_outer(F.when(crash, every).otherwise(F.array(cls))))
 
 
 def spark_types() -> dict[str, Any]:

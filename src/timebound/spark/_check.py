@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.contract import MESSAGE_MINIMUMS
 from timebound.errors import SchemaError, UsageError
-from timebound.sparkutil import hash_class, quoted_column, schema_head
+from timebound.sparkutil import hash_class, quoted_column, schema_head, with_hash_class
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -236,21 +236,6 @@ def _first(cases: list[tuple[Column, str]]) -> Column:
     return found
 
 
-def with_class(df: DataFrame, crash: Column | None, classes: int) -> DataFrame:
-    """``df`` with ``CLS``: each message row's class (of ``CONN``); a crash row (where
-    ``crash`` holds) goes to every class, one copy each (every class of a receiver is
-    down while it is)."""
-    from pyspark.sql import functions as F
-
-    if classes == 1:
-        return df.withColumn(CLS, F.lit(0).cast("long"))
-    cls = hash_class(F.col(CONN), classes)
-    if crash is None:
-        return df.withColumn(CLS, cls)
-    every = F.sequence(F.lit(0).cast("long"), F.lit(classes - 1).cast("long"))
-    return df.withColumn(CLS, F.explode_outer(F.when(crash, every).otherwise(F.array(cls))))
-
-
 def prepared(df: DataFrame, cols: Columns, classes: int, *, resilient: bool = False,
              copies: bool = True) -> DataFrame:
     """``df`` with the working columns, each row checked as Spark reads it (what the
@@ -309,7 +294,7 @@ def prepared(df: DataFrame, cols: Columns, classes: int, *, resilient: bool = Fa
     hashed = [col(f.name) for f in df.schema.fields if _hashable(f.dataType)]
     tie = F.xxhash64(*hashed) if hashed else F.lit(0).cast("long")
     out = df.select("*", *working, guarded_ts.alias(TS), at.alias(AT), tie.alias(TIE))
-    return with_class(out, crash if copies else None, classes)
+    return with_hash_class(out, CLS, F.col(CONN), classes, crash if copies else None)
 
 
 def traced(df: DataFrame, kind: str, receiver: str, conn: str, ts: str, at: str,
@@ -324,7 +309,7 @@ def traced(df: DataFrame, kind: str, receiver: str, conn: str, ts: str, at: str,
     out = df.select("*", F.col(kind).alias(KIND), F.col(receiver).alias(RECEIVER),
                     F.col(conn).alias(CONN), F.col(ts).alias(TS), F.col(at).alias(AT),
                     F.col(down).alias(DOWN))
-    return with_class(out, F.col(KIND) == "crash", classes)
+    return with_hash_class(out, CLS, F.col(CONN), classes, F.col(KIND) == "crash")
 
 
 def placement(cols: Columns, classes: int) -> list[Column]:

@@ -55,7 +55,7 @@ from timebound.spark.traces._group import arrow_schema as arrow_schema
 from timebound.spark.traces._partial_metrics import Gathered, Gatherer
 from timebound.spark.traces._placement import Survey, label_column, place, survey
 from timebound.spark.traces.schemas import DECISION_EXTRA
-from timebound.sparkutil import hash_class, marked
+from timebound.sparkutil import marked, with_hash_class
 
 #: Verdict names by verdict code (the core loop's codes).
 VERDICTS = NAMES
@@ -106,14 +106,12 @@ def _classes(options: AtMostOnceOptions) -> int:
 
 
 def with_classes(df: DataFrame, options: Mapping[str, AtMostOnceOptions]) -> DataFrame:
-    """Add ``cls``; crash rows are exploded to every class of their run's K."""
+    """Add ``cls``; crash rows go to every class of their run's K (``with_hash_class``)."""
     pairs: list[Any] = []
     for run, opts in options.items():
         pairs += [F.lit(run), F.lit(_classes(opts))]
     k = F.element_at(F.create_map(*pairs), F.col("run")) if pairs else F.lit(1)
-    classes = F.when(F.col("type") == "crash", F.sequence(F.lit(0), (k - 1).cast("long"))) \
-        .otherwise(F.array(hash_class(F.col("conn"), k)))
-    return df.withColumn("cls", F.explode_outer(classes))
+    return with_hash_class(df, "cls", F.col("conn"), k, F.col("type") == "crash")
 
 
 def check_time_order(df: DataFrame) -> None:
