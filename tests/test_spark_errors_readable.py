@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from timebound.errors import (
@@ -145,6 +145,53 @@ def test_a_null_or_empty_receiver_is_named_so(spark: Any) -> None:
         assert raised.value.reason.startswith(said + " (row with user = u1, ")
 
 
+@pytest.mark.spark
+def test_a_bad_row_stops_the_job_whatever_columns_the_caller_keeps(spark: Any) -> None:
+    """Spark raises the sentence in a filter after the decisions: a projection that keeps
+    none of the added columns cannot drop the check."""
+    from timebound.spark import at_most_once, typed_errors
+
+    df = spark.createDataFrame([("u0", 1, 1), ("u1", 0, 5)], SCHEMA)
+    out = at_most_once(df, conn="user", ts="sent", at="at", **GOOD).select("user")
+    with pytest.raises(SchemaError) as raised, typed_errors():
+        out.collect()
+    assert raised.value.reason == "ts must be >= 1 (row with user = u1, sent = 0, at = 5)"
+    assert at_most_once(df.limit(1), conn="user", ts="sent", at="at", **GOOD
+                        ).select("user").count() == 1
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("keep", [None, ["user"]])
+def test_a_bad_row_on_a_stream_reads_as_spark_raised_it(spark: Any, tmp_path: Path,
+                                                         keep: list[str] | None) -> None:
+    """On a stream too the sentence is Spark's own exception (no Python traceback
+    before it), on the first line of the query's exception, whatever columns are kept."""
+    import json
+
+    from timebound.spark import at_most_once, typed_errors
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text("".join(json.dumps(dict(zip(("user", "sent", "at"), r)))
+                                            + "\n" for r in [("u0", 1, 1), ("u1", 3, None)]))
+    df = spark.readStream.schema(SCHEMA).json(str(folder))
+    out = at_most_once(df, conn="user", ts="sent", at="at", **GOOD)
+    if keep is not None:
+        out = out.select(*keep)
+    query = out.writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ck")) \
+        .trigger(availableNow=True).start()
+    with pytest.raises(Exception) as raised:
+        query.awaitTermination()
+    first = str(raised.value).splitlines()[0]
+    sentence = ("[USER_RAISED_EXCEPTION] timebound SchemaError: table 'DataFrame', column "
+                "'at': \"at must not be null (row with user = u1, sent = 3, at = null)\" "
+                "SQLSTATE: P0001")
+    assert sentence in first and "Traceback" not in str(raised.value)
+    with pytest.raises(SchemaError) as typed, typed_errors():
+        raise raised.value
+    assert typed.value.column == "at"
+
+
 def test_the_errors_import_from_timebound_spark() -> None:
     import timebound.errors
     import timebound.spark
@@ -216,24 +263,6 @@ def test_quoting_round_trips(text: str, quote: str | None) -> None:
 
     assert unquoted(quoted(text, quote)) == text
     assert re.fullmatch(r"'[^\n]*'|\"[^\n]*\"", quoted(text, quote))
-
-
-@pytest.mark.spark
-@settings(max_examples=5)
-@given(st.lists(st.text(st.characters(exclude_categories=("Cs",))), min_size=1,
-                max_size=40))
-def test_spark_quotes_a_column_as_unquoted_reads_it(spark: Any, texts: list[str]) -> None:
-    from pyspark.sql import functions as F
-
-    from timebound.sparkutil import quoted_column, rebuild, unquoted
-
-    df = spark.createDataFrame([(i, t) for i, t in enumerate(texts)], "i int, t string")
-    rows = df.select("i", quoted_column(F.col("t")).alias("q")).collect()
-    for row in rows:
-        assert len(row.q.splitlines()) == 1
-        assert unquoted(row.q) == texts[row.i]
-        typed = rebuild(f"x timebound UsageError: option 'o': {row.q} SQLSTATE: P0001")
-        assert isinstance(typed, UsageError) and typed.reason == texts[row.i]
 
 
 def test_no_old_marker_is_left() -> None:

@@ -19,9 +19,8 @@ Names are quoted as ``repr`` quotes them (``'...'``, or ``"..."`` when the name 
 backslash, the quote, and every character that is not printable (``\\n``, ``\\r``,
 ``\\t``, ``\\xhh``, ``\\uhhhh``, ``\\Uhhhhhhhh``), so the sentence is one line and ends
 at its closing quote whatever the text holds (``quoted``, ``unquoted``).
-``quoted_column`` quotes a Spark string column with ``"`` (the row checks' reasons,
-built by Spark for ``timebound.spark``'s ``raise_error``), escaping the backslash,
-``"``, the tab and what ends a line. ``rebuild`` finds the sentence in any text (the
+``timebound.spark`` hands the sentence of a row its checks refused to Spark's
+``raise_error``. ``rebuild`` finds the sentence in any text (the
 exception's message, the JVM's trace, Spark's ``[USER_RAISED_EXCEPTION] ...
 SQLSTATE: P0001``) and undoes the quoting; ``translate_errors`` re-raises the typed
 error on the driver, so the CLI prints its one line and exits 2.
@@ -70,7 +69,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
 
 __all__ = ["MARK", "carried", "check_master", "marked", "parse_conf", "quoted",
-           "quoted_column", "rebuild", "schema_head", "spark_failure", "spark_reason",
+           "rebuild", "spark_failure", "spark_reason",
            "start_session", "stop_quietly", "stopped_after", "translate_errors",
            "unquoted"]
 
@@ -100,9 +99,6 @@ _Q = '"'
 _NAMED = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", re.S)
 _UNNAMED = {"n": "\n", "r": "\r", "t": "\t"}
-#: The characters ``quoted_column`` escapes besides the backslash and ``"``: the tab
-#: and those that end a line (``str.splitlines``), so Spark's message stays one line.
-LINE_BREAKS = "\n\r\t\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 
 def _escaped(char: str) -> str:
@@ -127,8 +123,7 @@ def quoted(text: str, quote: str | None = None) -> str:
 
 
 def unquoted(text: str) -> str:
-    """What ``quoted`` (or ``quoted_column``) turned into ``text`` (its quotes
-    included)."""
+    """What ``quoted`` turned into ``text`` (its quotes included)."""
     def one(match: re.Match[str]) -> str:
         escape = match.group(1)
         if len(escape) > 1:
@@ -136,18 +131,6 @@ def unquoted(text: str) -> str:
         return _UNNAMED.get(escape, escape)
 
     return _ESCAPE.sub(one, text[1:-1])
-
-
-def quoted_column(text: Any) -> Any:
-    """A Spark string column ``text`` quoted with ``"`` (``quoted``'s escapes for the
-    backslash, ``"`` and ``LINE_BREAKS``; other characters as they are), for a reason
-    Spark builds from a row (pyspark imported here, when called)."""
-    from pyspark.sql import functions as F
-
-    for char in "\\\"" + LINE_BREAKS:
-        escape = "\\" + char if char in "\\\"" else _escaped(char)
-        text = F.replace(text, F.lit(char), F.lit(escape))
-    return F.concat(F.lit('"'), text, F.lit('"'))
 
 
 def carried(exc: TimeboundError) -> str:
@@ -158,15 +141,11 @@ def carried(exc: TimeboundError) -> str:
         return (f"{MARK}TraceError: {quoted(exc.source)}, line {int(exc.line)}, field "
                 f"{quoted(exc.field)}: {quoted(exc.reason, _Q)}")
     if isinstance(exc, SchemaError):
-        return schema_head(exc.table, exc.column) + quoted(exc.reason, _Q)
+        return (f"{MARK}SchemaError: table {quoted(exc.table)}, column {quoted(exc.column)}: "
+                f"{quoted(exc.reason, _Q)}")
     if isinstance(exc, UsageError):
         return f"{MARK}UsageError: option {quoted(exc.option)}: {quoted(exc.reason, _Q)}"
     return f"{MARK}{type(exc).__name__}: {quoted(str(exc), _Q)}"
-
-
-def schema_head(table: str, column: str) -> str:
-    """What ``carried`` writes of a ``SchemaError`` before its quoted reason."""
-    return f"{MARK}SchemaError: table {quoted(table)}, column {quoted(column)}: "
 
 
 def marked(exc: TimeboundError) -> RuntimeError:

@@ -12,7 +12,9 @@ partition's key columns, ranks the rows in decision order (``_order.arrow_order`
 the one rule the stream sorts by too), decides them in that order and answers each
 batch row for row in the order it came (``answered``), so the JVM neither sorts nor
 moves the caller's columns: only those key columns cross to Python, only the
-decisions come back, and the JVM puts the two together.
+decisions come back, and the JVM puts the two together. A partition holding a row the
+row checks refused (``_check.BAD`` set) decides nothing: it answers that row's
+sentence, which Spark raises (``_check.failed_guard``).
 
 A receiver's classes are independent receivers, so a partition holding only some
 classes of a receiver decides them as the whole receiver would: Spark's ``crc32``
@@ -38,21 +40,28 @@ from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.errors import SchemaError, TimeboundError, TraceError
 from timebound.spark._check import (
     AT,
+    BAD,
     CONN,
     DOWN,
+    FAILED,
     RECEIVER,
     TABLE,
     TIE,
     TS,
+    Check,
     Columns,
+    checks,
     col,
+    described,
+    failed_guard,
     placement,
     prepared,
+    refused,
     working_names,
 )
 from timebound.spark._order import arrow_order
 from timebound.spark.traces import VERDICTS, Decider, answered, arrow_schema
-from timebound.sparkutil import marked
+from timebound.sparkutil import carried, marked
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -71,7 +80,9 @@ _DECIDED = StructType([
     StructField("rho", _L), StructField("entries", _L), StructField("cls", _L),
 ])
 _RETURNED = StructType([StructField("verdict", ByteType()), StructField("rho", _L),
-                        StructField("entries", _L), StructField("cls", _L)])
+                        StructField("entries", _L), StructField("cls", _L),
+                        StructField("failed", _S)])
+_RETURNED_NAMES = [f.name for f in _RETURNED.fields]
 
 
 def _decider(options: AtMostOnceOptions) -> Decider:
@@ -111,19 +122,51 @@ def _batches(held: list[tuple[pa.Array, ...]], cols: Columns) -> Iterator[pa.Rec
         offset += n
 
 
+def _refusal(parts: list[tuple[pa.Array, ...]], tried: tuple[Check, ...],
+             shown: dict[str, int]) -> Iterator[pa.StructArray]:
+    """The answer of a partition holding a row a check refused (``BAD`` set, the last
+    column of ``parts``): no decision, the first such row's sentence in ``failed``."""
+    first = True
+    for part in parts:
+        n, bad = len(part[-1]), part[-1]
+        failed: list[str | None] = [None] * n
+        if first and bad.null_count < n:
+            i = int(pc.index(bad.is_valid(), True).as_py())
+            exc = refused(tried[int(bad[i].as_py())],
+                          {name: part[at][i].as_py() for name, at in shown.items()})
+            failed[i], first = carried(exc), False
+        yield pa.StructArray.from_arrays(
+            [pa.nulls(n, pa.int8()), *[pa.nulls(n, pa.int64())] * 3,
+             pa.array(failed, pa.string())], names=_RETURNED_NAMES)
+
+
 def decide(df: DataFrame, cols: Columns, options: AtMostOnceOptions) -> DataFrame:
     """Every row of ``df``, all its columns, plus ``verdict``, ``rho``, ``entries``
     (null on a crash row)."""
     roles = {role: name for role, name in cols.roles()}
     roles["type"] = cols.down or "type"
+    tried = checks(cols, options.receiver.resilient)
+    working = {"receiver": RECEIVER, "conn": CONN, "ts": TS, "at": AT, "down": DOWN}
+    read = _read(cols)
+    shown = {name: read.index(working[role]) for role, name in cols.roles()
+             if name in described(cols) and role in working}
 
     def decided(arrays: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.Array]:
-        held = list(arrays)
+        parts = list(arrays)
+        held = [part[:-1] for part in parts]
         if not held:
             return
+        for part in parts:  # a row a check refused: its sentence, no decision
+            bad = part[-1]
+            if bad.null_count < len(bad):
+                yield from _refusal(parts, tried, shown)
+                return
         decider = _decider(options)
         try:
-            yield from answered(_batches(held, cols), decider, True)
+            for answer in answered(_batches(held, cols), decider, True):
+                yield pa.StructArray.from_arrays(
+                    [*answer.flatten(), pa.nulls(len(answer), pa.string())],
+                    names=_RETURNED_NAMES)
         except TraceError as exc:  # the row adapter's: a crash while its receiver is down
             raise marked(SchemaError(TABLE, roles.get(exc.field, exc.field), exc.reason)
                          ) from None
@@ -136,10 +179,10 @@ def decide(df: DataFrame, cols: Columns, options: AtMostOnceOptions) -> DataFram
         udf = arrow_udf(decided, returnType=_RETURNED.simpleString(),
                         functionType=ArrowUDFType.SCALAR_ITER).asNondeterministic()
     kept = [f"`{name.replace('`', '``')}`" for name in df.columns]
-    read = [col(name) for name in _read(cols)]
     placed = prepared(df.repartition(*placement(cols, options.classes)), cols,
                       options.classes, resilient=options.receiver.resilient, copies=False)
-    out = placed.select(*kept, udf(*read).alias(_DECISION))
+    out = failed_guard(placed.select(*kept, udf(*map(col, [*read, BAD])).alias(_DECISION))
+                       .select("*", F.col(f"{_DECISION}.failed").alias(FAILED)))
     code = F.col(f"{_DECISION}.verdict")
     verdict = F.when(code >= 0, F.element_at(F.array(*map(F.lit, VERDICTS)),
                                              (code + 1).cast("int")))

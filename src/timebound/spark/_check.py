@@ -9,15 +9,18 @@ Columns are read from the DataFrame's schema alone (no job): a column that is mi
 of a type the operator cannot use, or already named like one the operator adds is a
 ``SchemaError`` of the table ``'DataFrame'`` naming the column, one line.
 
-Then the row checks Spark runs as it reads the rows (``guarded``): a null, an empty
-string, a ``ts`` below 1 or an ``at`` below 0 -- what ``timebound replay`` refuses --
-stops the job with Spark's ``raise_error`` carrying the same ``SchemaError``, written
-as ``timebound.sparkutil.carried`` writes errors: the message a user reads without
-``typed_errors`` is one sentence, ``timebound SchemaError: table 'DataFrame', column
-'sent': "ts must not be null (row with user = u1, sent = null, at = 5)"`` (Spark puts
-``[USER_RAISED_EXCEPTION]`` before it and ``SQLSTATE: P0001`` after it), and
-``typed_errors`` raises it again as itself. A null reads ``<role> must not be null``,
-an empty identifier ``<role> must not be empty``.
+Then the row checks (``checks``: one list, the rule): a null, an empty string, a ``ts``
+below 1 or an ``at`` below 0 -- what ``timebound replay`` refuses -- stops the job. Spark
+computes, per row, the index of the first check it fails (``prepared``); the decider,
+before it decides a row of its partition or key, writes the first refused row's
+``SchemaError`` as ``timebound.sparkutil.carried`` writes errors (``refused``), and
+Spark's ``raise_error`` raises that sentence (``failed_guard``): the message a user
+reads without ``typed_errors`` is one sentence, ``timebound SchemaError: table
+'DataFrame', column 'sent': "ts must not be null (row with user = u1, sent = null, at =
+5)"`` (Spark puts ``[USER_RAISED_EXCEPTION]`` before it and ``SQLSTATE: P0001`` after
+it), and ``typed_errors`` raises it again as itself. A null reads ``<role> must not be
+null``, an empty identifier ``<role> must not be empty``; the row is shown by the
+columns the checks read (``described``: not ``order``).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from timebound.adapters.atmostonce import AtMostOnceOptions
 from timebound.contract import MESSAGE_MINIMUMS
 from timebound.errors import SchemaError, UsageError
-from timebound.sparkutil import hash_class, quoted_column, schema_head, with_hash_class
+from timebound.sparkutil import hash_class, with_hash_class
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -191,6 +194,9 @@ RECEIVER, CONN, TS, AT, CLS, TIE = (PREFIX + n for n in
                                      ("receiver", "conn", "ts", "at", "cls", "tie"))
 #: A crash row's down time; a trace row's ``type`` (``traced``).
 DOWN, KIND = PREFIX + "down", PREFIX + "kind"
+#: The index of the first row check a row fails (``prepared``); the sentence of the
+#: error a decider refused a row with (``failed_guard``).
+BAD, FAILED = PREFIX + "bad", PREFIX + "failed"
 #: The receiver's name when the caller names no receiver column (one receiver).
 ONE_RECEIVER = "receiver"
 
@@ -218,83 +224,126 @@ def _hashable(kind: DataType) -> bool:
     return kind.typeName() not in ("variant", "interval", "calendarinterval")
 
 
-def _shown(value: Column) -> Column:
-    """A row's value as the reason shows it: ``null``, ``''`` (empty), or as a string."""
-    from pyspark.sql import functions as F
+@dataclass(frozen=True)
+class Check:
+    """One row check: the rows of the caller's ``column`` (its ``role``) that fail
+    ``test`` -- ``null``, ``empty`` (an identifier), ``below`` (``least``) or ``set``
+    (a crash row without ``resilient``) -- are refused with ``reason``; ``messages``:
+    only message rows (a crash row has no ``conn`` or ``ts``)."""
 
-    text = value.cast("string")
-    return F.when(text == "", F.lit("''")).otherwise(F.coalesce(text, F.lit("null")))
+    role: str
+    column: str
+    test: str
+    least: int = 0
+    messages: bool = False
+
+    @property
+    def reason(self) -> str:
+        return {"null": f"{self.role} must not be null",
+                "empty": f"{self.role} must not be empty",
+                "below": f"{self.role} must be >= {self.least}",
+                "set": "a crash row (down set) needs resilient=True"}[self.test]
 
 
-def _first(cases: list[tuple[Column, str]]) -> Column:
-    """``CASE``: the text of the first case whose test holds, else null."""
-    from pyspark.sql import functions as F
+def checks(cols: Columns, resilient: bool) -> tuple[Check, ...]:
+    """The row checks in the order they are tried (the first a row fails names it):
+    what the replay refuses, a null before the range."""
+    found = [] if cols.receiver is None else [Check("receiver", cols.receiver, "null"),
+                                              Check("receiver", cols.receiver, "empty")]
+    found += [Check("conn", cols.conn, "null", messages=True),
+              Check("conn", cols.conn, "empty", messages=True),
+              Check("ts", cols.ts, "null", messages=True),
+              Check("ts", cols.ts, "below", MESSAGE_MINIMUMS["ts"], messages=True),
+              Check("at", cols.at, "null"),
+              Check("at", cols.at, "below", MESSAGE_MINIMUMS["at"])]
+    if cols.down is not None:
+        if not resilient:
+            found.append(Check("down", cols.down, "set"))
+        found.append(Check("down", cols.down, "below", 1))
+    return tuple(found)
 
-    found = F.when(cases[0][0], F.lit(cases[0][1]))
-    for bad, text in cases[1:]:
-        found = found.when(bad, F.lit(text))
-    return found
+
+def described(cols: Columns) -> tuple[str, ...]:
+    """The caller's columns a refused row is shown by (the ones the checks read)."""
+    return tuple(dict.fromkeys(name for role, name in cols.roles() if role != "order"))
+
+
+def _text(value: object) -> str:
+    """A row's value as a refusal shows it (as Spark casts it to a string): ``null``,
+    ``''`` (empty), or the value (the checked roles are strings and integers)."""
+    import pandas as pd
+
+    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+        return "null"
+    if isinstance(value, str):
+        return value or "''"
+    return str(int(value))  # type: ignore[call-overload]
+
+
+def refused(check: Check, row: Mapping[str, object]) -> SchemaError:
+    """The error of a row that fails ``check``: ``row`` maps ``described``'s columns to
+    the row's values."""
+    where = ", ".join(f"{name} = {_text(value)}" for name, value in row.items())
+    return SchemaError(TABLE, check.column, f"{check.reason} (row with {where})")
+
+
+def _failing(check: Check, crash: Column | None) -> Column:
+    value = col(check.column)
+    if check.role in ("receiver", "conn"):
+        value = value.cast("string")
+    if check.test == "null":
+        bad = value.isNull()
+    elif check.test == "empty":
+        bad = value == ""
+    elif check.test == "below":
+        bad = value < check.least
+    else:  # "set"
+        bad = value.isNotNull()
+    return bad & ~crash if check.messages and crash is not None else bad
 
 
 def prepared(df: DataFrame, cols: Columns, classes: int, *, resilient: bool = False,
              copies: bool = True) -> DataFrame:
-    """``df`` with the working columns, each row checked as Spark reads it (what the
-    replay refuses stops the job naming the caller's column and the row).
+    """``df`` with the working columns, and ``BAD``: the index in ``checks(cols,
+    resilient)`` of the first check the row fails (null: none). The decider refuses
+    such a row (``refused``) before it decides any, and Spark raises the sentence it
+    writes (``failed_guard``).
 
-    The checks are one guard on ``TS``: the first refusal that holds (receiver, conn,
-    ts, at, down; a null before the range) names its column and reason in two
-    ``CASE``s, and Spark's ``raise_error`` gets ``sparkutil.carried``'s sentence, with
-    the row's role values written once. (One ``raise_error`` per check, each with its
-    own copy of the row's description, doubled the time Spark takes to plan the
-    operator's query: 19.6 against 9.4 ms, paid again by every micro-batch of a
-    stream.) A crash row (``down`` not null) has no ``conn`` or ``ts`` to check: its
-    ``down`` must be >= 1, and its receivers ``resilient``; it goes to every class
-    (``copies``: one copy per class, as a stream keys them; else one row, as a batch
-    places whole receivers)."""
+    Spark computes only the index: a ``raise_error`` here, with its sentence built
+    from the row's values by Spark, doubled the time Spark takes to plan this step
+    (7.8 against 3.9 ms, median of 140 plans of a warm session; a stream plans again at
+    every micro-batch). A crash row (``down`` not null)
+    has no ``conn`` or ``ts`` to check: its ``down`` must be >= 1, and its receivers
+    ``resilient``; it goes to every class (``copies``: one copy per class, as a stream
+    keys them; else one row, as a batch places whole receivers)."""
     from pyspark.sql import functions as F
 
-    refusals: list[tuple[Column, str, str]] = []  # (bad, caller's column, reason)
     crash = None if cols.down is None else col(cols.down).isNotNull()
-
-    def message(bad: Column) -> Column:
-        return bad if crash is None else bad & ~crash
-
-    def ident(role: str, name: str, rows: Callable[[Column], Column] = lambda c: c
-              ) -> Column:
-        value = col(name).cast("string")
-        refusals.extend([(rows(value.isNull()), name, f"{role} must not be null"),
-                         (rows(value == ""), name, f"{role} must not be empty")])
-        return value
-
-    def ticks(role: str, name: str, least: int, rows: Callable[[Column], Column] = lambda c: c
-              ) -> Column:
-        refusals.extend([(rows(col(name).isNull()), name, f"{role} must not be null"),
-                         (rows(col(name) < least), name, f"{role} must be >= {least}")])
-        return col(name).cast("long")
-
+    tests = [_failing(check, crash) for check in checks(cols, resilient)]
+    bad = F.when(tests[0], F.lit(0))
+    for i, test in enumerate(tests[1:], 1):
+        bad = bad.when(test, F.lit(i))
     receiver = (F.lit(ONE_RECEIVER) if cols.receiver is None
-                else ident("receiver", cols.receiver))
-    conn = ident("conn", cols.conn, message)
-    ts = ticks("ts", cols.ts, MESSAGE_MINIMUMS["ts"], message)
-    at = ticks("at", cols.at, MESSAGE_MINIMUMS["at"])
-    working = [receiver.alias(RECEIVER), conn.alias(CONN)]
+                else col(cols.receiver).cast("string"))
+    working = [receiver.alias(RECEIVER), col(cols.conn).cast("string").alias(CONN),
+               col(cols.ts).cast("long").alias(TS), col(cols.at).cast("long").alias(AT)]
     if cols.down is not None:
-        assert crash is not None
-        if not resilient:
-            refusals.append((crash, cols.down, "a crash row (down set) needs resilient=True"))
-        refusals.append((crash & (col(cols.down) < 1), cols.down, "down must be >= 1"))
         working.append(col(cols.down).cast("long").alias(DOWN))
-    head = _first([(bad, schema_head(TABLE, name)) for bad, name, _ in refusals])
-    reason = _first([(bad, why) for bad, _, why in refusals])
-    where = F.concat(F.lit(" (row with "), F.concat_ws(", ", *[
-        F.concat(F.lit(f"{name} = "), _shown(col(name)))
-        for name in dict.fromkeys(n for _, n in cols.roles())]), F.lit(")"))
-    failed = F.raise_error(F.concat(head, quoted_column(F.concat(reason, where))))
-    guarded_ts = F.when(head.isNotNull(), failed).otherwise(ts)
     hashed = [col(f.name) for f in df.schema.fields if _hashable(f.dataType)]
     tie = F.xxhash64(*hashed) if hashed else F.lit(0).cast("long")
-    out = df.select("*", *working, guarded_ts.alias(TS), at.alias(AT), tie.alias(TIE))
+    out = df.select("*", *working, tie.alias(TIE), bad.alias(BAD))
     return with_hash_class(out, CLS, F.col(CONN), classes, crash if copies else None)
+
+
+def failed_guard(df: DataFrame) -> DataFrame:
+    """``df`` (decided rows) without ``FAILED``, raising ``FAILED``'s sentence
+    (``carried``) where it is set: Spark's exception reads that sentence. A filter,
+    so no projection of the caller's drops it."""
+    from pyspark.sql import functions as F
+
+    failed = F.col(FAILED)
+    return df.where(F.when(failed.isNotNull(), F.raise_error(failed)).otherwise(F.lit(True))
+                    ).drop(FAILED)
 
 
 def traced(df: DataFrame, kind: str, receiver: str, conn: str, ts: str, at: str,

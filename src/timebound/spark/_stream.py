@@ -1,7 +1,7 @@
 """``at_most_once`` on a streaming DataFrame: the grouped, column-wise engine.
 
-The query: the caller's rows with the working columns (``_check.prepared``: every row
-checked as Spark reads it) -> ``groupBy(receiver, hash class)`` ->
+The query: the caller's rows with the working columns (``_check.prepared``: Spark
+marks each row with the first row check it fails) -> ``groupBy(receiver, hash class)`` ->
 ``applyInPandasWithState`` (RocksDB state store), whose function (``Decider``) takes
 each key's rows of a micro-batch as column slices, puts them in decision order
 (``_order.frame_order``, from the one rule the batch operator sorts by too),
@@ -9,7 +9,9 @@ and decides them with ``timebound.spark.traces``' ``decide_rows``: the key's
 receiver restored from its snapshot, the late-row rule (``clocked``: a row whose
 ``at`` is behind its receiver's clock is decided at that clock and marked
 ``late_arrival``), the core's compiled loop over the message columns, crash rows
-(``down`` set) through the shared row adapter, the snapshot saved back.
+(``down`` set) through the shared row adapter, the snapshot saved back. A key whose
+rows hold one a check refused decides none: it returns that row alone with its error's
+sentence, which Spark raises (``_check.failed_guard``), the key's state untouched.
 
 ``timebound stream atmostonce`` is a client of this engine (``trace_verdicts``): the
 same ``decide`` and ``Decider`` over its trace rows with its own ``Plan``: keys per
@@ -48,6 +50,7 @@ from pyspark.sql.types import (
     DoubleType,
     FloatType,
     LongType,
+    StringType,
     StructField,
     StructType,
 )
@@ -57,18 +60,25 @@ from timebound.errors import SchemaError, TimeboundError, TraceError, UsageError
 from timebound.spark import _lock
 from timebound.spark._check import (
     AT,
+    BAD,
     CLS,
     CONN,
     DOWN,
+    FAILED,
     KIND,
     PREFIX,
     RECEIVER,
     TIE,
     TS,
+    Check,
     Columns,
     added_schema,
+    checks,
     col,
+    described,
+    failed_guard,
     prepared,
+    refused,
     traced,
 )
 from timebound.spark._order import frame_order
@@ -86,7 +96,7 @@ from timebound.spark.traces import (
     prefer_exact_integers,
     state_value,
 )
-from timebound.sparkutil import marked
+from timebound.sparkutil import carried, marked
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -149,14 +159,17 @@ class Plan:
     provenance: tuple[str, str] | None = None
     class_column: str | None = None
     columns: dict[str, str] = field(default_factory=dict)
+    checks: tuple[Check, ...] = ()
+    described: tuple[str, ...] = ()
 
     @classmethod
-    def caller(cls, cols: Columns) -> Plan:
+    def caller(cls, cols: Columns, resilient: bool = False) -> Plan:
         named = {"conn": cols.conn, "ts": cols.ts, "at": cols.at,
                  "receiver": cols.receiver or "receiver"}
         if cols.down is not None:
             named.update(down=cols.down, type=cols.down)
-        return cls(order=cols.order, down=cols.down is not None, columns=named)
+        return cls(order=cols.order, down=cols.down is not None, columns=named,
+                   checks=checks(cols, resilient), described=described(cols))
 
     def names(self) -> dict[str, str | tuple[str, ...] | None]:
         """Role -> the column ``_order`` sorts by."""
@@ -201,6 +214,10 @@ class Decider:
         row's ``TimeboundError`` (``__call__`` marks it for the driver)."""
         import pandas as pd
 
+        if self.plan.checks:
+            bad = frame[BAD].notna().to_numpy()
+            if bad.any():
+                return self._refused(frame.iloc[[int(np.argmax(bad))]])
         frame = frame_order(frame, self.order)
         name, cls = key[-2], key[-1]
         self.processor.state = state
@@ -257,6 +274,25 @@ class Decider:
         out["late_arrival"] = late
         if self.plan.class_column is not None:
             out[self.plan.class_column] = np.full(len(out), cls, dtype=np.int64)
+        if self.plan.checks:
+            out[FAILED] = None
+        return out
+
+    def _refused(self, row: Any) -> Any:
+        """The output of a key whose rows hold ``row``, refused by a row check: that
+        row alone, with its error's sentence in ``FAILED``."""
+        import pandas as pd
+
+        row = row.reset_index(drop=True)
+        check = self.plan.checks[int(row[BAD].iloc[0])]
+        exc = refused(check, {name: row[name].iloc[0] for name in self.plan.described})
+        out = row[self.names].copy()
+        for flag in self.flags:
+            out[flag] = row[flag].astype(bool)
+        out["verdict"] = pd.Series([None], dtype=object)
+        out["rho"] = out["entries"] = pd.array([None], dtype=pd.Int64Dtype())
+        out["late_arrival"] = False
+        out[FAILED] = carried(exc)
         return out
 
     def _named(self, exc: TraceError) -> TimeboundError:
@@ -284,7 +320,7 @@ def decide(df: DataFrame, cols: Columns | None, options: AtMostOnceOptions,
         assert cols is not None
         use_rocksdb(df)
         size_state(spark)
-        plan = Plan.caller(cols)
+        plan = Plan.caller(cols, options.receiver.resilient)
         keyed = prepared(df, cols, options.classes, resilient=options.receiver.resilient)
         kept = list(df.columns)
     else:
@@ -297,6 +333,8 @@ def decide(df: DataFrame, cols: Columns | None, options: AtMostOnceOptions,
     flags = [StructField(_NAN + str(i), BooleanType(), False) for i in range(len(floating))]
     grouped_schema = StructType(list(out_schema.fields[:len(kept)]) + flags
                                 + list(out_schema.fields[len(kept):]))
+    if plan.checks:
+        grouped_schema = grouped_schema.add(FAILED, StringType(), True)
     names = [flag.name for flag in flags]
     decider = Decider(options, plan, token, kept, names)
     if floating:  # pandas reads NaN and null alike: the JVM tells them apart
@@ -305,6 +343,8 @@ def decide(df: DataFrame, cols: Columns | None, options: AtMostOnceOptions,
     decided = (keyed.groupBy(*plan.group, RECEIVER, CLS)
                .applyInPandasWithState(decider, grouped_schema, STATE_SCHEMA, "append",
                                        GroupStateTimeout.NoTimeout))
+    if plan.checks:
+        decided = failed_guard(decided)
     if not floating:
         return decided
     restored = {name: F.when(F.col(_NAN + str(i)), F.lit(float("nan")).cast(
