@@ -52,7 +52,6 @@ from timebound.spark._check import (
     Columns,
     checks,
     col,
-    described,
     failed_guard,
     placement,
     prepared,
@@ -149,7 +148,7 @@ def decide(df: DataFrame, cols: Columns, options: AtMostOnceOptions) -> DataFram
     working = {"receiver": RECEIVER, "conn": CONN, "ts": TS, "at": AT, "down": DOWN}
     read = _read(cols)
     shown = {name: read.index(working[role]) for role, name in cols.roles()
-             if name in described(cols) and role in working}
+             if role in working}  # ``_check.described``'s columns, in its order
 
     def decided(arrays: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.Array]:
         parts = list(arrays)
