@@ -22,7 +22,7 @@ SMOKE_TIMEOUT = 300  # seconds: 104-133 on a 2-core machine at load average 4.5-
 COLUMNS = ["connections", "batch rows", "side", "rows/s", "x wm-recv", "x wm-sent",
            "p50 ms", "p99 ms", "state rows", "peak", "state MB", "let through",
            "genuine lost"]
-SIDES = ("ours", "wm-recv", "wm-sent")
+SIDES = ("ours", "floor", "wm-recv", "wm-sent")
 CELLS = 14  # a side's row: its whitespace-separated cells
 
 
@@ -91,7 +91,9 @@ def test_smoke_run_prints_every_side_and_leaves_no_temporary_folder(tmp_path: Pa
                        r"after a later-sent one of their account\), ([\d,]+) resent "
                        r"copies \(([\d,]+) later than it\)", done.stdout)
     assert stream is not None, done.stdout
-    late, overtaken = (int(stream.group(i).replace(",", "")) for i in (3, 4))
+    late, overtaken, copies = (int(stream.group(i).replace(",", "")) for i in (3, 4, 5))
+    # the floor decides nothing: every copy through, no genuine row lost
+    assert let_through["floor"] == copies > 0 and lost["floor"] == 0
     # ours loses the late rows (later than rho), and of those overtaken by later
     # messages of their account only what its reorder window (8 by default) cannot keep
     assert late <= lost["ours"] <= late + overtaken
@@ -100,7 +102,7 @@ def test_smoke_run_prints_every_side_and_leaves_no_temporary_folder(tmp_path: Pa
     for builtin in ("wm-recv", "wm-sent"):
         assert int(number["ours"][9]) < int(number[builtin][9])
     assert re.search(r"ratio state rows ours/wm-recv \S+x \(peak \S+x\), ours/wm-sent "
-                     r"\S+x \(peak \S+x\)", done.stdout), done.stdout
+                     r"\S+x \(peak \S+x\); rows/s ours/floor \S+x", done.stdout), done.stdout
     assert 'at_most_once(df, conn="account", ts="sent_ms", at="received_ms"' in done.stdout
     merge = re.search(r"merge: ([\d,]+) arrivals, ([\d,]+) rows/s, largest delivery delay "
                       r"(\d+) ticks \(bound delta \+ 3\*epsilon = (\d+)\), ([\d,]+) "

@@ -134,9 +134,29 @@ def check_bench_reorder(stdout: str) -> None:
     assert rows[1][5] == "1.00"
 
 
+def check_profile_pipeline(stdout: str) -> None:
+    """profile_pipeline.py's smoke run: the library's six stages, each with seconds, us
+    per row and dropDuplicates' time over its own (1.00x on dropDuplicates' own line),
+    and the library worker's line with the core loop's share."""
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines)
+                 if line.startswith("Library batch at_most_once"))
+    stages = lines[start + 1:start + 7]
+    assert [line.split("  ")[1].strip() for line in stages] == [
+        "Parquet scan (the user's file)", "+ shuffle on (receiver, hash class)",
+        "+ key columns to Python and back", "+ row checks, working columns, guard",
+        "whole at_most_once (decisions)", "dropDuplicates (built-in)"], stages
+    for line in stages:
+        assert re.search(r" \d+\.\d\d s +\d+\.\d\d us/row +\d+\.\d\dx$", line), line
+    assert stages[-1].endswith(" 1.00x"), stages[-1]
+    assert re.search(r"Library worker, one partition of [\d,]+ rows .*: \d+\.\d\d us/row; "
+                     r"the core's loop \(drive, profiled\) \d+\.\d\d us/row", stdout)
+
+
 #: script name -> the check of its smoke run's output, beyond its return code.
 CHECKS: dict[str, Callable[[str], None]] = {
     "bench_pipeline.py": check_bench_pipeline,
+    "profile_pipeline.py": check_profile_pipeline,
     "bench_reorder.py": check_bench_reorder,
 }
 

@@ -25,7 +25,7 @@ by the core's own classifier (the same function).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -78,10 +78,12 @@ _DECIDED = StructType([
     StructField("at", _L), StructField("_row", _L), StructField("verdict", _S),
     StructField("rho", _L), StructField("entries", _L), StructField("cls", _L),
 ])
-_RETURNED = StructType([StructField("verdict", ByteType()), StructField("rho", _L),
-                        StructField("entries", _L), StructField("cls", _L),
-                        StructField("failed", _S)])
-_RETURNED_NAMES = [f.name for f in _RETURNED.fields]
+#: A worker's answer per row: the verdict's code (``VERDICTS``' index), the estimate,
+#: the table size, the hash class, a refused row's sentence.
+RETURNED = StructType([StructField("verdict", ByteType()), StructField("rho", _L),
+                       StructField("entries", _L), StructField("cls", _L),
+                       StructField("failed", _S)])
+_RETURNED_NAMES = [f.name for f in RETURNED.fields]
 
 
 def _decider(options: AtMostOnceOptions) -> Decider:
@@ -134,14 +136,30 @@ def _refusal(parts: list[tuple[pa.Array, ...]], tried: tuple[Check, ...],
             exc = refused(tried[int(bad[i].as_py())],
                           {name: part[at][i].as_py() for name, at in shown.items()})
             failed[i], first = carried(exc), False
-        yield pa.StructArray.from_arrays(
-            [pa.nulls(n, pa.int8()), *[pa.nulls(n, pa.int64())] * 3,
-             pa.array(failed, pa.string())], names=_RETURNED_NAMES)
+        yield undecided(n, failed)
+
+
+def undecided(n: int, failed: list[str | None] | None = None) -> pa.StructArray:
+    """``n`` rows' answer with no decision (``failed``: each row's sentence, or none)."""
+    return pa.StructArray.from_arrays(
+        [pa.nulls(n, pa.int8()), *[pa.nulls(n, pa.int64())] * 3,
+         pa.nulls(n, pa.string()) if failed is None else pa.array(failed, pa.string())],
+        names=_RETURNED_NAMES)
 
 
 def decide(df: DataFrame, cols: Columns, options: AtMostOnceOptions) -> DataFrame:
     """Every row of ``df``, all its columns, plus ``verdict``, ``rho``, ``entries``
     (null on a crash row)."""
+    return planned(df, cols, options, worker(cols, options))
+
+
+#: A partition's worker: the columns ``_read(cols)`` and ``BAD``, batch by batch, in;
+#: one ``RETURNED`` struct per row, batch by batch as they came, out.
+Worker = Callable[[Iterator[tuple[pa.Array, ...]]], Iterator[pa.Array]]
+
+
+def worker(cols: Columns, options: AtMostOnceOptions) -> Worker:
+    """The operator's worker: decides its partition (module docstring)."""
     roles = {role: name for role, name in cols.roles()}
     roles["type"] = cols.down or "type"
     tried = checks(cols, options.receiver.resilient)
@@ -172,15 +190,24 @@ def decide(df: DataFrame, cols: Columns, options: AtMostOnceOptions) -> DataFram
         except TimeboundError as exc:
             raise marked(exc) from None
 
+    return decided
+
+
+def planned(df: DataFrame, cols: Columns, options: AtMostOnceOptions,
+            work: Worker) -> DataFrame:
+    """The operator's plan around ``work``: the shuffle, the working columns and row
+    checks, the iterator Arrow UDF, the guard, the verdicts' names (``decide``'s with
+    its ``worker``; benchmarks/profile_pipeline.py's with one that decides nothing)."""
     # Nondeterministic: the optimizer must neither move it nor evaluate it twice.
     with warnings.catch_warnings():  # "type hints are preferred": these are the same
         warnings.simplefilter("ignore", UserWarning)
-        udf = arrow_udf(decided, returnType=_RETURNED.simpleString(),
+        udf = arrow_udf(work, returnType=RETURNED.simpleString(),
                         functionType=ArrowUDFType.SCALAR_ITER).asNondeterministic()
     kept = [f"`{name.replace('`', '``')}`" for name in df.columns]
     placed = prepared(df.repartition(*placement(cols, options.classes)), cols,
                       options.classes, resilient=options.receiver.resilient, copies=False)
-    out = failed_guard(placed.select(*kept, udf(*map(col, [*read, BAD])).alias(_DECISION))
+    out = failed_guard(placed.select(*kept, udf(*map(col, [*_read(cols), BAD]))
+                                     .alias(_DECISION))
                        .select("*", F.col(f"{_DECISION}.failed").alias(FAILED)))
     code = F.col(f"{_DECISION}.verdict")
     verdict = F.when(code >= 0, F.element_at(F.array(*map(F.lit, VERDICTS)),

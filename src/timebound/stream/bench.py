@@ -27,15 +27,20 @@ state in the same RocksDB state store:
   .dropDuplicatesWithinWatermark(["account", "sent_ms"])``: the watermark on the
   arrival time (nothing is dropped as late; the state is evicted W after arrival);
 - ``wm-sent``: the same with the watermark on the sender's time ``sent_ms`` (a copy
-  later than the watermark is dropped as late, and so is a genuine late row).
+  later than the watermark is dropped as late, and so is a genuine late row);
+- ``floor``: the user's rows through Spark's Python stateful operator and back
+  unchanged (``groupBy("region").applyInPandasWithState``, one state value per key,
+  the engine ``at_most_once`` runs on a stream): what any Python stateful operator
+  pays on this path, deciding nothing (it keeps every copy). Ours' rows/s over the
+  floor's (the ``ratio`` line) says how much of ours' time is its own work.
 
 W (``WATERMARK_TICKS``, 1 tick = 1 ms) is the lateness every side tolerates: the
 built-in's watermark delay and our ``rho``.
 
 Before the first cell every side runs once, untimed, on a small stream (the first
 stateful query of a session starts its Python workers; not with ``--smoke``). Each
-repeat runs the sides one after the other (ours, wm-recv, wm-sent; the next repeat the
-other way round), each on a fresh checkpoint, so load changes on a busy machine hit
+repeat runs the sides one after the other (ours, floor, wm-recv, wm-sent; the next
+repeat the other way round), each on a fresh checkpoint, so load changes on a busy machine hit
 every side alike; the table shows the median run of each side (by wall time). Columns:
 
 - ``rows/s``: input rows / median wall time of the query (session already up, trigger
@@ -54,7 +59,7 @@ every side alike; the table shows the median run of each side (by wall time). Co
   later-sent one of its account is refused as older (the stream line counts those).
 
 Under the table, per cell: the ratio of ours' state rows to each built-in variant's
-(end, peak), and the stream: rows, micro-batches, messages, genuine rows later than W,
+(end, peak) and of ours' rows/s to the floor's, and the stream: rows, micro-batches, messages, genuine rows later than W,
 genuine rows after a later-sent one of their account, copies, copies later than W.
 
 The ``merge`` line runs ``timebound.spark.causal_merge(df, merger="replica",
@@ -79,7 +84,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from timebound._safety import Terminated
@@ -122,7 +127,7 @@ MERGE_ROWS = 20_000  # arrivals, two micro-batches (smoke: SMOKE_MERGE_ROWS in o
 SMOKE_MERGE_ROWS = 1_000
 
 #: The sides, in the order the even repeats run them; the built-in's watermark column.
-SIDES = ("ours", "wm-recv", "wm-sent")
+SIDES = ("ours", "floor", "wm-recv", "wm-sent")
 WATERMARK_ON = {"wm-recv": "received_ms", "wm-sent": "sent_ms"}
 BUILTINS = tuple(WATERMARK_ON)
 
@@ -188,9 +193,30 @@ def watermarked(spark: SparkSession, folder: str, column: str, watermark: int
         .dropDuplicatesWithinWatermark(list(KEY))
 
 
+def _unchanged(key: Any, frames: Iterator[Any], state: Any) -> Iterator[Any]:
+    """The floor's function: each frame back as it came; the key's row count kept."""
+    rows = state.get[0] if state.exists else 0
+    for frame in frames:
+        rows += len(frame)
+        yield frame
+    state.update((rows,))
+
+
+def floor(spark: SparkSession, folder: str) -> DataFrame:
+    """The user's rows through Spark's Python stateful operator, unchanged (module
+    docstring)."""
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    df = read_stream(spark, folder)
+    return df.groupBy("region").applyInPandasWithState(
+        _unchanged, df.schema, "rows long", "append", GroupStateTimeout.NoTimeout)
+
+
 def query_of(spark: SparkSession, side: str, folder: str, watermark: int) -> DataFrame:
     if side == "ours":
         return ours(spark, folder, watermark)
+    if side == "floor":
+        return floor(spark, folder)
     return watermarked(spark, folder, WATERMARK_ON[side], watermark)
 
 
@@ -374,7 +400,9 @@ def legend(watermark: int) -> list[str]:
         f"at=\"received_ms\", receiver=\"region\", rho={watermark}, gc_every={watermark})",
         f"wm-recv  df.withWatermark(timestamp_millis(received_ms), \"{watermark} "
         f"milliseconds\").dropDuplicatesWithinWatermark([\"account\", \"sent_ms\"])",
-        "wm-sent  the same with the watermark on timestamp_millis(sent_ms)"]
+        "wm-sent  the same with the watermark on timestamp_millis(sent_ms)",
+        "floor    df.groupBy(\"region\").applyInPandasWithState(rows back unchanged, one "
+        "state value per key): Spark's Python stateful path alone, deciding nothing"]
 
 
 def table(cells: Sequence[dict[str, Any]], merge: dict[str, Any] | None) -> list[str]:
@@ -396,7 +424,8 @@ def table(cells: Sequence[dict[str, Any]], merge: dict[str, Any] | None) -> list
                      + ", ours/wm-sent ".join(
                          f"{_ratio(o['state_rows'], c[b]['state_rows'])} (peak "
                          f"{_ratio(o['peak_state_rows'], c[b]['peak_state_rows'])})"
-                         for b in BUILTINS))
+                         for b in BUILTINS)
+                     + f"; rows/s ours/floor {_ratio(o['rows_per_s'], c['floor']['rows_per_s'])}")
         lines.append(f"{'':>11} {'':>10} {'stream':>7} {c['rows']:,} rows in {c['files']} "
                      f"micro-batches: {c['messages']:,} messages ({c['late_genuine']:,} "
                      f"arriving later than the {c['watermark']:,}-tick watermark, "
