@@ -15,9 +15,9 @@ against Spark's built-in df.withWatermark(...).dropDuplicatesWithinWatermark(["a
 "sent_ms"]) twice: the watermark on the arrival time received_ms (wm-recv) and on the
 sender's time sent_ms (wm-sent); W = 2,000 ms (200 with --smoke) is the built-in's
 watermark delay and our rho. A fourth side, floor, sends the same rows through Spark's
-Python stateful operator (groupBy("region").applyInPandasWithState, the engine
-at_most_once runs on a stream) and back unchanged: what any Python stateful operator
-pays on this path, deciding nothing (it keeps every copy). Every side reads the same generated stream with Spark's own
+Python stateful operator (applyInPandasWithState, the engine at_most_once runs on a
+stream, keyed as ours: region and class 0) and back unchanged: what any Python
+stateful operator pays on this path, deciding nothing (it keeps every copy). Every side reads the same generated stream with Spark's own
 file source, spark.readStream.schema("region string, account string, sent_ms long,
 received_ms long, amount long, note string").option("maxFilesPerTrigger", 1)
 .parquet(folder) (one Parquet file per micro-batch, in received_ms order), writes with
