@@ -43,8 +43,8 @@ built-in's watermark delay and our ``rho``.
 Before the first cell every side runs once, untimed, on a small stream (the first
 stateful query of a session starts its Python workers; not with ``--smoke``). Each
 repeat runs the sides one after the other (ours, floor, wm-recv, wm-sent; the next
-repeat the other way round), each on a fresh checkpoint, so load changes on a busy machine hit
-every side alike; the table shows the median run of each side (by wall time). Columns:
+repeat the other way round), each on a fresh checkpoint, so load changes on a busy
+machine hit every side alike; the table shows the median run of each side (by wall time). Columns:
 
 - ``rows/s``: input rows / median wall time of the query (session already up, trigger
   ``availableNow`` until the source is drained); ``x wm-recv`` / ``x wm-sent``: that
@@ -62,8 +62,9 @@ every side alike; the table shows the median run of each side (by wall time). Co
   later-sent one of its account is refused as older (the stream line counts those).
 
 Under the table, per cell: the ratio of ours' state rows to each built-in variant's
-(end, peak) and of ours' rows/s to the floor's, and the stream: rows, micro-batches, messages, genuine rows later than W,
-genuine rows after a later-sent one of their account, copies, copies later than W.
+(end, peak) and of ours' rows/s to the floor's, and the stream: rows, micro-batches,
+messages, genuine rows later than W, genuine rows after a later-sent one of their
+account, copies, copies later than W.
 
 The ``merge`` line runs ``timebound.spark.causal_merge(df, merger="replica",
 msg="event", proc="writer", at="arrived", r="r", c="c", kn="kn", epsilon=4, delta=10,
@@ -431,7 +432,8 @@ def table(cells: Sequence[dict[str, Any]], merge: dict[str, Any] | None) -> list
                          f"{_ratio(o['state_rows'], c[b]['state_rows'])} (peak "
                          f"{_ratio(o['peak_state_rows'], c[b]['peak_state_rows'])})"
                          for b in BUILTINS)
-                     + f"; rows/s ours/floor {_ratio(o['rows_per_s'], c['floor']['rows_per_s'])}")
+                     + "; rows/s ours/floor "
+                     + _ratio(o["rows_per_s"], c["floor"]["rows_per_s"]))
         lines.append(f"{'':>11} {'':>10} {'stream':>7} {c['rows']:,} rows in {c['files']} "
                      f"micro-batches: {c['messages']:,} messages ({c['late_genuine']:,} "
                      f"arriving later than the {c['watermark']:,}-tick watermark, "

@@ -9,25 +9,26 @@ import argparse
 from typing import Any
 
 _STREAM_HELP = """\
-The library call a data engineer makes, timebound.spark.at_most_once(df,
-conn="account", ts="sent_ms", at="received_ms", receiver="region", rho=W, gc_every=W),
-against Spark's built-in df.withWatermark(...).dropDuplicatesWithinWatermark(["account",
-"sent_ms"]) twice: the watermark on the arrival time received_ms (wm-recv) and on the
-sender's time sent_ms (wm-sent); W = 2,000 ms (200 with --smoke) is the built-in's
-watermark delay and our rho. A fourth side, floor, sends the same rows through Spark's
-Python stateful operator (applyInPandasWithState, the engine at_most_once runs on a
-stream, keyed as ours: region and class 0) and back unchanged: what any Python
-stateful operator pays on this path, deciding nothing (it keeps every copy). Every side reads the same generated stream with Spark's own
-file source, spark.readStream.schema("region string, account string, sent_ms long,
-received_ms long, amount long, note string").option("maxFilesPerTrigger", 1)
-.parquet(folder) (one Parquet file per micro-batch, in received_ms order), writes with
-the same foreachBatch Parquet sink (ours: every row with its verdict) and keeps its state
-in the same RocksDB state store. The stream: 4 regions, ~3% of the messages arriving
-later than W, 10% resent (half the copies within W/2, half later than W). Each repeat
-runs every side (ours, floor, wm-recv, wm-sent; the next repeat the other way round) on fresh
-checkpoints, after one untimed warm-up run of each side and of the merge (the first
-stateful query of a session starts its Python workers; no warm-up with --smoke); the
-table shows each side's median run. Progress lines go to stderr.
+The library call a data engineer makes, timebound.spark.at_most_once(df, conn="account",
+ts="sent_ms", at="received_ms", receiver="region", rho=W, gc_every=W), against Spark's
+built-in df.withWatermark(...).dropDuplicatesWithinWatermark(["account", "sent_ms"])
+twice: the watermark on the arrival time received_ms (wm-recv) and on the sender's time
+sent_ms (wm-sent); W = 2,000 ms (200 with --smoke) is the built-in's watermark delay and
+our rho. A fourth side, floor, sends the same rows through Spark's Python stateful
+operator (applyInPandasWithState, the engine at_most_once runs on a stream, keyed as
+ours: region and class 0) and back unchanged: what any Python stateful operator pays on
+this path, deciding nothing (it keeps every copy). Every side reads the same generated
+stream with Spark's own file source, spark.readStream.schema("region string, account
+string, sent_ms long, received_ms long, amount long, note string")
+.option("maxFilesPerTrigger", 1).parquet(folder) (one Parquet file per micro-batch, in
+received_ms order), writes with the same foreachBatch Parquet sink
+(ours: every row with its verdict) and keeps its state in the same RocksDB state store.
+The stream: 4 regions, ~3% of the messages arriving later than W, 10% resent (half the
+copies within W/2, half later than W). Each repeat runs every side (ours, floor,
+wm-recv, wm-sent; the next repeat the other way round) on fresh checkpoints, after one
+untimed warm-up run of each side and of the merge (the first stateful query of a session
+starts its Python workers; no warm-up with --smoke); the table shows each side's median
+run. Progress lines go to stderr.
 
 One table row per side per (connections, batch rows) cell:
   rows/s        input rows / wall time of the query (session already up), median of R
