@@ -88,7 +88,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from timebound._safety import Terminated
@@ -197,25 +197,12 @@ def watermarked(spark: SparkSession, folder: str, column: str, watermark: int
         .dropDuplicatesWithinWatermark(list(KEY))
 
 
-def _unchanged(key: Any, frames: Iterator[Any], state: Any) -> Iterator[Any]:
-    """The floor's function: each frame back as it came; the key's row count kept."""
-    rows = state.get[0] if state.exists else 0
-    for frame in frames:
-        rows += len(frame)
-        yield frame
-    state.update((rows,))
-
-
 def floor(spark: SparkSession, folder: str) -> DataFrame:
-    """The user's rows through Spark's Python stateful operator, unchanged (module
-    docstring)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.streaming.state import GroupStateTimeout
+    """The user's rows through the stream engine's Spark operator, unchanged (module
+    docstring; ``timebound.spark.traces.stream_floor``)."""
+    from timebound.spark.traces import stream_floor
 
-    keyed = read_stream(spark, folder).withColumn("cls", F.lit(0).cast("long"))
-    return keyed.groupBy("region", "cls").applyInPandasWithState(
-        _unchanged, keyed.schema, "rows long", "append", GroupStateTimeout.NoTimeout
-    ).drop("cls")
+    return stream_floor(read_stream(spark, folder), "region")
 
 
 def query_of(spark: SparkSession, side: str, folder: str, watermark: int) -> DataFrame:

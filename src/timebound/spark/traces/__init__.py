@@ -29,6 +29,8 @@ columns ``FILE_COLUMN``, ``LINE_COLUMN``):
 
 - ``stream_accepted``: the accepted messages of a verdict table (the verdicts
   themselves come from ``timebound.spark``'s stream engine, ``GROUPED``);
+  ``stream_floor``: rows through that engine's Spark operator, unchanged (the
+  ``floor`` side of ``timebound bench stream``);
 - ``stream_merge_order``: each merger's output rows of ``arrivals`` (``TIMERS``; engine
   ``MERGE_ENGINE``, ``transformWithStateInPandas``, for a new query);
 - ``source_schema``: the schema a streamed table's files are read with, and
@@ -84,6 +86,7 @@ from timebound.spark.traces._stream_atmostonce import (
     state_value,
 )
 from timebound.spark.traces._stream_atmostonce import accepted as stream_accepted
+from timebound.spark.traces._stream_atmostonce import floor as stream_floor
 from timebound.spark.traces._stream_merge import COLUMNAR as MERGE_ENGINE
 from timebound.spark.traces._stream_merge import (
     TIME_MODES,
@@ -110,5 +113,5 @@ __all__ = [
     "StateValue", "Survey", "answered", "arrow_schema", "decide_messages", "decide_rows",
     "first_time_error", "frames_of", "grouping_key", "long_form", "prefer_exact_integers",
     "run_options", "schemas", "source_schema", "state_value", "stream_accepted",
-    "stream_merge_order", "survey", "translate_errors", "typed_options",
+    "stream_floor", "stream_merge_order", "survey", "translate_errors", "typed_options",
 ]

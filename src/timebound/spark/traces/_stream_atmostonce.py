@@ -230,6 +230,29 @@ def prefer_exact_integers(df: DataFrame) -> None:
     df.sparkSession.conf.set(INT_EXTENSION_DTYPE, "true")
 
 
+def _unchanged(key: Any, frames: Any, state: Any) -> Any:
+    """``floor``'s function: each frame back as it came; the key's row count kept."""
+    rows = state.get[0] if state.exists else 0
+    for frame in frames:
+        rows += len(frame)
+        yield frame
+    state.update((rows,))
+
+
+def floor(df: DataFrame, receiver: str) -> DataFrame:
+    """The rows of ``df`` through this engine's Spark operator and back unchanged:
+    ``applyInPandasWithState`` keyed as ``at_most_once`` keys a receiver with
+    ``classes=1`` (the ``receiver`` column and class 0, a long, so the keys land on the
+    same tasks), one state value per key, nothing decided. What the engine's path costs
+    before any work of ours (``timebound bench stream``'s ``floor`` side)."""
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    keyed = df.withColumn("__timebound_cls", F.lit(0).cast("long"))
+    return keyed.groupBy(receiver, "__timebound_cls").applyInPandasWithState(
+        _unchanged, keyed.schema, "rows long", "append", GroupStateTimeout.NoTimeout
+    ).drop("__timebound_cls")
+
+
 def accepted(verdict_table: DataFrame) -> DataFrame:
     """Every accepted message's input columns."""
     return verdict_table.where(F.col("verdict") == "accepted").select(*_INPUT_NAMES)
