@@ -6,7 +6,7 @@ the ``noop`` sink, median of R, sides alternating: the scan; + the shuffle on
 (receiver, hash class); + the key columns to Python and back (an iterator Arrow UDF
 holding its partition and deciding nothing: what any Python operator on this path
 pays); + the row checks, working columns and guard (the operator's own plan,
-``timebound.spark._batch.planned``, around a worker that decides nothing); the whole
+``timebound.spark.stages.planned``, around a worker that decides nothing); the whole
 operator; ``dropDuplicates``; each with ``dropDuplicates``' time over its own (the
 speed bar reads 1.5x). Then the operator's worker on one partition in this process:
 us per row, and the core's own loop (``drive``) among them.
@@ -108,7 +108,7 @@ def library_options(classes: int) -> AtMostOnceOptions:
     import inspect
 
     from timebound.spark import at_most_once
-    from timebound.spark._check import options
+    from timebound.spark.stages import options
 
     given = {name: p.default for name, p in inspect.signature(at_most_once).parameters.items()
              if p.kind is p.KEYWORD_ONLY and p.default is not p.empty
@@ -118,7 +118,7 @@ def library_options(classes: int) -> AtMostOnceOptions:
 
 def _undecided(arrays: Any) -> Any:
     """A worker that holds its partition, as the operator's does, and decides nothing."""
-    from timebound.spark._batch import undecided
+    from timebound.spark.stages import undecided
 
     for part in list(arrays):
         yield undecided(len(part[0]))
@@ -130,8 +130,7 @@ def library_stages(spark, user: str, rows: int, classes: int, repeats: int) -> N
     from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
 
     from timebound.spark import at_most_once
-    from timebound.spark._batch import RETURNED, planned
-    from timebound.spark._check import columns, placement
+    from timebound.spark.stages import RETURNED, columns, placement, planned
 
     df = spark.read.schema(SCHEMA).parquet(user)
     cols = columns(df.schema, "account", "sent_ms", "received_ms", "region", None, None)
@@ -173,8 +172,7 @@ def library_stages(spark, user: str, rows: int, classes: int, repeats: int) -> N
 def library_worker(user: str, classes: int) -> None:
     """The operator's worker on one partition's rows (receiver eu-west, every class),
     as Spark hands them over (batches of 100,000 rows); the core's loop by cProfile."""
-    from timebound.spark._batch import worker
-    from timebound.spark._check import Columns
+    from timebound.spark.stages import Columns, worker
 
     table = pq.read_table(user)
     table = table.filter(pa.compute.equal(table["region"], "eu-west"))

@@ -197,7 +197,8 @@ def planned(df: DataFrame, cols: Columns, options: AtMostOnceOptions,
             work: Worker) -> DataFrame:
     """The operator's plan around ``work``: the shuffle, the working columns and row
     checks, the iterator Arrow UDF, the guard, the verdicts' names (``decide``'s with
-    its ``worker``; benchmarks/profile_pipeline.py's with one that decides nothing)."""
+    its ``worker``; benchmarks/profile_pipeline.py's, through ``timebound.spark.stages``,
+    with one that decides nothing)."""
     # Nondeterministic: the optimizer must neither move it nor evaluate it twice.
     with warnings.catch_warnings():  # "type hints are preferred": these are the same
         warnings.simplefilter("ignore", UserWarning)
