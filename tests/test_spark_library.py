@@ -171,28 +171,44 @@ def write_files(folder: Path, rows: list[dict[str, Any]], parts: int) -> None:
         os.utime(path, (1_700_000_000 + index, 1_700_000_000 + index))
 
 
+#: The working columns a stream's operator reads instead of the caller's.
+WORKING_COPIES = ("__timebound_receiver", "__timebound_conn", "__timebound_ts",
+                  "__timebound_at")
+
+
 @pytest.mark.spark
-def test_stream_file_source_equals_batch_and_replay(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("int_ids", [False, True], ids=["string-ids", "int-ids-int-times"])
+def test_stream_file_source_equals_batch_and_replay(spark: Any, tmp_path: Path,
+                                                    int_ids: bool) -> None:
+    """Verdicts equal the replay's, whether the operator reads the caller's own
+    columns (a string receiver and conn, long times: no copy of them crosses the
+    shuffle) or working copies of them (integer ids, int times: cast)."""
     from timebound.spark import at_most_once
 
     kwargs = {"estimator": "fixed", "rho": 30, "gc_every": 20, "classes": 2,
               "reorder_window": 1}
-    rows = decision_order(trace(11, 240, int_ids=False))
+    rows = decision_order(trace(11, 240, int_ids=int_ids))
     write_files(tmp_path / "in", rows, 4)
-    schema = SCHEMA.format(kind="string", conn="string")
+    kind = "long" if int_ids else "string"
+    schema = SCHEMA.format(kind=kind, conn=kind)
+    if int_ids:
+        schema = schema.replace("sent long, recv long", "sent int, recv int")
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1) \
         .json(str(tmp_path / "in"))
     out = at_most_once(stream, conn="user", ts="sent", at="recv", receiver="node",
                        order="prio", **kwargs)
     assert out.isStreaming and out.columns[-4:] == ["verdict", "rho", "entries",
                                                     "late_arrival"]
-    query = out.writeStream.format("memory").queryName("amo_files") \
+    plan = out._jdf.queryExecution().analyzed().toString()
+    assert [c for c in WORKING_COPIES if c in plan] == (list(WORKING_COPIES) if int_ids
+                                                        else [])
+    query = out.writeStream.format("memory").queryName(f"amo_files_{int(int_ids)}") \
         .option("checkpointLocation", str(tmp_path / "ck")) \
         .trigger(availableNow=True).start()
     query.awaitTermination()
     batches = [p for p in query.recentProgress if p["numInputRows"]]
     assert len(batches) == 4  # one file per micro-batch
-    got = spark.sql("SELECT * FROM amo_files").collect()
+    got = spark.sql(f"SELECT * FROM amo_files_{int(int_ids)}").collect()
     assert not any(r["late_arrival"] for r in got)
     expected = replayed(tmp_path, rows, kwargs)
     assert decisions(got) == expected

@@ -302,8 +302,32 @@ def _failing(check: Check, crash: Column | None) -> Column:
     return bad & ~crash if check.messages and crash is not None else bad
 
 
+#: Each role the engine reads -> its working column, and the type it is read as.
+WORKING = {"receiver": RECEIVER, "conn": CONN, "ts": TS, "at": AT, "down": DOWN}
+_READ_AS = {"receiver": "string", "conn": "string", "ts": "bigint", "at": "bigint",
+            "down": "bigint"}
+
+
+def reads(cols: Columns, schema: StructType | None = None) -> dict[str, str]:
+    """Role (``receiver``, ``conn``, ``ts``, ``at``, ``down`` when given) -> the column
+    holding it as the engine reads it once ``prepared`` ran: the caller's own column
+    where ``schema`` (the caller's) shows it already of that type (a string receiver or
+    conn, a long ts, at or down), so no copy of it is shuffled and sent to Python; else
+    the working column ``prepared`` adds (every role without ``schema``)."""
+    named = dict(cols.roles())
+    out = {}
+    for role, working in WORKING.items():
+        name = named.get(role)
+        if name is None and role != "receiver":
+            continue
+        reuse = (name is not None and schema is not None
+                 and schema[name].dataType.simpleString() == _READ_AS[role])
+        out[role] = name if reuse and name is not None else working
+    return out
+
+
 def prepared(df: DataFrame, cols: Columns, classes: int, *, resilient: bool = False,
-             copies: bool = True) -> DataFrame:
+             copies: bool = True, read: dict[str, str] | None = None) -> DataFrame:
     """``df`` with the working columns, and ``BAD``: the index in ``checks(cols,
     resilient)`` of the first check the row fails (null: none). The decider refuses
     such a row (``refused``) before it decides any, and Spark raises the sentence it
@@ -315,7 +339,9 @@ def prepared(df: DataFrame, cols: Columns, classes: int, *, resilient: bool = Fa
     every micro-batch). A crash row (``down`` not null)
     has no ``conn`` or ``ts`` to check: its ``down`` must be >= 1, and its receivers
     ``resilient``; it goes to every class (``copies``: one copy per class, as a stream
-    keys them; else one row, as a batch places whole receivers)."""
+    keys them; else one row, as a batch places whole receivers). ``read``: ``reads``'
+    answer (default: every working column); a role it gives a caller's column gets no
+    working column."""
     from pyspark.sql import functions as F
 
     crash = None if cols.down is None else col(cols.down).isNotNull()
@@ -323,16 +349,16 @@ def prepared(df: DataFrame, cols: Columns, classes: int, *, resilient: bool = Fa
     bad = F.when(tests[0], F.lit(0))
     for i, test in enumerate(tests[1:], 1):
         bad = bad.when(test, F.lit(i))
-    receiver = (F.lit(ONE_RECEIVER) if cols.receiver is None
-                else col(cols.receiver).cast("string"))
-    working = [receiver.alias(RECEIVER), col(cols.conn).cast("string").alias(CONN),
-               col(cols.ts).cast("long").alias(TS), col(cols.at).cast("long").alias(AT)]
-    if cols.down is not None:
-        working.append(col(cols.down).cast("long").alias(DOWN))
+    read = reads(cols) if read is None else read
+    named = dict(cols.roles())
+    working = [F.lit(ONE_RECEIVER).alias(RECEIVER)] if cols.receiver is None else []
+    for role, name in read.items():
+        if name == WORKING[role] and role in named:
+            working.append(col(named[role]).cast(_READ_AS[role]).alias(name))
     hashed = [col(f.name) for f in df.schema.fields if _hashable(f.dataType)]
     tie = F.xxhash64(*hashed) if hashed else F.lit(0).cast("long")
     out = df.select("*", *working, tie.alias(TIE), bad.alias(BAD))
-    return with_hash_class(out, CLS, F.col(CONN), classes, crash if copies else None)
+    return with_hash_class(out, CLS, col(read["conn"]), classes, crash if copies else None)
 
 
 def failed_guard(df: DataFrame) -> DataFrame:
