@@ -218,6 +218,33 @@ def test_stream_file_source_equals_batch_and_replay(spark: Any, tmp_path: Path,
 
 
 @pytest.mark.spark
+def test_stream_one_column_in_several_roles_equals_batch(spark: Any, tmp_path: Path) -> None:
+    """One caller's column as the receiver and the conn, another as ts, at and order:
+    the stream reads each once (no copy) and sorts by it once, and decides as the
+    batch operator does (which reads copies)."""
+    from timebound.spark import at_most_once
+
+    kwargs = {"conn": "user", "ts": "sent", "at": "sent", "receiver": "user",
+              "order": "sent", "rho": 30, "gc_every": 20, "classes": 2}
+    rows = trace(5, 160, int_ids=False)
+    write_files(tmp_path / "in", rows, 1)
+    schema = SCHEMA.format(kind="string", conn="string")
+    stream = spark.readStream.schema(schema).json(str(tmp_path / "in"))
+    out = at_most_once(stream, **kwargs)
+    plan = out._jdf.queryExecution().analyzed().toString()
+    assert [c for c in WORKING_COPIES if c in plan] == []
+    query = out.writeStream.format("memory").queryName("amo_roles") \
+        .option("checkpointLocation", str(tmp_path / "ck")) \
+        .trigger(availableNow=True).start()
+    query.awaitTermination()
+    got = decisions(spark.sql("SELECT * FROM amo_roles").collect())
+    batch = at_most_once(spark.read.schema(schema).json(str(tmp_path / "in")), **kwargs)
+    expected = decisions(batch.collect())
+    assert got == expected and len(got) == 160
+    assert {v for v, _, _ in got.values()} >= {"accepted", "duplicate"}
+
+
+@pytest.mark.spark
 def test_stream_rate_source(spark: Any, tmp_path: Path) -> None:
     """Each (conn, ts) twice, at ``value`` 2k and 2k+1: the first accepted, the copy
     a duplicate, across micro-batches too."""

@@ -26,15 +26,15 @@ DECISION_ORDER: tuple[tuple[str, bool], ...] = (
 
 def _present(names: Mapping[str, str | tuple[str, ...] | None]) -> list[tuple[str, bool]]:
     """The sort keys: each role's column (``order`` may be several columns, each nulls
-    first: ``timebound stream``'s ``seq``, file and line)."""
-    keys: list[tuple[str, bool]] = []
+    first: ``timebound stream``'s ``seq``, file and line), a column once: one that
+    several roles name (a stream reads the caller's columns, and ``ts`` and ``at`` may
+    be one) sorts at its first role, where a later role adds nothing."""
+    keys: dict[str, bool] = {}
     for role, nulls_first in DECISION_ORDER:
         name = names.get(role)
-        if isinstance(name, tuple):
-            keys.extend((part, nulls_first) for part in name)
-        elif name is not None:
-            keys.append((name, nulls_first))
-    return keys
+        for part in name if isinstance(name, tuple) else () if name is None else (name,):
+            keys.setdefault(part, nulls_first)
+    return list(keys.items())
 
 
 def frame_order(frame: Any, names: Mapping[str, str | tuple[str, ...] | None]) -> Any:
