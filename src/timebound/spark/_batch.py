@@ -48,6 +48,7 @@ from timebound.spark._check import (
     TABLE,
     TIE,
     TS,
+    WORKING,
     Check,
     Columns,
     checks,
@@ -163,10 +164,9 @@ def worker(cols: Columns, options: AtMostOnceOptions) -> Worker:
     roles = {role: name for role, name in cols.roles()}
     roles["type"] = cols.down or "type"
     tried = checks(cols, options.receiver.resilient)
-    working = {"receiver": RECEIVER, "conn": CONN, "ts": TS, "at": AT, "down": DOWN}
     read = _read(cols)
-    shown = {name: read.index(working[role]) for role, name in cols.roles()
-             if role in working}  # ``_check.described``'s columns, in its order
+    shown = {name: read.index(WORKING[role]) for role, name in cols.roles()
+             if role in WORKING}  # ``_check.described``'s columns, in its order
 
     def decided(arrays: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.Array]:
         parts = list(arrays)

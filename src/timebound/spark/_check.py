@@ -401,10 +401,18 @@ def placement(cols: Columns, classes: int) -> list[Column]:
     return [receiver, hash_class(col(cols.conn).cast("string"), classes)]
 
 
-def working_names(cols: Columns) -> dict[str, str | None]:
-    """Role -> the column that carries it once ``prepared`` ran (the working columns,
-    and the caller's ``order`` column): what ``_order`` sorts by."""
-    return {"at": AT, "order": cols.order, "ts": TS, "conn": CONN, "tie": TIE}
+def sorted_by(read: Mapping[str, str], order: str | tuple[str, ...] | None,
+              tie: bool = True) -> dict[str, str | tuple[str, ...] | None]:
+    """Role -> the column ``_order`` sorts by: ``read``'s (``reads``) for ``at``, ``ts``
+    and ``conn``, the caller's ``order`` column(s), the row hash ``TIE`` (``tie``)."""
+    return {"at": read["at"], "order": order, "ts": read["ts"], "conn": read["conn"],
+            "tie": TIE if tie else None}
+
+
+def working_names(cols: Columns) -> dict[str, str | tuple[str, ...] | None]:
+    """What ``_order`` sorts by once ``prepared`` ran with every working column (the
+    batch operator)."""
+    return sorted_by(WORKING, cols.order)
 
 
 def added_schema(schema: StructType, streaming: bool) -> StructType:

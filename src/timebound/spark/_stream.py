@@ -70,7 +70,6 @@ from timebound.spark._check import (
     FAILED,
     KIND,
     PREFIX,
-    TIE,
     WORKING,
     Check,
     Columns,
@@ -82,6 +81,7 @@ from timebound.spark._check import (
     prepared,
     reads,
     refused,
+    sorted_by,
     traced,
 )
 from timebound.spark._order import frame_order
@@ -179,8 +179,7 @@ class Plan:
 
     def names(self) -> dict[str, str | tuple[str, ...] | None]:
         """Role -> the column ``_order`` sorts by."""
-        return {"at": self.read["at"], "order": self.order, "ts": self.read["ts"],
-                "conn": self.read["conn"], "tie": TIE if self.tie else None}
+        return sorted_by(self.read, self.order, self.tie)
 
 
 class Decider:
