@@ -5,7 +5,8 @@
   options refuses the resent copies; restarted with another ``classes``, ``rho`` or
   ``receiver`` column it is refused before a row is decided, naming the option and
   both values; a checkpoint with micro-batches and no lock (an earlier version's) is
-  refused in one line;
+  refused in one line; a checkpoint keyed by copies of the caller's columns (before
+  the stream read the caller's own) goes on;
 - each locked field: changing it alone is the refusal that names it (pure);
 - fail closed: a task without the check's answer raises;
 - sizing: a session that leaves ``spark.sql.shuffle.partitions`` unset runs the
@@ -86,6 +87,35 @@ def test_a_restart_with_the_same_options_refuses_the_copies(
                    ("u1", 3, 12): "accepted", ("u1", 1, 13): "duplicate",
                    ("u1", 1, 20): "duplicate", ("u2", 2, 21): "duplicate",
                    ("u1", 3, 22): "duplicate", ("u3", 5, 23): "accepted"}
+
+
+@pytest.mark.spark
+def test_a_checkpoint_keyed_by_working_copies_goes_on_under_the_callers_columns(
+        spark: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    """A stream started when the engine keyed and read copies of the caller's columns
+    (every working column: ``_check.reads`` without the schema) goes on under the
+    caller's own: the key's state is found (the resent copies are refused)."""
+    from timebound.spark import _check, _stream, at_most_once
+
+    source = tmp_path / "src"
+    _write(spark, source / "a", [("u1", "r1", 1, 10, 1.0), ("u2", "r1", 2, 11, 2.0),
+                                 ("u1", "r2", 3, 12, 3.0)])
+    with monkeypatch.context() as m:
+        m.setattr(_stream, "reads", lambda cols, schema=None: _check.reads(cols))
+        stream = spark.readStream.schema(SCHEMA).parquet(str(source / "a"))
+        plan = at_most_once(stream, **KW, receiver="region")._jdf.queryExecution() \
+            .analyzed().toString()
+        assert "[__timebound_receiver#" in plan  # keyed by the copy
+        _run(spark, source, tmp_path, tmp_path / "ck", receiver="region")
+    _write(spark, source / "b", [("u1", "r1", 1, 20, 5.0), ("u2", "r1", 2, 21, 6.0),
+                                 ("u1", "r2", 3, 22, 7.0), ("u3", "r1", 5, 23, 8.0)])
+    _run(spark, source, tmp_path, tmp_path / "ck", receiver="region")
+    got = {(r["user"], r["sent"], r["got"]): r["verdict"]
+           for r in _sink(spark, tmp_path).collect()}
+    assert got == {("u1", 1, 10): "accepted", ("u2", 2, 11): "accepted",
+                   ("u1", 3, 12): "accepted", ("u1", 1, 20): "duplicate",
+                   ("u2", 2, 21): "duplicate", ("u1", 3, 22): "duplicate",
+                   ("u3", 5, 23): "accepted"}
 
 
 @pytest.mark.spark
