@@ -302,7 +302,7 @@ def _failing(check: Check, crash: Column | None) -> Column:
     return bad & ~crash if check.messages and crash is not None else bad
 
 
-#: Each role the engine reads -> its working column, and the type it is read as.
+#: Each role the engine reads -> its working column; ``_READ_AS``: the type it is read as.
 WORKING = {"receiver": RECEIVER, "conn": CONN, "ts": TS, "at": AT, "down": DOWN}
 _READ_AS = {"receiver": "string", "conn": "string", "ts": "bigint", "at": "bigint",
             "down": "bigint"}

@@ -32,7 +32,9 @@ def _present(names: Mapping[str, str | tuple[str, ...] | None]) -> list[tuple[st
     keys: dict[str, bool] = {}
     for role, nulls_first in DECISION_ORDER:
         name = names.get(role)
-        for part in name if isinstance(name, tuple) else () if name is None else (name,):
+        if name is None:
+            continue
+        for part in name if isinstance(name, tuple) else (name,):
             keys.setdefault(part, nulls_first)
     return list(keys.items())
 
