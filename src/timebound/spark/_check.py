@@ -320,9 +320,11 @@ def reads(cols: Columns, schema: StructType | None = None) -> dict[str, str]:
         name = named.get(role)
         if name is None and role != "receiver":
             continue
-        reuse = (name is not None and schema is not None
-                 and schema[name].dataType.simpleString() == _READ_AS[role])
-        out[role] = name if reuse and name is not None else working
+        if (name is not None and schema is not None
+                and schema[name].dataType.simpleString() == _READ_AS[role]):
+            out[role] = name
+        else:
+            out[role] = working
     return out
 
 
