@@ -15,7 +15,6 @@ import os
 import re
 import select
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import free_port
 from tests.test_net_support import TIMEBOUND, stop
 from timebound.cli import main
 from timebound.errors import UsageError
@@ -48,12 +48,6 @@ def one_error_line(done: subprocess.CompletedProcess[bytes], *needles: str) -> s
     for needle in needles:
         assert needle in err, (needle, err)
     return err
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # -- timebound key new ----------------------------------------------------------------

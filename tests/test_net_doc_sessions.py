@@ -33,7 +33,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import free_ports
 from tests.test_docs_examples import PLACEHOLDER, _environment, output_matches
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "net.md"
@@ -133,17 +133,6 @@ def test_every_session_of_the_doc_is_found() -> None:
     firsts = [[_first(block) for block in session] for session in SESSIONS]
     assert firsts == [["rpc serve", "net proxy"], ["channel recv"], ["group join"],
                       ["pubsub merge"]], firsts
-
-
-def _free_ports(count: int) -> list[str]:
-    probes = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(count)]
-    try:
-        for probe in probes:
-            probe.bind(("127.0.0.1", 0))
-        return [str(probe.getsockname()[1]) for probe in probes]
-    finally:
-        for probe in probes:
-            probe.close()
 
 
 def _replace(text: str, mapping: dict[str, str]) -> str:
@@ -253,7 +242,7 @@ def _printed_meanwhile(rest: list[str], backgrounds: list[Background],
                          ids=[f"net.md:{session[0].line}" for session in SESSIONS])
 def test_the_session_prints_what_the_doc_shows(session: list[Block], tmp_path: Path) -> None:
     doc_ports = sorted(set().union(*(block.ports() for block in session)))
-    mapping = dict(zip(doc_ports, _free_ports(len(doc_ports)), strict=True))
+    mapping = dict(zip(doc_ports, map(str, free_ports(len(doc_ports))), strict=True))
     back = {new: old for old, new in mapping.items()}
     env = _environment()
     folder = tmp_path / "session"

@@ -7,23 +7,12 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import time
 
+from tests.ports import free_ports
 from tests.test_net_channel_cli import Lines, start
 from tests.test_net_support import TIMEBOUND, stop
-
-
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def events(lines: Lines, kind: str) -> list[dict[str, object]]:

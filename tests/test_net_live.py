@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import free_port
 from tests.test_net_support import TIMEBOUND, start_server, stop
 from timebound.net import CallRejected, CallTimeout, Clock, RemoteError, RpcClient, RpcServer
 
@@ -150,11 +151,7 @@ def _cli(*args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_serve_call_stats_metrics_and_sigterm(tmp_path: Path) -> None:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        metrics_port = s.getsockname()[1]
+    metrics_port = free_port()
     proc, (host, port) = start_server(["timebound.net.examples:app", "--storage",
                                        str(tmp_path / "l.json"), "--metrics-port",
                                        str(metrics_port)])

@@ -10,25 +10,19 @@ client now watches its socket again after a failed read. Both loops, on loopback
 from __future__ import annotations
 
 import asyncio
-import socket
 
 import pytest
 
+from tests.ports import free_port
 from timebound.net import CallRejected, CallTimeout, RpcClient, RpcServer
 from timebound.net._loop import install_uvloop, run
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.mark.parametrize("uvloop", [False, True], ids=["asyncio", "uvloop"])
 def test_a_call_made_while_the_server_is_down_hears_it_when_it_is_back(uvloop: bool) -> None:
     if uvloop and not install_uvloop():
         pytest.skip("uvloop is not installed")
-    port = _free_port()
+    port = free_port()
 
     async def main() -> tuple[str, float, int]:
         loop = asyncio.get_running_loop()

@@ -6,23 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import re
-import socket
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests.ports import free_port
 from tests.test_net_support import start_server, stop
 from timebound.net import RemoteError, RpcClient, RpcServer
 from timebound.net._handlers import LATENCY_BUCKETS, LatencyHistogram
 
 SLEEP = 0.003  # the slow handler's least time, s: it never lands below 2.5 ms
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _samples(text: str, name: str) -> dict[tuple[tuple[str, str], ...], float]:
@@ -56,7 +50,7 @@ def test_histograms_after_calls_over_loopback_scraped_from_the_metrics_port(
         "def echo(payload: bytes) -> bytes:\n    return payload\n"
         f"def slow(payload: bytes) -> bytes:\n    time.sleep({SLEEP})\n    return b'ok'\n"
         "app = {'echo': echo, 'slow': slow, 'idle': echo}\n")
-    metrics = _free_port()
+    metrics = free_port()
     proc, (host, port) = start_server(
         ["h6timed:app", "--storage", str(tmp_path / "l.json"), "--metrics-port",
          str(metrics)], env={"PYTHONPATH": str(tmp_path)})
