@@ -37,7 +37,7 @@ def main() -> None:
     spark.conf.set("spark.sql.shuffle.partitions", str(spark.sparkContext.defaultParallelism * 4))
     try:
         compare(spark, args.rows, [int(c) for c in args.connections.split(",")],
-                repeats=args.repeats, classes=args.classes)
+                repeats=args.repeats, classes=args.classes, warm_up=not args.smoke)
     finally:
         spark.stop()
 

@@ -51,9 +51,13 @@ from timebound.spark.traces import _atmostonce as atmostonce
 from timebound.spark.traces import _columnar, _group
 from timebound.spark.traces.schemas import DECISION_EXTRA
 
+#: one run of each stage before the timed ones (``--smoke``: none)
+WARM_UP = True
+
 
 def _timed(frame, repeats: int) -> float:
-    frame.write.format("noop").mode("overwrite").save()  # warm-up
+    if WARM_UP:
+        frame.write.format("noop").mode("overwrite").save()
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -152,7 +156,7 @@ def library_stages(spark, user: str, rows: int, classes: int, repeats: int) -> N
             rho=RHO, gc_every=GC_EVERY, classes=classes),
         "dropDuplicates (built-in)": df.dropDuplicates(["region", "account", "sent_ms"]),
     }
-    for frame in stages.values():  # warm-up: Python workers, JIT
+    for frame in stages.values() if WARM_UP else ():  # warm-up: Python workers, JIT
         frame.write.format("noop").mode("overwrite").save()
     samples: dict[str, list[float]] = {label: [] for label in stages}
     for repeat in range(repeats):  # alternate, so load changes hit all alike
@@ -247,7 +251,9 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, runs in seconds")
     args = parser.parse_args()
     if args.smoke:
+        global WARM_UP
         args.rows, args.connections, args.repeats = 2_000, 100, 1
+        WARM_UP = False
     options = {"bench": AtMostOnceOptions.from_values({
         "estimator": "fixed", "rho": 500, "gc_every": 100, "classes": args.classes})}
     with tempfile.TemporaryDirectory() as tmp:

@@ -16,6 +16,7 @@ Rows no mutant here flips say why in the table and in docs/reproduction-coverage
 
 from __future__ import annotations
 
+import compileall
 import importlib.util
 import json
 import os
@@ -68,10 +69,10 @@ JOBS: dict[str, list[tuple[str, dict[str, str]]]] = {
                                        "estimators": "unlimited,limited",
                                        "messages": "4000", "duplicate": "0.05"})],
     "adaptive-step": [("adaptive", {"loads": "step,step-slow,step-up",
-                                    "estimators": "unlimited,limited", "messages": "4000",
+                                    "estimators": "unlimited,limited", "messages": "2000",
                                     "step_at": "1000000"})],
     **{f"slotted:{x}": [("slotted", {"schemes": x, **_SLOTTED})] for x in "abcde"},
-    "stability": [("stability", {"sizes": "2,4", "duration": "400000"})],
+    "stability": [("stability", {"sizes": "2,4", "duration": "200000"})],
     "stability-acks": [("stability", {"modes": "sweep", "sizes": "16,32",
                                       "variants": "timestamp,vector", "uneven": "1",
                                       "duration": "50000"})],
@@ -139,10 +140,28 @@ UNFLIPPED: dict[str, str] = {
 }
 
 
-def _copy(tmp: Path, mutant: str | None) -> Path:
+def base_copy(tmp: Path) -> Path:
+    """A copy of ``src`` under ``tmp`` without compiled modules, its bytecode written
+    (once for every mutant: ``_copy`` links its files)."""
     src = tmp / "src"
     shutil.copytree(ROOT / "src", src,
                     ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.egg-info"))
+    assert compileall.compile_dir(src, quiet=1, workers=1)
+    return src
+
+
+def _link(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system
+        shutil.copy2(source, target)
+
+
+def _copy(tmp: Path, base: Path, mutant: str | None) -> Path:
+    """``base`` (``base_copy``) as hard links under ``tmp``, with ``mutant`` applied to
+    a file of its own (never to ``base``), that file's bytecode left out."""
+    src = tmp / "src"
+    shutil.copytree(base, src, copy_function=_link)
     if mutant is not None:
         rel, original, replacement = ROW_MUTANTS[mutant]
         path = src / "timebound" / "core" / rel
@@ -150,7 +169,10 @@ def _copy(tmp: Path, mutant: str | None) -> Path:
         hits = [i for i, line in enumerate(lines) if line == original]
         assert len(hits) == 1, f"mutant {mutant}: {len(hits)} matches of {original!r}"
         lines[hits[0]] = replacement
+        path.unlink()  # a link to base's file: written anew, not through the link
         path.write_text("\n".join(lines), encoding="utf-8")
+        for compiled in (path.parent / "__pycache__").glob(f"{path.stem}.*.pyc"):
+            compiled.unlink()
     return src
 
 
@@ -166,14 +188,15 @@ print(json.dumps(out))
 """
 
 
-def run_jobs(mutant: str | None, labels: Sequence[str], seed: int = SEED) -> dict[str, Any]:
-    """The runs of ``labels``' jobs (label -> runs), run on a copy of ``src`` with
-    ``mutant`` applied (None: unmutated)."""
+def run_jobs(base: Path, mutant: str | None, labels: Sequence[str], seed: int = SEED
+             ) -> dict[str, Any]:
+    """The runs of ``labels``' jobs (label -> runs), run on a copy of ``base`` (a
+    ``base_copy``) with ``mutant`` applied (None: unmutated)."""
     jobs = [(label, scenario, params)
             for label in labels for scenario, params in JOBS[label]]
     tmp = Path(tempfile.mkdtemp(prefix="timebound-rowmutant-"))
     try:
-        src = _copy(tmp, mutant)
+        src = _copy(tmp, base, mutant)
         env = dict(os.environ, PYTHONPATH=str(src), TIMEBOUND_PURE_PYTHON="1",
                    PYTHONDONTWRITEBYTECODE="1")
         done = subprocess.run([sys.executable, "-c", _RUNNER, json.dumps(jobs), str(seed)],
@@ -202,9 +225,11 @@ def verdict(sources: Mapping[str, Any], row: str) -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def results() -> Iterator[dict[str, dict[str, Any]]]:
+def results(tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[dict[str, dict[str, Any]]]:
     """The runs per job label unmutated (key ``""``) and per mutant (over its rows'
     jobs)."""
+    copied = base_copy(tmp_path_factory.mktemp("rowmutants"))
     base_labels = sorted({label for _, _, labels in CASES for label in labels})
     per_mutant: dict[str, list[str]] = {}
     for _, mutant, labels in CASES:
@@ -213,8 +238,8 @@ def results() -> Iterator[dict[str, dict[str, Any]]]:
     slotted = [label for label in base_labels if label.startswith("slotted")]
     others = [label for label in base_labels if label not in slotted]
     with ThreadPoolExecutor(2) as pool:
-        base = [pool.submit(run_jobs, None, group) for group in (slotted, others)]
-        mut = {m: pool.submit(run_jobs, m, labels) for m, labels in per_mutant.items()}
+        base = [pool.submit(run_jobs, copied, None, group) for group in (slotted, others)]
+        mut = {m: pool.submit(run_jobs, copied, m, labels) for m, labels in per_mutant.items()}
         yield {"": {k: v for f in base for k, v in f.result().items()},
                **{m: f.result() for m, f in mut.items()}}
 

@@ -156,8 +156,10 @@ HEADER = (f"{'connections':>11} {'ours M rows/s':>14} {'built-in M rows/s':>18} 
 
 
 def compare(spark: SparkSession, rows: int, connections: Sequence[int], *, repeats: int = 3,
-            classes: int = 8, report: Callable[[str], None] = print) -> list[dict[str, Any]]:
-    """Time every side at each connection count; report the table; return its rows."""
+            classes: int = 8, report: Callable[[str], None] = print,
+            warm_up: bool = True) -> list[dict[str, Any]]:
+    """Time every side at each connection count; report the table; return its rows.
+    ``warm_up=False`` (a smoke run) times the sides without a run of each first."""
     from timebound.adapters.atmostonce import AtMostOnceOptions
     from timebound.columnar import path as decisions_path
     from timebound.pipeline.datasets import read_table
@@ -201,7 +203,7 @@ def compare(spark: SparkSession, rows: int, connections: Sequence[int], *, repea
 
             runs = {"ours": ours_run, "builtin": builtin_run, "library": library_run,
                     "dropdup": dropdup_run}
-            for side in SIDES:  # warm-up: Python workers, JIT
+            for side in SIDES if warm_up else ():  # warm-up: Python workers, JIT
                 runs[side]()
             seconds: dict[str, list[float]] = {side: [] for side in SIDES}
             for repeat in range(repeats):  # alternate, so load changes hit all alike
