@@ -38,13 +38,18 @@ def _slab() -> range:
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
     index = int(worker) if worker.isdigit() else 0
     low, high = _ephemeral_range()
-    spans = [(LOWEST, low - 1), (high + 1, HIGHEST)]
-    slabs = [range(start, start + SLAB)
-             for first, last in spans
-             for start in range(first, last - SLAB + 2, SLAB)]
-    if not slabs:
-        raise RuntimeError(f"no ports outside the ephemeral range {low}-{high}")
+    # a machine whose ephemeral range leaves no slab outside it: slabs inside it (a
+    # port may then be taken between the check and its use, as with port 0)
+    slabs = (_slabs([(LOWEST, low - 1), (high + 1, HIGHEST)])
+             or _slabs([(LOWEST, HIGHEST)]))
     return slabs[index % len(slabs)]
+
+
+def _slabs(spans: list[tuple[int, int]]) -> list[range]:
+    """The slabs of ``SLAB`` ports that fit in ``spans`` (first and last port each)."""
+    return [range(start, start + SLAB)
+            for first, last in spans
+            for start in range(first, last - SLAB + 2, SLAB)]
 
 
 _SLAB = _slab()
